@@ -1,0 +1,110 @@
+//! The provider trait: what the ESP/AH transforms need from a crypto library, shaped for in-place
+//! work on packet buffers (no allocation per call). Keys are built once per SA.
+
+use crate::alg::{AeadAlg, CbcAlg, HmacAlg};
+use std::fmt::Debug;
+
+/// Why a crypto operation failed. Deliberately coarse: a peer learns nothing from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CryptoError {
+    /// The key has the wrong length for the algorithm.
+    #[error("key length {got} does not fit the algorithm (want {want})")]
+    KeyLength {
+        /// Length supplied.
+        got: usize,
+        /// Length required.
+        want: usize,
+    },
+    /// The ICV did not verify.
+    #[error("integrity check failed")]
+    Integrity,
+    /// A length the algorithm needs (block multiple, IV size, tag room) was not met.
+    #[error("bad length for the operation")]
+    Length,
+    /// The provider does not implement this algorithm.
+    #[error("algorithm not supported by this provider")]
+    Unsupported,
+    /// The library reported an internal failure.
+    #[error("crypto library failure")]
+    Library,
+}
+
+/// A keyed AEAD. The nonce is the full 12 bytes (salt || explicit IV, RFC 4106 §4, RFC 7634 §2).
+pub trait Aead: Send + Sync + Debug {
+    /// Tag length in bytes.
+    fn tag_len(&self) -> usize;
+    /// Encrypts `in_out` in place and writes the tag into `tag` (`tag.len() == tag_len()`).
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &mut [u8],
+    ) -> Result<(), CryptoError>;
+    /// Verifies and decrypts `ciphertext || tag` in place; returns the plaintext length.
+    fn open_in_place(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<usize, CryptoError>;
+}
+
+/// A keyed block cipher in CBC mode.
+pub trait BlockCipher: Send + Sync + Debug {
+    /// Block (and IV) length.
+    fn block_len(&self) -> usize;
+    /// Encrypts whole blocks in place.
+    fn encrypt_cbc(&self, iv: &[u8], data: &mut [u8]) -> Result<(), CryptoError>;
+    /// Decrypts whole blocks in place.
+    fn decrypt_cbc(&self, iv: &[u8], data: &mut [u8]) -> Result<(), CryptoError>;
+}
+
+/// A keyed MAC computed over a list of byte runs (so that ESN high bits can be appended without
+/// copying, RFC 4303 §3.3.2.1).
+pub trait Mac: Send + Sync + Debug {
+    /// Full (untruncated) output length.
+    fn output_len(&self) -> usize;
+    /// Computes the MAC over the concatenation of `parts` and writes its first `out.len()` bytes.
+    fn compute(&self, parts: &[&[u8]], out: &mut [u8]) -> Result<(), CryptoError>;
+    /// Recomputes and compares with `expected` (truncated) in constant time.
+    fn verify(&self, parts: &[&[u8]], expected: &[u8]) -> Result<(), CryptoError> {
+        let mut buf = [0u8; 64];
+        let n = expected.len();
+        if n == 0 || n > buf.len() || n > self.output_len() {
+            return Err(CryptoError::Length);
+        }
+        self.compute(parts, &mut buf[..n])?;
+        if constant_time_eq(&buf[..n], expected) { Ok(()) } else { Err(CryptoError::Integrity) }
+    }
+}
+
+/// A crypto library, seen through the operations IPsec needs.
+pub trait Provider: Send + Sync + Debug {
+    /// Short name for reports.
+    fn name(&self) -> &'static str;
+    /// Builds an AEAD key (the key without salt).
+    fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>, CryptoError>;
+    /// Builds a CBC key.
+    fn cbc(&self, alg: CbcAlg, key: &[u8]) -> Result<Box<dyn BlockCipher>, CryptoError>;
+    /// Builds an HMAC key.
+    fn hmac(&self, alg: HmacAlg, key: &[u8]) -> Result<Box<dyn Mac>, CryptoError>;
+    /// Fills `out` with cryptographically secure random bytes.
+    fn fill_random(&self, out: &mut [u8]) -> Result<(), CryptoError>;
+}
+
+/// Compares two byte strings without an early exit.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= x ^ y;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+pub(crate) fn check_key_len(got: usize, want: usize) -> Result<(), CryptoError> {
+    if got == want { Ok(()) } else { Err(CryptoError::KeyLength { got, want }) }
+}

@@ -1,0 +1,338 @@
+//! The engine: SAD (inbound SAs by SPI and protocol), outbound SAs referenced from the SPD, and the
+//! per-packet and batch entry points. Every rejection is counted by [`DropReason`].
+
+use crate::buf::PacketBuf;
+use crate::drop::{DropCounters, DropReason};
+use crate::lifetime::SaEvent;
+use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
+use crate::spd::{self, Action, SpdEntry};
+use crate::types::{SeqNum, Spi, Time};
+use crypto::Provider;
+use std::collections::HashMap;
+use wire::{IpLayout, proto};
+
+/// How many nested ESP/AH headers inbound processing unwraps (AH+ESP is two).
+const MAX_NESTING: usize = 3;
+
+/// Handle of an outbound SA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SaHandle(pub usize);
+
+/// Errors of SA management (not of packets, which get a [`DropReason`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The SA could not be built.
+    #[error(transparent)]
+    Sa(#[from] SaError),
+    /// An inbound SA with this SPI and protocol exists.
+    #[error("an inbound {proto} SA with spi {spi} exists already")]
+    DuplicateSpi {
+        /// The SPI.
+        spi: Spi,
+        /// "esp" or "ah".
+        proto: &'static str,
+    },
+    /// A policy names an SA handle that does not exist.
+    #[error("policy names outbound SA #{0}, which does not exist")]
+    UnknownSa(usize),
+}
+
+/// What happened to a packet that was not dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processed {
+    /// Outbound: protected by one or more SAs.
+    Protected,
+    /// Outbound: the SPD said bypass.
+    Bypassed,
+    /// Inbound: IPsec removed; the buffer holds the IP packet.
+    Decapsulated {
+        /// SPI of the outermost SA.
+        spi: Spi,
+        /// Its sequence number.
+        seq: SeqNum,
+    },
+}
+
+/// Packet and byte totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Packets protected.
+    pub out_packets: u64,
+    /// Packets bypassed.
+    pub bypassed: u64,
+    /// Packets decapsulated.
+    pub in_packets: u64,
+}
+
+/// The IPsec engine of one worker.
+#[derive(Debug)]
+pub struct Engine {
+    provider: &'static dyn Provider,
+    outbound: Vec<Option<SecurityAssociation>>,
+    inbound: Vec<Option<SecurityAssociation>>,
+    sad: HashMap<(u32, u8), usize>,
+    spd: Vec<SpdEntry>,
+    counters: DropCounters,
+    totals: Totals,
+    events: Vec<SaEvent>,
+    /// Last inbound lookup: consecutive packets of one SA share one lookup (DESIGN rule 5).
+    last_in: Option<((u32, u8), usize)>,
+}
+
+impl Engine {
+    /// An engine with no SAs and an empty SPD (everything outbound is discarded).
+    pub fn new(provider: &'static dyn Provider) -> Engine {
+        Engine {
+            provider,
+            outbound: Vec::new(),
+            inbound: Vec::new(),
+            sad: HashMap::new(),
+            spd: Vec::new(),
+            counters: DropCounters::default(),
+            totals: Totals::default(),
+            events: Vec::new(),
+            last_in: None,
+        }
+    }
+
+    /// Installs an outbound SA.
+    pub fn add_outbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
+        let sa = SecurityAssociation::new(p, self.provider, now)?;
+        self.outbound.push(Some(sa));
+        Ok(SaHandle(self.outbound.len() - 1))
+    }
+
+    /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed).
+    pub fn remove_outbound(&mut self, h: SaHandle) -> Option<SecurityAssociation> {
+        self.outbound.get_mut(h.0).and_then(Option::take)
+    }
+
+    /// Installs an inbound SA, keyed by SPI and protocol.
+    pub fn add_inbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
+        let key = (p.spi.0, p.protocol.number());
+        if self.sad.contains_key(&key) {
+            return Err(EngineError::DuplicateSpi { spi: p.spi, proto: p.protocol.name() });
+        }
+        let sa = SecurityAssociation::new(p, self.provider, now)?;
+        self.inbound.push(Some(sa));
+        let idx = self.inbound.len() - 1;
+        self.sad.insert(key, idx);
+        Ok(SaHandle(idx))
+    }
+
+    /// Removes an inbound SA.
+    pub fn remove_inbound(&mut self, spi: Spi, protocol: Protocol) -> Option<SecurityAssociation> {
+        let idx = self.sad.remove(&(spi.0, protocol.number()))?;
+        self.last_in = None;
+        self.inbound.get_mut(idx).and_then(Option::take)
+    }
+
+    /// Appends an SPD entry (first match wins).
+    pub fn add_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
+        if let Action::Protect(hs) = &e.action {
+            if let Some(&bad) = hs.iter().find(|&&h| h >= self.outbound.len()) {
+                return Err(EngineError::UnknownSa(bad));
+            }
+        }
+        self.spd.push(e);
+        Ok(())
+    }
+
+    /// Outbound SAs (removed ones are `None`).
+    pub fn outbound_sas(&self) -> impl Iterator<Item = &SecurityAssociation> {
+        self.outbound.iter().flatten()
+    }
+
+    /// Inbound SAs.
+    pub fn inbound_sas(&self) -> impl Iterator<Item = &SecurityAssociation> {
+        self.inbound.iter().flatten()
+    }
+
+    /// Drop counters.
+    pub fn counters(&self) -> &DropCounters {
+        &self.counters
+    }
+
+    /// Packet totals.
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Takes the lifetime events gathered so far.
+    pub fn drain_events(&mut self) -> Vec<SaEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Re-evaluates time-based lifetimes of every SA (the driver calls this from a timer).
+    pub fn poll(&mut self, now: Time) {
+        for sa in self.outbound.iter_mut().chain(self.inbound.iter_mut()).flatten() {
+            sa.poll(now);
+            if let Some(e) = sa.take_event() {
+                self.events.push(e);
+            }
+        }
+    }
+
+    /// Applies the outbound SAs `bundle`, in order, to the packet in `buf`.
+    pub fn protect_with(
+        &mut self,
+        bundle: &[SaHandle],
+        buf: &mut PacketBuf,
+        now: Time,
+    ) -> Result<Processed, DropReason> {
+        let r = Self::protect(
+            &mut self.outbound,
+            &mut self.events,
+            bundle.iter().map(|h| h.0),
+            buf,
+            now,
+        );
+        self.tally(r)
+    }
+
+    fn protect(
+        outbound: &mut [Option<SecurityAssociation>],
+        events: &mut Vec<SaEvent>,
+        bundle: impl Iterator<Item = usize>,
+        buf: &mut PacketBuf,
+        now: Time,
+    ) -> Result<Processed, DropReason> {
+        for h in bundle {
+            let sa = outbound.get_mut(h).and_then(Option::as_mut).ok_or(DropReason::NoSa)?;
+            let r = match sa.protocol {
+                Protocol::Esp(_) => sa.esp_seal(buf, now),
+                Protocol::Ah(_) => sa.ah_seal(buf, now),
+            };
+            if let Some(e) = sa.take_event() {
+                events.push(e);
+            }
+            r?;
+        }
+        Ok(Processed::Protected)
+    }
+
+    fn tally(&mut self, r: Result<Processed, DropReason>) -> Result<Processed, DropReason> {
+        match r {
+            Ok(Processed::Protected) => self.totals.out_packets += 1,
+            Ok(Processed::Bypassed) => self.totals.bypassed += 1,
+            Ok(Processed::Decapsulated { .. }) => self.totals.in_packets += 1,
+            Err(d) => self.counters.count(d),
+        }
+        r
+    }
+
+    /// Outbound processing: SPD lookup, then protect, bypass or discard.
+    pub fn outbound(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
+        let r = self.outbound_inner(buf, now);
+        self.tally(r)
+    }
+
+    fn outbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
+        let layout = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
+        match spd::lookup(&self.spd, buf.as_slice(), &layout) {
+            None => Err(DropReason::NoPolicy),
+            Some(Action::Discard) => Err(DropReason::PolicyDiscard),
+            Some(Action::Bypass) => Ok(Processed::Bypassed),
+            Some(Action::Protect(bundle)) => Self::protect(
+                &mut self.outbound,
+                &mut self.events,
+                bundle.iter().copied(),
+                buf,
+                now,
+            ),
+        }
+    }
+
+    /// Inbound processing: removes every ESP/AH layer addressed to an SA in the SAD.
+    pub fn inbound(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
+        let r = self.inbound_inner(buf, now);
+        self.tally(r)
+    }
+
+    fn inbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
+        let mut first: Option<(Spi, SeqNum)> = None;
+        for _ in 0..MAX_NESTING {
+            let layout = IpLayout::parse(buf.as_slice()).map_err(|_| match first {
+                None => DropReason::Malformed,
+                Some(_) => DropReason::InnerMalformed,
+            })?;
+            let spi_at = match layout.next_header {
+                proto::ESP => layout.header_len,
+                proto::AH => layout.header_len + 4,
+                _ => {
+                    return match first {
+                        None => Err(DropReason::NotIpsec),
+                        Some((spi, seq)) => Ok(Processed::Decapsulated { spi, seq }),
+                    };
+                }
+            };
+            if layout.is_fragment {
+                return Err(DropReason::Fragment);
+            }
+            let spi = buf
+                .as_slice()
+                .get(spi_at..spi_at + 4)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                .ok_or(DropReason::Truncated)?;
+            let key = (spi, layout.next_header);
+            let idx = match self.last_in {
+                Some((k, i)) if k == key => i,
+                _ => {
+                    let i = *self.sad.get(&key).ok_or(DropReason::NoSa)?;
+                    self.last_in = Some((key, i));
+                    i
+                }
+            };
+            let sa = self.inbound.get_mut(idx).and_then(Option::as_mut).ok_or(DropReason::NoSa)?;
+            let r = match sa.protocol {
+                Protocol::Esp(_) => sa.esp_open(buf, &layout, now),
+                Protocol::Ah(_) => sa.ah_open(buf, &layout, now),
+            };
+            if let Some(e) = sa.take_event() {
+                self.events.push(e);
+            }
+            let opened = r?;
+            first.get_or_insert((Spi(spi), opened.seq));
+            if sa.mode == crate::sa::Mode::Tunnel {
+                break;
+            }
+        }
+        let (spi, seq) = first.ok_or(DropReason::NestedTooDeep)?;
+        // Transport mode that still leaves ESP/AH after MAX_NESTING layers.
+        let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
+        if matches!(l.next_header, proto::ESP | proto::AH) && self.last_mode_transport() {
+            return Err(DropReason::NestedTooDeep);
+        }
+        Ok(Processed::Decapsulated { spi, seq })
+    }
+
+    fn last_mode_transport(&self) -> bool {
+        self.last_in
+            .and_then(|(_, i)| self.inbound.get(i).and_then(Option::as_ref))
+            .is_some_and(|sa| sa.mode == crate::sa::Mode::Transport)
+    }
+
+    /// Outbound processing of a batch; `results[i]` receives packet i's outcome.
+    pub fn outbound_batch(
+        &mut self,
+        bufs: &mut [PacketBuf],
+        results: &mut [Result<Processed, DropReason>],
+        now: Time,
+    ) {
+        for (b, r) in bufs.iter_mut().zip(results.iter_mut()) {
+            *r = self.outbound(b, now);
+        }
+    }
+
+    /// Inbound processing of a batch; `results[i]` receives packet i's outcome.
+    pub fn inbound_batch(
+        &mut self,
+        bufs: &mut [PacketBuf],
+        results: &mut [Result<Processed, DropReason>],
+        now: Time,
+    ) {
+        for (b, r) in bufs.iter_mut().zip(results.iter_mut()) {
+            *r = self.inbound(b, now);
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The Security Association (RFC 4301 §4.4.2): cold parameters, the keyed transform built once,
+//! and hot per-packet state (outbound sequence counter, replay window, usage). Keys live only
+//! inside the provider's key objects and are zeroized when the SA is dropped.
+
+use crate::drop::DropReason;
+use crate::lifetime::{Lifetime, SaEvent, Usage};
+use crate::replay::ReplayWindow;
+use crate::types::{SeqNum, Spi, Time};
+use crypto::{Aead, BlockCipher, EncrAlg, EspSuite, IntegAlg, Mac, Provider};
+use std::net::IpAddr;
+use wire::{IpVersion, proto};
+use zeroize::Zeroizing;
+
+/// Encapsulation mode (RFC 4301 §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// A new outer IP header between `src` and `dst` of the SA.
+    Tunnel,
+    /// ESP/AH inserted after the original IP header.
+    Transport,
+}
+
+/// Which IPsec protocol and algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// ESP with an encryption (+ integrity) suite.
+    Esp(EspSuite),
+    /// AH with an integrity algorithm.
+    Ah(IntegAlg),
+}
+
+impl Protocol {
+    /// IP protocol number.
+    pub fn number(self) -> u8 {
+        match self {
+            Protocol::Esp(_) => proto::ESP,
+            Protocol::Ah(_) => proto::AH,
+        }
+    }
+    /// "esp" or "ah".
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Esp(_) => "esp",
+            Protocol::Ah(_) => "ah",
+        }
+    }
+}
+
+/// Everything needed to build an SA.
+#[derive(Debug, Clone)]
+pub struct SaParams {
+    /// SPI chosen by the receiver.
+    pub spi: Spi,
+    /// ESP or AH and their algorithms.
+    pub protocol: Protocol,
+    /// Tunnel or transport.
+    pub mode: Mode,
+    /// Source address: the tunnel's outer source, or the sending host.
+    pub src: IpAddr,
+    /// Destination address: the tunnel's outer destination, or the receiving host.
+    pub dst: IpAddr,
+    /// Encryption key; for AEADs the last 4 bytes are the salt (RFC 4106 §8.1).
+    pub enc_key: Zeroizing<Vec<u8>>,
+    /// Integrity key; for GMAC the last 4 bytes are the salt (RFC 4543 §6).
+    pub auth_key: Zeroizing<Vec<u8>>,
+    /// Extended (64-bit) sequence numbers (RFC 4303 §2.2.1).
+    pub esn: bool,
+    /// Replay window size; 0 disables the check.
+    pub replay_window: u32,
+    /// Soft limits (events for rekeying).
+    pub soft: Lifetime,
+    /// Hard limits (the SA stops).
+    pub hard: Lifetime,
+}
+
+/// Why an SA could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SaError {
+    /// SPI 0..=255 are reserved.
+    #[error("spi {0} is reserved (must be > 255)")]
+    ReservedSpi(Spi),
+    /// A key has the wrong length.
+    #[error("{field} is {got} bytes; {alg} needs {want}")]
+    KeyLength {
+        /// `enc_key` or `auth_key`.
+        field: &'static str,
+        /// The algorithm.
+        alg: String,
+        /// Supplied length.
+        got: usize,
+        /// Required length.
+        want: usize,
+    },
+    /// Tunnel endpoints of different IP versions.
+    #[error("src {src} and dst {dst} are of different IP versions")]
+    MixedVersions {
+        /// Source.
+        src: IpAddr,
+        /// Destination.
+        dst: IpAddr,
+    },
+    /// The replay window size is out of range.
+    #[error(transparent)]
+    Window(#[from] crate::replay::BadWindowSize),
+    /// AH with no integrity algorithm.
+    #[error("ah needs an integrity algorithm")]
+    AhWithoutInteg,
+    /// The crypto provider refused the key.
+    #[error("crypto provider: {0}")]
+    Crypto(#[from] crypto::CryptoError),
+}
+
+/// The keyed transform, built once per SA.
+#[derive(Debug)]
+pub enum Transform {
+    /// ESP with an AEAD; nonce = salt || 64-bit IV (RFC 4106 §4).
+    EspAead {
+        /// The keyed AEAD.
+        aead: Box<dyn Aead>,
+        /// Nonce salt.
+        salt: [u8; 4],
+    },
+    /// ESP with a CBC cipher and (unless confidentiality-only) an HMAC.
+    EspCbc {
+        /// The keyed cipher.
+        cipher: Box<dyn BlockCipher>,
+        /// The keyed MAC, if any.
+        mac: Option<Box<dyn Mac>>,
+    },
+    /// ESP with NULL encryption (RFC 2410) and an HMAC.
+    EspNull {
+        /// The keyed MAC.
+        mac: Box<dyn Mac>,
+    },
+    /// AH with an HMAC.
+    AhHmac {
+        /// The keyed MAC.
+        mac: Box<dyn Mac>,
+    },
+    /// AH with AES-GMAC (RFC 4543 §4).
+    AhGmac {
+        /// The keyed AEAD used with empty plaintext.
+        aead: Box<dyn Aead>,
+        /// Nonce salt.
+        salt: [u8; 4],
+    },
+}
+
+/// A Security Association: parameters, transform and per-packet state.
+#[derive(Debug)]
+pub struct SecurityAssociation {
+    pub(crate) spi: Spi,
+    pub(crate) protocol: Protocol,
+    pub(crate) mode: Mode,
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
+    pub(crate) esn: bool,
+    pub(crate) soft: Lifetime,
+    pub(crate) hard: Lifetime,
+    pub(crate) transform: Transform,
+    pub(crate) provider: &'static dyn Provider,
+    /// Explicit IV length (ESP) and ICV length; padding alignment.
+    pub(crate) iv_len: usize,
+    pub(crate) icv_len: usize,
+    pub(crate) pad_align: usize,
+    /// Outer header template for tunnel mode (length and checksum filled per packet).
+    pub(crate) outer: [u8; 40],
+    pub(crate) outer_len: usize,
+    /// Last sequence number sent (outbound use).
+    pub(crate) seq_out: u64,
+    /// Replay window (inbound use).
+    pub(crate) replay: ReplayWindow,
+    pub(crate) usage: Usage,
+    pub(crate) event: Option<SaEvent>,
+}
+
+fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
+    let mut salt = [0u8; 4];
+    let (k, s) = key.split_at(key_len);
+    salt.copy_from_slice(s);
+    (salt, k)
+}
+
+fn check_len(field: &'static str, alg: String, got: usize, want: usize) -> Result<(), SaError> {
+    if got == want { Ok(()) } else { Err(SaError::KeyLength { field, alg, got, want }) }
+}
+
+impl SecurityAssociation {
+    /// Builds the SA: checks the parameters and keys the transform once.
+    pub fn new(p: &SaParams, provider: &'static dyn Provider, now: Time) -> Result<Self, SaError> {
+        if !p.spi.is_valid() {
+            return Err(SaError::ReservedSpi(p.spi));
+        }
+        if p.src.is_ipv4() != p.dst.is_ipv4() {
+            return Err(SaError::MixedVersions { src: p.src, dst: p.dst });
+        }
+        let (transform, iv_len, icv_len, pad_align) = match p.protocol {
+            Protocol::Esp(suite) => Self::esp_transform(p, suite, provider)?,
+            Protocol::Ah(integ) => Self::ah_transform(p, integ, provider)?,
+        };
+        let (outer, outer_len) = outer_template(p.src, p.dst, p.protocol.number());
+        Ok(SecurityAssociation {
+            spi: p.spi,
+            protocol: p.protocol,
+            mode: p.mode,
+            src: p.src,
+            dst: p.dst,
+            esn: p.esn,
+            soft: p.soft,
+            hard: p.hard,
+            transform,
+            provider,
+            iv_len,
+            icv_len,
+            pad_align,
+            outer,
+            outer_len,
+            seq_out: 0,
+            replay: ReplayWindow::new(p.replay_window, p.esn)?,
+            usage: Usage { installed: now, ..Usage::default() },
+            event: None,
+        })
+    }
+
+    fn esp_transform(
+        p: &SaParams,
+        suite: EspSuite,
+        provider: &'static dyn Provider,
+    ) -> Result<(Transform, usize, usize, usize), SaError> {
+        let name = suite.to_string();
+        check_len("enc_key", name.clone(), p.enc_key.len(), suite.encr.key_len())?;
+        check_len("auth_key", name, p.auth_key.len(), suite.integ.key_len())?;
+        let mac = match suite.integ {
+            IntegAlg::Hmac(h) => Some(provider.hmac(h, &p.auth_key)?),
+            _ => None,
+        };
+        let t = match (suite.encr, mac) {
+            (EncrAlg::Aead(a), _) => {
+                let (salt, key) = split_salt(&p.enc_key, a.key_len());
+                Transform::EspAead { aead: provider.aead(a, key)?, salt }
+            }
+            (EncrAlg::Cbc(c), mac) => {
+                Transform::EspCbc { cipher: provider.cbc(c, &p.enc_key)?, mac }
+            }
+            (EncrAlg::Null, Some(mac)) => Transform::EspNull { mac },
+            (EncrAlg::Null, None) => return Err(SaError::AhWithoutInteg),
+        };
+        Ok((t, suite.encr.iv_len(), suite.icv_len(), suite.encr.pad_align()))
+    }
+
+    fn ah_transform(
+        p: &SaParams,
+        integ: IntegAlg,
+        provider: &'static dyn Provider,
+    ) -> Result<(Transform, usize, usize, usize), SaError> {
+        check_len("auth_key", integ.name().to_string(), p.auth_key.len(), integ.key_len())?;
+        let t = match integ {
+            IntegAlg::None => return Err(SaError::AhWithoutInteg),
+            IntegAlg::Hmac(h) => Transform::AhHmac { mac: provider.hmac(h, &p.auth_key)? },
+            IntegAlg::Aes128Gmac | IntegAlg::Aes256Gmac => {
+                let alg = if integ == IntegAlg::Aes128Gmac {
+                    crypto::AeadAlg::Aes128Gcm
+                } else {
+                    crypto::AeadAlg::Aes256Gcm
+                };
+                let (salt, key) = split_salt(&p.auth_key, alg.key_len());
+                Transform::AhGmac { aead: provider.aead(alg, key)?, salt }
+            }
+        };
+        // GMAC carries an 8-byte IV in the Authentication Data field (RFC 4543 §4).
+        let iv_len = if matches!(t, Transform::AhGmac { .. }) { 8 } else { 0 };
+        Ok((t, iv_len, integ.icv_len(), 4))
+    }
+
+    /// SPI.
+    pub fn spi(&self) -> Spi {
+        self.spi
+    }
+    /// Protocol and algorithms.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+    /// Mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// Source and destination addresses.
+    pub fn addrs(&self) -> (IpAddr, IpAddr) {
+        (self.src, self.dst)
+    }
+    /// ESN in use.
+    pub fn esn(&self) -> bool {
+        self.esn
+    }
+    /// Bytes and packets processed so far, and install time.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+    /// Replay window state.
+    pub fn replay(&self) -> &ReplayWindow {
+        &self.replay
+    }
+    /// Last outbound sequence number used.
+    pub fn last_seq_out(&self) -> SeqNum {
+        SeqNum(self.seq_out)
+    }
+    /// Bytes this SA adds to a packet at most (headers, IV, padding, ICV), for MTU computation.
+    pub fn overhead(&self) -> usize {
+        let outer = if self.mode == Mode::Tunnel { self.outer_len } else { 0 };
+        match self.protocol {
+            Protocol::Esp(_) => outer + 8 + self.iv_len + (self.pad_align - 1) + 2 + self.icv_len,
+            Protocol::Ah(_) => {
+                outer + 12 + wire::AhRepr::padded_icv_len(self.iv_len + self.icv_len, true)
+            }
+        }
+    }
+    /// Outer IP version in tunnel mode.
+    pub fn outer_version(&self) -> IpVersion {
+        if self.src.is_ipv4() { IpVersion::V4 } else { IpVersion::V6 }
+    }
+
+    /// Sets the next outbound sequence number (tests and the seq-exhaustion bench only).
+    pub fn set_last_seq_out(&mut self, seq: SeqNum) {
+        self.seq_out = seq.0;
+    }
+
+    /// Takes the pending lifetime event, if any.
+    pub fn take_event(&mut self) -> Option<SaEvent> {
+        self.event.take()
+    }
+
+    /// Refuses traffic once a hard limit was hit; evaluates time-based limits.
+    pub(crate) fn check_usable(&mut self, now: Time) -> Result<(), DropReason> {
+        if self.usage.is_hard_expired() {
+            return Err(DropReason::SaExpired);
+        }
+        if self.hard.seconds.is_some() || self.soft.seconds.is_some() {
+            self.poll(now);
+            if self.usage.is_hard_expired() {
+                return Err(DropReason::SaExpired);
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-evaluates the limits at `now` (for the driver's timer).
+    pub fn poll(&mut self, now: Time) {
+        if let Some(e) = self.usage.evaluate(self.spi, &self.soft, &self.hard, now) {
+            self.event = Some(e);
+        }
+    }
+
+    /// The next outbound sequence number; never wraps (RFC 4303 §3.3.3).
+    pub(crate) fn next_seq(&mut self) -> Result<SeqNum, DropReason> {
+        let max = if self.esn { u64::MAX } else { u32::MAX as u64 };
+        if self.seq_out >= max {
+            if let Some(e) = self.usage.expire(self.spi, "sequence") {
+                self.event = Some(e);
+            }
+            return Err(DropReason::SeqExhausted);
+        }
+        self.seq_out += 1;
+        Ok(SeqNum(self.seq_out))
+    }
+
+    /// Counts a processed packet and evaluates byte/packet limits.
+    pub(crate) fn account(&mut self, len: usize, now: Time) {
+        self.usage.add(len);
+        if self.soft.bytes.is_some()
+            || self.soft.packets.is_some()
+            || self.hard.bytes.is_some()
+            || self.hard.packets.is_some()
+        {
+            self.poll(now);
+        }
+    }
+
+    /// Fills `out` from the provider's random generator (CBC IVs).
+    pub(crate) fn random(&self, out: &mut [u8]) -> Result<(), DropReason> {
+        self.provider.fill_random(out).map_err(|_| DropReason::CryptoFailure)
+    }
+}
+
+/// An outer IPv4 or IPv6 header with TTL/hop limit 64 and the given protocol.
+fn outer_template(src: IpAddr, dst: IpAddr, protocol: u8) -> ([u8; 40], usize) {
+    let mut h = [0u8; 40];
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            h[0] = 0x45;
+            h[8] = 64;
+            h[9] = protocol;
+            h[12..16].copy_from_slice(&s.octets());
+            h[16..20].copy_from_slice(&d.octets());
+            (h, 20)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            h[0] = 0x60;
+            h[6] = protocol;
+            h[7] = 64;
+            h[8..24].copy_from_slice(&s.octets());
+            h[24..40].copy_from_slice(&d.octets());
+            (h, 40)
+        }
+        // Mixed versions are refused in `new`; an empty template keeps this total.
+        _ => (h, 0),
+    }
+}

@@ -1,0 +1,50 @@
+//! Small newtypes named after RFC 4301/4303 terms: SPI, sequence number, and the time argument.
+
+use std::fmt;
+
+/// Security Parameters Index (RFC 4303 §2.1). 1..=255 are reserved by IANA; 0 is never sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Spi(pub u32);
+
+impl Spi {
+    /// True if the value may be used for an SA (RFC 4303 §2.1: 0 and 1..=255 are reserved).
+    pub fn is_valid(self) -> bool {
+        self.0 > 255
+    }
+}
+
+impl fmt::Display for Spi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{:08x}", self.0)
+    }
+}
+
+/// A full 64-bit sequence number (RFC 4303 §2.2.1); without ESN only the low 32 bits are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct SeqNum(pub u64);
+
+impl SeqNum {
+    /// The low 32 bits, which travel in the packet.
+    pub fn low(self) -> u32 {
+        self.0 as u32
+    }
+    /// The high 32 bits, which ESN carries only in the ICV computation.
+    pub fn high(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// A monotonic timestamp in microseconds since an arbitrary origin chosen by the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Time(pub u64);
+
+impl Time {
+    /// From whole seconds.
+    pub fn from_secs(s: u64) -> Time {
+        Time(s.saturating_mul(1_000_000))
+    }
+    /// Adds seconds, saturating.
+    pub fn plus_secs(self, s: u64) -> Time {
+        Time(self.0.saturating_add(s.saturating_mul(1_000_000)))
+    }
+}
