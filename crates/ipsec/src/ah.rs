@@ -104,6 +104,9 @@ impl SecurityAssociation {
         let view = AhPacket::new_checked(&p[ah_at..]).map_err(|_| DropReason::Truncated)?;
         let repr = AhRepr::parse(&view);
         let ah_len = view.header_len();
+        if repr.spi != self.spi.0 {
+            return Err(DropReason::NoSa);
+        }
         if repr.icv_len != self.ah_field_len(outer.version == IpVersion::V6) {
             return Err(DropReason::BadAhHeader);
         }

@@ -225,6 +225,11 @@ impl SecurityAssociation {
         }
         let ct_at = esp_at + hdr_len;
         let icv_at = end - self.icv_len;
+        // The SPI is not in the AEAD's AAD input here (the SA's own is), so a caller that did not
+        // look the SA up by this SPI must not get a packet through.
+        if p[esp_at..esp_at + 4] != self.spi.0.to_be_bytes() {
+            return Err(DropReason::NoSa);
+        }
         let seq_low =
             u32::from_be_bytes([p[esp_at + 4], p[esp_at + 5], p[esp_at + 6], p[esp_at + 7]]);
         let seq = self.replay.infer(seq_low);

@@ -90,7 +90,9 @@ impl ReplayWindow {
         if self.size == 0 || s > self.top {
             return Ok(());
         }
-        if s + self.size as u64 <= self.top {
+        // `s <= top` here, so the subtraction cannot underflow (an addition could overflow near
+        // 2^64 with ESN).
+        if self.top - s >= self.size as u64 {
             return Err(DropReason::TooOld);
         }
         if self.blocks[((s >> 6) & self.mask) as usize] & (1 << (s & 63)) != 0 {

@@ -48,6 +48,15 @@ fn check_does_not_commit() {
 }
 
 #[test]
+fn no_overflow_at_the_top_of_the_esn_space() {
+    let mut w = ReplayWindow::new(64, true).unwrap();
+    w.commit(SeqNum(u64::MAX));
+    assert_eq!(w.check(SeqNum(u64::MAX)), Err(DropReason::Replayed));
+    assert_eq!(w.check(SeqNum(u64::MAX - 63)), Ok(()));
+    assert_eq!(w.check(SeqNum(u64::MAX - 64)), Err(DropReason::TooOld));
+}
+
+#[test]
 fn sizes() {
     assert!(ReplayWindow::new(31, false).is_err());
     assert!(ReplayWindow::new(MAX_WINDOW + 1, false).is_err());

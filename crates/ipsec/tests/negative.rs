@@ -1,4 +1,9 @@
 //! Negative tests: every kind of damage gets its own drop reason, and nothing panics.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 mod common;
 
 use common::*;

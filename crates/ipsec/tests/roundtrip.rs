@@ -1,4 +1,9 @@
 //! Round trips through two engines (sender outbound, receiver inbound) for every ESP suite and AH
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 //! algorithm × tunnel/transport × IPv4/IPv6 × ESN, and AH+ESP bundles; proptest over payloads.
 mod common;
 

@@ -1,4 +1,9 @@
 //! Shared helpers for the ipsec integration tests: SA parameters with deterministic keys, and
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 //! IPv4/IPv6 UDP/TCP packets built with etherparse.
 #![allow(dead_code)]
 
