@@ -54,7 +54,7 @@ impl SecurityAssociation {
 
     /// Computes the ICV of packet `p`, whose AH header (at `layout.header_len`) has a zeroed tag.
     fn ah_icv(
-        &self,
+        &mut self,
         p: &[u8],
         layout: &IpLayout,
         seq: SeqNum,
@@ -65,6 +65,7 @@ impl SecurityAssociation {
         let rest = &p[layout.header_len..];
         let hi = seq.high().to_be_bytes();
         let n = if self.esn { 3 } else { 2 };
+        let scratch = &mut self.scratch;
         match &self.transform {
             Transform::AhHmac { mac } => {
                 let parts: [&[u8]; 3] = [zeroed, rest, &hi];
@@ -72,8 +73,9 @@ impl SecurityAssociation {
             }
             Transform::AhGmac { aead, salt } => {
                 // GMAC takes the whole packet as AAD in one piece (RFC 4543 §4), so it is copied
-                // out once; AH-GMAC is not on the fast path.
-                let mut aad = Vec::with_capacity(zeroed.len() + rest.len() + 4);
+                // into the SA's scratch buffer, which keeps its capacity between packets.
+                let aad = scratch;
+                aad.clear();
                 aad.extend_from_slice(zeroed);
                 aad.extend_from_slice(rest);
                 if self.esn {
@@ -83,7 +85,7 @@ impl SecurityAssociation {
                 let mut nonce = [0u8; 12];
                 nonce[..4].copy_from_slice(salt);
                 nonce[4..].copy_from_slice(&p[iv_at..iv_at + 8]);
-                aead.seal_in_place(&nonce, &aad, &mut [], out)
+                aead.seal_in_place(&nonce, aad, &mut [], out)
                     .map_err(|_| DropReason::CryptoFailure)
             }
             _ => Err(DropReason::BadNextHeader),

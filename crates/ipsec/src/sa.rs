@@ -172,6 +172,8 @@ pub struct SecurityAssociation {
     pub(crate) replay: ReplayWindow,
     pub(crate) usage: Usage,
     pub(crate) event: Option<SaEvent>,
+    /// AH-GMAC's contiguous AAD copy (empty for every other transform).
+    pub(crate) scratch: Vec<u8>,
 }
 
 fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
@@ -219,6 +221,7 @@ impl SecurityAssociation {
             replay: ReplayWindow::new(p.replay_window, p.esn)?,
             usage: Usage { installed: now, ..Usage::default() },
             event: None,
+            scratch: Vec::new(),
         })
     }
 
