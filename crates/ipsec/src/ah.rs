@@ -85,8 +85,7 @@ impl SecurityAssociation {
                 let mut nonce = [0u8; 12];
                 nonce[..4].copy_from_slice(salt);
                 nonce[4..].copy_from_slice(&p[iv_at..iv_at + 8]);
-                aead.seal_in_place(&nonce, aad, &mut [], out)
-                    .map_err(|_| DropReason::CryptoFailure)
+                aead.seal_in_place(&nonce, aad, &mut [], out).map_err(|_| DropReason::CryptoFailure)
             }
             _ => Err(DropReason::BadNextHeader),
         }

@@ -50,6 +50,7 @@ drop_reasons! {
     BadAhHeader => "bad_ah_header", "AH ICV length does not match the SA, or mutable fields could not be handled.";
     CryptoFailure => "crypto_failure", "The crypto library failed (not an ICV mismatch).";
     NestedTooDeep => "nested_too_deep", "More nested ESP/AH headers than the engine unwraps.";
+    FamilyMismatch => "family_mismatch", "Transport-mode SA of the other IP version than the packet.";
 }
 
 impl fmt::Display for DropReason {

@@ -143,6 +143,11 @@ impl Engine {
         self.outbound.iter().flatten()
     }
 
+    /// An outbound SA, mutably (for tools that set its first sequence number).
+    pub fn outbound_sa_mut(&mut self, h: SaHandle) -> Option<&mut SecurityAssociation> {
+        self.outbound.get_mut(h.0).and_then(Option::as_mut)
+    }
+
     /// Inbound SAs.
     pub fn inbound_sas(&self) -> impl Iterator<Item = &SecurityAssociation> {
         self.inbound.iter().flatten()

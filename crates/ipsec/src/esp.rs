@@ -56,6 +56,10 @@ pub(crate) fn insert_header(
         }
         Mode::Transport => {
             let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
+            // A transport-mode SA protects packets of its own hosts, hence of its IP version.
+            if l.version != sa.outer_version() {
+                return Err(DropReason::FamilyMismatch);
+            }
             if l.is_fragment {
                 return Err(DropReason::Fragment);
             }

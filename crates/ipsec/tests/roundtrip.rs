@@ -96,6 +96,16 @@ fn tunnel_v4_in_v6_and_v6_in_v4() {
 }
 
 #[test]
+fn transport_sa_refuses_the_other_family() {
+    let p = esp_params("aes128gcm".parse().unwrap(), Mode::Transport, true, false, 0x3100);
+    let (mut tx, _rx, hs) = pair(&[p]);
+    let mut buf = PacketBuf::with_max_packet();
+    buf.load(&packet(false, false, b"v4 packet, v6 SA"), 128).unwrap();
+    assert_eq!(tx.protect_with(&hs, &mut buf, Time(0)), Err(ipsec::DropReason::FamilyMismatch));
+    assert_eq!(tx.counters().get(ipsec::DropReason::FamilyMismatch), 1);
+}
+
+#[test]
 fn ah_plus_esp_bundle() {
     for v6 in [false, true] {
         for esp_mode in MODES {
