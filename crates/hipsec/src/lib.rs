@@ -1,0 +1,8 @@
+//! The `hipsec` tool's library half: the SA file, capture reading/writing, the pcap tools and the
+//! benchmarks, kept here so that integration tests can reach them; `main.rs` is only the CLI.
+
+pub mod bench_esp;
+pub mod capture;
+pub mod pcap;
+pub mod safile;
+pub mod wireshark;
