@@ -2,6 +2,7 @@
 //! benchmarks, kept here so that integration tests can reach them; `main.rs` is only the CLI.
 
 pub mod bench_esp;
+pub mod bench_filter;
 pub mod capture;
 pub mod pcap;
 pub mod safile;

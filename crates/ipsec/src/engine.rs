@@ -35,13 +35,20 @@ pub enum EngineError {
     /// A policy names an SA handle that does not exist.
     #[error("policy names outbound SA #{0}, which does not exist")]
     UnknownSa(usize),
+    /// A protect policy with no SA would pass packets unprotected.
+    #[error("a protect policy needs at least one SA")]
+    EmptyBundle,
 }
 
 /// What happened to a packet that was not dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Processed {
-    /// Outbound: protected by one or more SAs.
-    Protected,
+    /// Outbound: protected by one or more SAs; `sa` is the outermost (last applied), whose
+    /// destination the packet goes to.
+    Protected {
+        /// The outermost SA of the bundle.
+        sa: SaHandle,
+    },
     /// Outbound: the SPD said bypass.
     Bypassed,
     /// Inbound: IPsec removed; the buffer holds the IP packet.
@@ -130,6 +137,9 @@ impl Engine {
     /// Appends an SPD entry (first match wins).
     pub fn add_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
         if let Action::Protect(hs) = &e.action {
+            if hs.is_empty() {
+                return Err(EngineError::EmptyBundle);
+            }
             if let Some(&bad) = hs.iter().find(|&&h| h >= self.outbound.len()) {
                 return Err(EngineError::UnknownSa(bad));
             }
@@ -202,7 +212,9 @@ impl Engine {
         buf: &mut PacketBuf,
         now: Time,
     ) -> Result<Processed, DropReason> {
+        let mut last = None;
         for h in bundle {
+            last = Some(h);
             let sa = outbound.get_mut(h).and_then(Option::as_mut).ok_or(DropReason::NoSa)?;
             let r = match sa.protocol {
                 Protocol::Esp(_) => sa.esp_seal(buf, now),
@@ -213,12 +225,13 @@ impl Engine {
             }
             r?;
         }
-        Ok(Processed::Protected)
+        // An empty bundle protects nothing: fail closed rather than pass the packet in clear.
+        last.map(|h| Processed::Protected { sa: SaHandle(h) }).ok_or(DropReason::NoSa)
     }
 
     fn tally(&mut self, r: Result<Processed, DropReason>) -> Result<Processed, DropReason> {
         match r {
-            Ok(Processed::Protected) => self.totals.out_packets += 1,
+            Ok(Processed::Protected { .. }) => self.totals.out_packets += 1,
             Ok(Processed::Bypassed) => self.totals.bypassed += 1,
             Ok(Processed::Decapsulated { .. }) => self.totals.in_packets += 1,
             Err(d) => self.counters.count(d),

@@ -20,9 +20,10 @@ pub mod types;
 
 pub use buf::PacketBuf;
 pub use drop::{DropCounters, DropReason};
+pub use engine::SaHandle;
 pub use engine::{Engine, EngineError, Processed};
 pub use lifetime::{Lifetime, SaEvent};
 pub use replay::ReplayWindow;
-pub use sa::{Mode, SaError, SaParams, SecurityAssociation, Transform};
+pub use sa::{Mode, Protocol, SaError, SaParams, SecurityAssociation, Transform};
 pub use spd::{Action, Selector, SpdEntry};
 pub use types::{SeqNum, Spi, Time};

@@ -317,6 +317,13 @@ impl SecurityAssociation {
             }
         }
     }
+    /// Like [`SecurityAssociation::overhead`] but without the tunnel's outer IP header, for
+    /// carriers (ESP in UDP) that put their own header in its place.
+    pub fn overhead_without_outer(&self) -> usize {
+        let outer = if self.mode == Mode::Tunnel { self.outer_len } else { 0 };
+        self.overhead() - outer
+    }
+
     /// Outer IP version in tunnel mode.
     pub fn outer_version(&self) -> IpVersion {
         if self.src.is_ipv4() { IpVersion::V4 } else { IpVersion::V6 }

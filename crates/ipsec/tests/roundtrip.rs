@@ -28,7 +28,10 @@ fn pair(params: &[ipsec::SaParams]) -> (Engine, Engine, Vec<SaHandle>) {
 fn round_trip(tx: &mut Engine, rx: &mut Engine, hs: &[SaHandle], pkt: &[u8], outer_proto: u8) {
     let mut buf = PacketBuf::with_max_packet();
     buf.load(pkt, ipsec::buf::DEFAULT_HEADROOM).unwrap();
-    assert_eq!(tx.protect_with(hs, &mut buf, Time(1)), Ok(Processed::Protected));
+    assert_eq!(
+        tx.protect_with(hs, &mut buf, Time(1)),
+        Ok(Processed::Protected { sa: hs[hs.len() - 1] })
+    );
     let wire_form = buf.as_slice().to_vec();
     let l = wire::IpLayout::parse(&wire_form).expect("protected packet parses");
     assert_eq!(l.next_header, outer_proto);
@@ -143,7 +146,7 @@ fn spd_protects_bypasses_and_discards() {
     let mut buf = PacketBuf::with_max_packet();
     let udp = packet(false, false, b"to 5001");
     buf.load(&udp, 128).unwrap();
-    assert_eq!(tx.outbound(&mut buf, Time(0)), Ok(Processed::Protected));
+    assert_eq!(tx.outbound(&mut buf, Time(0)), Ok(Processed::Protected { sa: hs[0] }));
     assert!(rx.inbound(&mut buf, Time(0)).is_ok());
     assert_eq!(buf.as_slice(), &udp[..]);
     buf.load(&packet(false, true, b"tcp"), 128).unwrap();
@@ -156,11 +159,16 @@ fn spd_protects_bypasses_and_discards() {
     buf.load(&packet(true, false, b"v6"), 128).unwrap();
     assert_eq!(tx.outbound(&mut buf, Time(0)), Err(ipsec::DropReason::NoPolicy));
     assert_eq!(tx.counters().total(), 2);
+    // A protect policy without SAs is refused, and an empty bundle never passes a packet.
+    let empty = SpdEntry { selector: sel(None, None), action: Action::Protect(vec![]) };
+    assert_eq!(tx.add_policy(empty), Err(ipsec::EngineError::EmptyBundle));
+    buf.load(&udp, 128).unwrap();
+    assert_eq!(tx.protect_with(&[], &mut buf, Time(0)), Err(ipsec::DropReason::NoSa));
     // SA removed: the policy still says protect, the packet is dropped, never sent in clear.
     tx.remove_outbound(hs[0]);
     buf.load(&udp, 128).unwrap();
     assert_eq!(tx.outbound(&mut buf, Time(0)), Err(ipsec::DropReason::NoSa));
-    assert_eq!(tx.counters().get(ipsec::DropReason::NoSa), 1);
+    assert_eq!(tx.counters().get(ipsec::DropReason::NoSa), 2);
 }
 
 fn suites() -> impl Strategy<Value = EspSuite> {
@@ -185,7 +193,7 @@ proptest! {
         let pkt = packet(v6, tcp, &payload);
         let mut buf = PacketBuf::with_max_packet();
         buf.load(&pkt, 128).unwrap();
-        prop_assert_eq!(tx.protect_with(&hs, &mut buf, Time(0)), Ok(Processed::Protected));
+        prop_assert_eq!(tx.protect_with(&hs, &mut buf, Time(0)), Ok(Processed::Protected { sa: hs[hs.len() - 1] }));
         prop_assert!(rx.inbound(&mut buf, Time(0)).is_ok());
         prop_assert_eq!(buf.as_slice(), &pkt[..]);
     }

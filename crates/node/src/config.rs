@@ -1,0 +1,435 @@
+//! The node configuration file (TOML): interface, transport endpoints, control socket, manually
+//! keyed SAs and the SPD (RFC 4301 §4.4.1 selectors, §4.4.2 SA fields). Example: docs/node-example.toml.
+//! Every error names the file, line, column and field; the node refuses to start on any of them.
+
+use crate::config_sa::{self, RawSa, SaConf};
+use ipsec::spd::{Prefix, Selector};
+use serde::Deserialize;
+use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// Default UDP port for ESP in UDP (RFC 3948 §2, shared with IKE NAT traversal).
+pub const DEFAULT_UDP_PORT: u16 = 4500;
+
+/// A checked node configuration.
+#[derive(Debug)]
+pub struct NodeConfig {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The TUN interface.
+    pub interface: InterfaceConf,
+    /// How ESP/AH packets travel.
+    pub transport: Transport,
+    /// Control socket path, if any.
+    pub control_socket: Option<PathBuf>,
+    /// SAs, in file order.
+    pub sas: Vec<SaConf>,
+    /// SPD entries, in file order (first match wins).
+    pub policies: Vec<PolicyConf>,
+}
+
+/// The TUN interface.
+#[derive(Debug, Clone)]
+pub struct InterfaceConf {
+    /// Device name (at most 15 bytes).
+    pub name: String,
+    /// MTU of the underlying link; the TUN MTU is this minus the IPsec overhead.
+    pub link_mtu: u16,
+    /// Addresses with prefix lengths.
+    pub addresses: Vec<Prefix>,
+}
+
+/// The carrier of protected packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// ESP in UDP (RFC 3948).
+    Udp {
+        /// Local address and port to bind.
+        local: SocketAddr,
+        /// Where outbound ESP goes.
+        peer: SocketAddr,
+    },
+    /// Raw IP sockets for ESP (50) and AH (51).
+    Raw {
+        /// Local address.
+        local: IpAddr,
+        /// Peer address.
+        peer: IpAddr,
+    },
+}
+
+impl Transport {
+    /// Local address.
+    pub fn local_ip(&self) -> IpAddr {
+        match self {
+            Transport::Udp { local, .. } => local.ip(),
+            Transport::Raw { local, .. } => *local,
+        }
+    }
+}
+
+/// What an SPD entry does with matching packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyAction {
+    /// Apply these SAs (indices into [`NodeConfig::sas`], all outbound), in order.
+    Protect(Vec<usize>),
+    /// Pass unprotected.
+    Bypass,
+    /// Drop.
+    Discard,
+}
+
+/// One SPD entry.
+#[derive(Debug, Clone)]
+pub struct PolicyConf {
+    /// Selectors.
+    pub selector: Selector,
+    /// Action.
+    pub action: PolicyAction,
+    /// Line of its `[[policy]]` header.
+    pub line: usize,
+}
+
+/// Why a configuration file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// File name.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// TOML syntax, unknown or missing fields, wrong types.
+    #[error("{file}:{line}:{col}: {message}")]
+    Toml {
+        /// File name.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// A field's value is wrong.
+    #[error("{file}:{line}:{col}: field \"{field}\": {problem}")]
+    Field {
+        /// File name.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// Field name as written in the file.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl ConfigError {
+    /// The field named by the error, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ConfigError::Field { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+    /// The line named by the error, if any.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Field { line, .. } | ConfigError::Toml { line, .. } => Some(*line),
+            ConfigError::Io { .. } => None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    interface: RawInterface,
+    network: Spanned<RawNetwork>,
+    control: Option<RawControl>,
+    #[serde(default)]
+    sa: Vec<Spanned<RawSa>>,
+    #[serde(default)]
+    policy: Vec<Spanned<RawPolicy>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInterface {
+    name: Spanned<String>,
+    mtu: Option<Spanned<i64>>,
+    #[serde(default)]
+    addresses: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    transport: Option<Spanned<String>>,
+    local: Spanned<String>,
+    peer: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawControl {
+    socket: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPolicy {
+    src: Spanned<String>,
+    dst: Spanned<String>,
+    proto: Option<Spanned<toml::Value>>,
+    #[serde(alias = "src_ports")]
+    src_ports: Option<Spanned<toml::Value>>,
+    #[serde(alias = "dst_ports")]
+    dst_ports: Option<Spanned<toml::Value>>,
+    action: Spanned<String>,
+    sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+}
+
+/// Positions in the text, for error messages.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl Ctx<'_> {
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, col)
+    }
+
+    /// Line of the `[[table]]` header an array element belongs to.
+    pub fn header_line(&self, offset: usize) -> usize {
+        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
+        match before.rfind("[[") {
+            Some(h) => self.line_col(h).0,
+            None => self.line_col(offset).0,
+        }
+    }
+
+    pub fn err(&self, span: Range<usize>, field: &str, problem: impl ToString) -> ConfigError {
+        let (line, col) = self.line_col(span.start);
+        ConfigError::Field {
+            file: self.file.to_string(),
+            line,
+            col,
+            field: field.to_string(),
+            problem: problem.to_string(),
+        }
+    }
+}
+
+/// Reads and checks a configuration file.
+pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ConfigError::Io { file: file.clone(), source })?;
+    let mut c = parse(&file, &text)?;
+    c.file = path.to_path_buf();
+    Ok(c)
+}
+
+/// Parses and checks configuration text; `file` names it in error messages.
+pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
+    let ctx = Ctx { file, text };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let (line, col) = ctx.line_col(e.span().map_or(0, |s| s.start));
+        ConfigError::Toml {
+            file: file.to_string(),
+            line,
+            col,
+            message: e.message().trim().to_string(),
+        }
+    })?;
+    let interface = interface(&ctx, &raw.interface)?;
+    let transport = network(&ctx, raw.network.get_ref())?;
+    let sas = config_sa::parse_all(&ctx, &raw.sa)?;
+    let mut policies = Vec::with_capacity(raw.policy.len());
+    for p in &raw.policy {
+        policies.push(policy(&ctx, p, &sas)?);
+    }
+    Ok(NodeConfig {
+        file: PathBuf::from(file),
+        interface,
+        transport,
+        control_socket: raw.control.map(|c| PathBuf::from(c.socket)),
+        sas,
+        policies,
+    })
+}
+
+fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigError> {
+    let name = r.name.get_ref();
+    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
+        return Err(ctx.err(r.name.span(), "name", "want 1 to 15 characters, no '/' or spaces"));
+    }
+    let link_mtu = match &r.mtu {
+        None => 1500,
+        Some(m) => u16::try_from(*m.get_ref())
+            .ok()
+            .filter(|v| (576..=65535).contains(v))
+            .ok_or_else(|| ctx.err(m.span(), "mtu", "want a link MTU in 576..=65535"))?,
+    };
+    let mut addresses = Vec::new();
+    for a in &r.addresses {
+        let p: Prefix = a.get_ref().parse().map_err(|e| ctx.err(a.span(), "addresses", e))?;
+        addresses.push(p);
+    }
+    Ok(InterfaceConf { name: name.clone(), link_mtu, addresses })
+}
+
+fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
+    let kind = r.transport.as_ref().map_or("udp", |t| t.get_ref().as_str());
+    match kind {
+        "udp" => {
+            let local = endpoint(ctx, &r.local, "local")?;
+            let peer = endpoint(ctx, &r.peer, "peer")?;
+            if local.is_ipv4() != peer.is_ipv4() {
+                return Err(ctx.err(r.peer.span(), "peer", "local and peer differ in IP version"));
+            }
+            Ok(Transport::Udp { local, peer })
+        }
+        "raw" => {
+            let addr = |s: &Spanned<String>, f: &str| {
+                s.get_ref().parse::<IpAddr>().map_err(|_| {
+                    ctx.err(s.span(), f, format!("{:?} is not an IP address", s.get_ref()))
+                })
+            };
+            let local = addr(&r.local, "local")?;
+            let peer = addr(&r.peer, "peer")?;
+            if local.is_ipv4() != peer.is_ipv4() {
+                return Err(ctx.err(r.peer.span(), "peer", "local and peer differ in IP version"));
+            }
+            Ok(Transport::Raw { local, peer })
+        }
+        other => {
+            let span = r.transport.as_ref().map_or(0..0, |t| t.span());
+            Err(ctx.err(span, "transport", format!("{other:?}: use \"udp\" or \"raw\"")))
+        }
+    }
+}
+
+/// `ADDR:PORT`, `[V6]:PORT`, or a bare address (port 4500).
+fn endpoint(ctx: &Ctx<'_>, s: &Spanned<String>, field: &str) -> Result<SocketAddr, ConfigError> {
+    let t = s.get_ref().trim();
+    if let Ok(a) = t.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    t.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, DEFAULT_UDP_PORT)).map_err(|_| {
+        ctx.err(s.span(), field, format!("{t:?} is not ADDR, ADDR:PORT or [V6ADDR]:PORT"))
+    })
+}
+
+fn policy(
+    ctx: &Ctx<'_>,
+    p: &Spanned<RawPolicy>,
+    sas: &[SaConf],
+) -> Result<PolicyConf, ConfigError> {
+    let line = ctx.header_line(p.span().start);
+    let r = p.get_ref();
+    let prefix = |s: &Spanned<String>, f: &str| -> Result<Prefix, ConfigError> {
+        s.get_ref().parse::<Prefix>().map_err(|e| ctx.err(s.span(), f, e))
+    };
+    let src = prefix(&r.src, "src")?;
+    let dst = prefix(&r.dst, "dst")?;
+    if src.addr.is_ipv4() != dst.addr.is_ipv4() {
+        return Err(ctx.err(r.dst.span(), "dst", "src and dst differ in IP version"));
+    }
+    let proto = match &r.proto {
+        None => None,
+        Some(v) => protocol(v.get_ref(), src.addr.is_ipv6()).ok_or_else(|| {
+            ctx.err(v.span(), "proto", "want any, tcp, udp, icmp, icmpv6, sctp or 0..=255")
+        })?,
+    };
+    let ports = |v: &Option<Spanned<toml::Value>>, f: &str| -> Result<_, ConfigError> {
+        let Some(v) = v else { return Ok(None) };
+        if !matches!(proto, Some(6 | 17 | 132)) {
+            return Err(ctx.err(v.span(), f, "ports need proto = \"tcp\", \"udp\" or \"sctp\""));
+        }
+        port_range(v.get_ref())
+            .map(Some)
+            .ok_or_else(|| ctx.err(v.span(), f, "want a port (80) or a range (\"1024-65535\")"))
+    };
+    let src_ports = ports(&r.src_ports, "src-ports")?;
+    let dst_ports = ports(&r.dst_ports, "dst-ports")?;
+    let action = match r.action.get_ref().as_str() {
+        "protect" => {
+            let list = r.sas.as_ref().ok_or_else(|| {
+                ctx.err(r.action.span(), "sas", "protect needs sas = [\"name\", ...]")
+            })?;
+            if list.get_ref().is_empty() {
+                return Err(ctx.err(list.span(), "sas", "protect needs at least one SA"));
+            }
+            let mut idx = Vec::new();
+            for s in list.get_ref() {
+                idx.push(config_sa::resolve_outbound(ctx, s, sas)?);
+            }
+            PolicyAction::Protect(idx)
+        }
+        a @ ("bypass" | "discard") => {
+            if let Some(s) = &r.sas {
+                return Err(ctx.err(s.span(), "sas", format!("{a} takes no SAs")));
+            }
+            if a == "bypass" { PolicyAction::Bypass } else { PolicyAction::Discard }
+        }
+        other => {
+            return Err(ctx.err(
+                r.action.span(),
+                "action",
+                format!("{other:?}: use \"protect\", \"bypass\" or \"discard\""),
+            ));
+        }
+    };
+    Ok(PolicyConf { selector: Selector { src, dst, proto, src_ports, dst_ports }, action, line })
+}
+
+fn protocol(v: &toml::Value, v6: bool) -> Option<Option<u8>> {
+    match v {
+        toml::Value::Integer(i) => u8::try_from(*i).ok().map(Some),
+        toml::Value::String(s) => match s.as_str() {
+            "any" => Some(None),
+            "tcp" => Some(Some(6)),
+            "udp" => Some(Some(17)),
+            "sctp" => Some(Some(132)),
+            "icmp" if !v6 => Some(Some(1)),
+            "icmpv6" | "icmp" => Some(Some(58)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn port_range(v: &toml::Value) -> Option<(u16, u16)> {
+    match v {
+        toml::Value::Integer(i) => u16::try_from(*i).ok().map(|p| (p, p)),
+        toml::Value::String(s) => {
+            let (lo, hi) = match s.split_once('-') {
+                Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+                None => {
+                    let p = s.trim().parse().ok()?;
+                    (p, p)
+                }
+            };
+            (lo <= hi).then_some((lo, hi))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

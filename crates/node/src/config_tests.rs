@@ -1,0 +1,134 @@
+//! Tests of the node config: the documented example parses, and each bad field is named with its line.
+
+use super::*;
+use crate::config_sa::Direction;
+
+const EXAMPLE: &str = include_str!("../../../docs/node-example.toml");
+
+fn err_of(text: &str) -> ConfigError {
+    match parse("t.toml", text) {
+        Ok(_) => panic!("config was accepted:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// The example with `from` replaced by `to` (once); fails if `from` is absent.
+fn edited(from: &str, to: &str) -> String {
+    assert!(EXAMPLE.contains(from), "example lacks {from:?}");
+    EXAMPLE.replacen(from, to, 1)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1).unwrap_or(0)
+}
+
+#[test]
+fn example_parses() {
+    let c = parse("example.toml", EXAMPLE).unwrap();
+    assert_eq!(c.interface.name, "hipsec0");
+    assert_eq!(c.interface.link_mtu, 1500);
+    assert_eq!(c.interface.addresses.len(), 2);
+    assert_eq!(
+        c.transport,
+        Transport::Udp {
+            local: "192.0.2.1:4500".parse().unwrap(),
+            peer: "192.0.2.2:4500".parse().unwrap()
+        }
+    );
+    assert_eq!(c.sas.len(), 2);
+    assert_eq!(c.sas[0].direction, Direction::Out);
+    assert_eq!(c.sas[0].params.spi.0, 0x1001);
+    assert_eq!(c.sas[0].params.enc_key.len(), 20);
+    assert_eq!(c.sas[1].direction, Direction::In);
+    assert_eq!(c.policies.len(), 2);
+    assert_eq!(c.policies[0].action, PolicyAction::Discard);
+    assert_eq!(c.policies[0].selector.dst_ports, Some((9, 9)));
+    assert_eq!(c.policies[1].action, PolicyAction::Protect(vec![0]));
+    assert_eq!(c.control_socket.as_deref(), Some(Path::new("/run/hipsec-node.sock")));
+}
+
+#[test]
+fn raw_transport_and_spi_reference() {
+    let t = edited("transport = \"udp\"", "transport = \"raw\"")
+        .replace("local = \"192.0.2.1:4500\"", "local = \"192.0.2.1\"")
+        .replace("peer = \"192.0.2.2:4500\"", "peer = \"192.0.2.2\"")
+        .replace("sas = [\"a-to-b\"]", "sas = [0x1001]");
+    let c = parse("t.toml", &t).unwrap();
+    assert!(matches!(c.transport, Transport::Raw { .. }));
+    assert_eq!(c.policies[1].action, PolicyAction::Protect(vec![0]));
+}
+
+#[test]
+fn cbc_suite() {
+    let t = edited(
+        "aead = \"aes128gcm\"",
+        "enc = \"aes128cbc\"\nauth = \"sha256\"\n\
+         auth-key = \"000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f\"",
+    )
+    .replacen(
+        "key = \"0x000102030405060708090a0b0c0d0e0f_a0a1a2a3\"",
+        "enc-key = \"000102030405060708090a0b0c0d0e0f\"",
+        1,
+    );
+    let c = parse("t.toml", &t).unwrap();
+    assert_eq!(c.sas[0].params.auth_key.len(), 32);
+}
+
+/// Each bad value gives a Field error naming the field and the line it is on.
+#[test]
+fn bad_fields_are_named_with_line() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("name = \"hipsec0\"", "name = \"a-very-long-interface-name\"", "name"),
+        ("mtu = 1500", "mtu = 100", "mtu"),
+        ("addresses = [\"10.0.0.1/24\"", "addresses = [\"10.0.0.1/33\"", "addresses"),
+        ("transport = \"udp\"", "transport = \"tcp\"", "transport"),
+        ("peer = \"192.0.2.2:4500\"", "peer = \"nowhere\"", "peer"),
+        ("direction = \"out\"", "direction = \"sideways\"", "direction"),
+        ("spi = \"0x00001001\"", "spi = 17", "spi"),
+        ("spi = \"0x00002001\"", "spi = \"0x00001001\"\nname2 = 1", "name2"),
+        ("mode = \"tunnel\"", "mode = \"beet\"", "mode"),
+        ("src = \"192.0.2.1\"", "src = \"192.0.2.300\"", "src"),
+        ("dst = \"192.0.2.2\"", "dst = \"2001:db8::2\"", "dst"),
+        ("aead = \"aes128gcm\"", "aead = \"rot13\"", "aead"),
+        ("key = \"0x000102030405060708090a0b0c0d0e0f_a0a1a2a3\"", "key = \"0x0001\"", "key"),
+        ("key = \"0x000102030405060708090a0b0c0d0e0f_a0a1a2a3\"", "key = \"zz\"", "key"),
+        ("replay-window = 128", "replay-window = 5", "replay-window"),
+        ("proto = \"esp\"", "proto = \"gre\"", "proto"),
+        ("proto = \"tcp\"", "proto = \"tcpp\"", "proto"),
+        ("dst-ports = 9", "dst-ports = \"9-1\"", "dst-ports"),
+        ("action = \"discard\"", "action = \"drop\"", "action"),
+        ("sas = [\"a-to-b\"]", "sas = [\"nope\"]", "sas"),
+        ("sas = [\"a-to-b\"]", "sas = [\"b-to-a\"]", "sas"),
+        ("sas = [\"a-to-b\"]", "sas = []", "sas"),
+    ];
+    for (from, to, field) in cases {
+        let text = edited(from, to);
+        let e = err_of(&text);
+        let msg = e.to_string();
+        assert!(msg.starts_with("t.toml:"), "{msg}");
+        assert!(
+            msg.contains(&format!("\"{field}\"")) || msg.contains(&format!("`{field}`")),
+            "case {to:?}: error does not name {field}: {msg}"
+        );
+        let want = line_of(&text, to.lines().last().unwrap_or(to));
+        if *field != "name2" {
+            assert_eq!(e.line(), Some(want), "case {to:?}: {msg}");
+        }
+    }
+}
+
+#[test]
+fn missing_field_and_syntax_errors_have_lines() {
+    let text = edited("mode = \"tunnel\"\n", "");
+    let e = err_of(&text);
+    assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+    assert!(e.to_string().contains("mode"), "{e}");
+    let e = err_of("[interface]\nname = \"x\"\nmtu = = 3\n");
+    assert_eq!(e.line(), Some(3), "{e}");
+}
+
+#[test]
+fn missing_file_is_named() {
+    let e = load(Path::new("/nonexistent/node.toml")).unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/node.toml:"), "{e}");
+}

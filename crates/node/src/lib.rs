@@ -1,0 +1,168 @@
+//! The hipsec node: the only crate that touches the OS. A TUN device ↔ the `ipsec` engine ↔ UDP
+//! (ESP in UDP, RFC 3948) or raw IP sockets (ESP 50 / AH 51), a config file and a control socket.
+//! Read first: RFC 4301 §5 (processing), RFC 3948 §2 (UDP encapsulation).
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod config_sa;
+pub mod control;
+pub mod encap;
+pub mod net;
+mod sys;
+pub mod tun;
+pub mod worker;
+
+use config::{ConfigError, NodeConfig, PolicyAction, Transport};
+use config_sa::Direction;
+use ipsec::spd::{Action, SpdEntry};
+use ipsec::{Engine, EngineError, SecurityAssociation, Time};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+/// Why the node stopped or did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The configuration file is wrong; nothing was started.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The engine refused an SA or a policy.
+    #[error("{file}: SA or policy at line {line}: {source}")]
+    Engine {
+        /// Config file.
+        file: String,
+        /// Line of the `[[sa]]` or `[[policy]]`.
+        line: usize,
+        /// What the engine said.
+        source: EngineError,
+    },
+    /// A device, socket or signal handler could not be set up, or the data path failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The link MTU leaves no room for the IPsec overhead.
+    #[error("link mtu {link} minus IPsec overhead {overhead} is below 576")]
+    MtuTooSmall {
+        /// Link MTU.
+        link: u16,
+        /// Overhead.
+        overhead: usize,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> NodeError {
+    let what = what.into();
+    move |source| NodeError::Io { what, source }
+}
+
+/// Bytes the largest protect bundle adds on the wire: per SA its ESP/AH overhead without the
+/// tunnel header (the carrier's own IP header replaces it), plus that IP header and UDP.
+pub fn wire_overhead(c: &NodeConfig) -> usize {
+    let provider = crypto::default_provider();
+    let sa_overhead = |i: usize| {
+        let p = &c.sas[i].params;
+        SecurityAssociation::new(p, provider, Time(0)).map_or(0, |sa| sa.overhead_without_outer())
+    };
+    let bundle = c
+        .policies
+        .iter()
+        .filter_map(|p| match &p.action {
+            PolicyAction::Protect(v) => Some(v.iter().map(|&i| sa_overhead(i)).sum::<usize>()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let ip = if c.transport.local_ip().is_ipv4() { 20 } else { 40 };
+    let udp = if matches!(c.transport, Transport::Udp { .. }) { 8 } else { 0 };
+    bundle + ip + udp
+}
+
+/// Builds the engine from a checked config. Also returns the inbound SAs' addresses.
+pub fn build_engine(
+    c: &NodeConfig,
+    now: Time,
+) -> Result<(Engine, worker::InboundAddrs), NodeError> {
+    let file = c.file.display().to_string();
+    let mut engine = Engine::new(crypto::default_provider());
+    let mut handles = vec![None; c.sas.len()];
+    let mut in_addrs = HashMap::new();
+    for (i, s) in c.sas.iter().enumerate() {
+        let err = |source| NodeError::Engine { file: file.clone(), line: s.line, source };
+        match s.direction {
+            Direction::Out => handles[i] = Some(engine.add_outbound(&s.params, now).map_err(err)?),
+            Direction::In => {
+                engine.add_inbound(&s.params, now).map_err(err)?;
+                let key = (s.params.spi.0, s.params.protocol.number());
+                in_addrs.insert(key, (s.params.src, s.params.dst));
+            }
+        }
+    }
+    for p in &c.policies {
+        let action = match &p.action {
+            PolicyAction::Bypass => Action::Bypass,
+            PolicyAction::Discard => Action::Discard,
+            PolicyAction::Protect(v) => {
+                Action::Protect(v.iter().filter_map(|&i| handles[i].map(|h| h.0)).collect())
+            }
+        };
+        engine
+            .add_policy(SpdEntry { selector: p.selector.clone(), action })
+            .map_err(|source| NodeError::Engine { file: file.clone(), line: p.line, source })?;
+    }
+    Ok((engine, in_addrs))
+}
+
+/// Runs a node from the config file until SIGINT or SIGTERM; removes the TUN device and the
+/// control socket on the way out. Refuses to start on any config error.
+pub fn run(config_path: &Path) -> Result<(), NodeError> {
+    let c = config::load(config_path)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
+    }
+    run_until(&c, &stop)
+}
+
+/// Runs a node from a checked config until `stop` is set.
+pub fn run_until(c: &NodeConfig, stop: &AtomicBool) -> Result<(), NodeError> {
+    let start = Instant::now();
+    let (engine, in_addrs) = build_engine(c, Time(0))?;
+    let overhead = wire_overhead(c);
+    let mtu = (c.interface.link_mtu as usize)
+        .checked_sub(overhead)
+        .filter(|&m| m >= 576)
+        .ok_or(NodeError::MtuTooSmall { link: c.interface.link_mtu, overhead })?;
+    let carrier = net::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?;
+    let control = match &c.control_socket {
+        Some(p) => Some(
+            control::ControlServer::bind(p)
+                .map_err(io_err(format!("control socket {}", p.display())))?,
+        ),
+        None => None,
+    };
+    let dev = tun::open(&c.interface, mtu as u16)
+        .map_err(io_err(format!("tun device {}", c.interface.name)))?;
+    eprintln!(
+        "hipsec-node: {} up, mtu {mtu} (link {} - overhead {overhead}), {} SAs, {} policies",
+        c.interface.name,
+        c.interface.link_mtu,
+        c.sas.len(),
+        c.policies.len()
+    );
+    let mut w = worker::Worker::new(engine, dev, carrier, control, in_addrs, start);
+    let r = w.run(stop).map_err(io_err("data path"));
+    drop(w);
+    eprintln!("hipsec-node: {} removed, stopped", c.interface.name);
+    r
+}
+
+/// Asks the node listening on `socket` for its status (JSON).
+pub fn status(socket: &Path) -> Result<String, NodeError> {
+    control::query(socket, "status").map_err(io_err(format!("control socket {}", socket.display())))
+}
