@@ -51,6 +51,7 @@ drop_reasons! {
     CryptoFailure => "crypto_failure", "The crypto library failed (not an ICV mismatch).";
     NestedTooDeep => "nested_too_deep", "More nested ESP/AH headers than the engine unwraps.";
     FamilyMismatch => "family_mismatch", "Transport-mode SA of the other IP version than the packet.";
+    InboundPolicyMismatch => "inbound_policy_mismatch", "Decapsulated traffic its SA may not carry, or cleartext where policy wants protection (RFC 4301 §5.2).";
 }
 
 impl fmt::Display for DropReason {

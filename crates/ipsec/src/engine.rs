@@ -79,6 +79,9 @@ pub struct Engine {
     inbound: Vec<Option<SecurityAssociation>>,
     sad: HashMap<(u32, u8), usize>,
     spd: Vec<SpdEntry>,
+    /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
+    /// cleartext may enter. Empty: no inbound check (the pcap tools' use).
+    spd_in: Vec<SpdEntry>,
     counters: DropCounters,
     totals: Totals,
     events: Vec<SaEvent>,
@@ -95,6 +98,7 @@ impl Engine {
             inbound: Vec::new(),
             sad: HashMap::new(),
             spd: Vec::new(),
+            spd_in: Vec::new(),
             counters: DropCounters::default(),
             totals: Totals::default(),
             events: Vec::new(),
@@ -146,6 +150,53 @@ impl Engine {
         }
         self.spd.push(e);
         Ok(())
+    }
+
+    /// Appends an inbound SPD entry (first match wins). `Protect` names the inbound SAs (handles
+    /// from [`Engine::add_inbound`]) that may carry matching traffic; `Bypass` admits matching
+    /// cleartext; `Discard` drops it. Once any entry exists, every decapsulated packet must match
+    /// a `Protect` entry naming its outermost SA.
+    pub fn add_inbound_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
+        if let Action::Protect(hs) = &e.action {
+            if hs.is_empty() {
+                return Err(EngineError::EmptyBundle);
+            }
+            if let Some(&bad) = hs.iter().find(|&&h| h >= self.inbound.len()) {
+                return Err(EngineError::UnknownSa(bad));
+            }
+        }
+        self.spd_in.push(e);
+        Ok(())
+    }
+
+    /// Checks a cleartext packet that arrived from the network against the inbound SPD: only
+    /// `Bypass` admits it (RFC 4301 §5.2: traffic that policy wants protected must not enter in
+    /// clear). Counted like every other drop.
+    pub fn check_clear(&mut self, buf: &PacketBuf) -> Result<(), DropReason> {
+        let r = match IpLayout::parse(buf.as_slice()) {
+            Err(_) => Err(DropReason::Malformed),
+            Ok(l) => match spd::lookup(&self.spd_in, buf.as_slice(), &l) {
+                Some(Action::Bypass) => Ok(()),
+                Some(Action::Discard) => Err(DropReason::PolicyDiscard),
+                Some(Action::Protect(_)) => Err(DropReason::InboundPolicyMismatch),
+                None => Err(DropReason::NoPolicy),
+            },
+        };
+        if let Err(d) = r {
+            self.counters.count(d);
+        }
+        r
+    }
+
+    fn check_inbound_policy(&self, buf: &PacketBuf, sa: usize) -> Result<(), DropReason> {
+        if self.spd_in.is_empty() {
+            return Ok(());
+        }
+        let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
+        match spd::lookup(&self.spd_in, buf.as_slice(), &l) {
+            Some(Action::Protect(hs)) if hs.contains(&sa) => Ok(()),
+            _ => Err(DropReason::InboundPolicyMismatch),
+        }
     }
 
     /// Outbound SAs (removed ones are `None`).
@@ -263,12 +314,19 @@ impl Engine {
 
     /// Inbound processing: removes every ESP/AH layer addressed to an SA in the SAD.
     pub fn inbound(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
-        let r = self.inbound_inner(buf, now);
+        let r = self.inbound_inner(buf, now).and_then(|(spi, seq, sa)| {
+            self.check_inbound_policy(buf, sa)?;
+            Ok(Processed::Decapsulated { spi, seq })
+        });
         self.tally(r)
     }
 
-    fn inbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
-        let mut first: Option<(Spi, SeqNum)> = None;
+    fn inbound_inner(
+        &mut self,
+        buf: &mut PacketBuf,
+        now: Time,
+    ) -> Result<(Spi, SeqNum, usize), DropReason> {
+        let mut first: Option<(Spi, SeqNum, usize)> = None;
         for _ in 0..MAX_NESTING {
             let layout = IpLayout::parse(buf.as_slice()).map_err(|_| match first {
                 None => DropReason::Malformed,
@@ -280,7 +338,7 @@ impl Engine {
                 _ => {
                     return match first {
                         None => Err(DropReason::NotIpsec),
-                        Some((spi, seq)) => Ok(Processed::Decapsulated { spi, seq }),
+                        Some(f) => Ok(f),
                     };
                 }
             };
@@ -310,18 +368,18 @@ impl Engine {
                 self.events.push(e);
             }
             let opened = r?;
-            first.get_or_insert((Spi(spi), opened.seq));
+            first.get_or_insert((Spi(spi), opened.seq, idx));
             if sa.mode == crate::sa::Mode::Tunnel {
                 break;
             }
         }
-        let (spi, seq) = first.ok_or(DropReason::NestedTooDeep)?;
+        let first = first.ok_or(DropReason::NestedTooDeep)?;
         // Transport mode that still leaves ESP/AH after MAX_NESTING layers.
         let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
         if matches!(l.next_header, proto::ESP | proto::AH) && self.last_mode_transport() {
             return Err(DropReason::NestedTooDeep);
         }
-        Ok(Processed::Decapsulated { spi, seq })
+        Ok(first)
     }
 
     fn last_mode_transport(&self) -> bool {

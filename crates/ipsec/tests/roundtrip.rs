@@ -198,3 +198,48 @@ proptest! {
         prop_assert_eq!(buf.as_slice(), &pkt[..]);
     }
 }
+
+#[test]
+fn inbound_policy_checks_what_an_sa_may_carry() {
+    use ipsec::spd::{Action, Prefix, Selector, SpdEntry};
+    let a = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x7000);
+    let b = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x7001);
+    let mut tx = Engine::new(crypto::default_provider());
+    let mut rx = Engine::new(crypto::default_provider());
+    let ha = tx.add_outbound(&a, Time(0)).unwrap();
+    let hb = tx.add_outbound(&b, Time(0)).unwrap();
+    let ia = rx.add_inbound(&a, Time(0)).unwrap();
+    let _ib = rx.add_inbound(&b, Time(0)).unwrap();
+    // SA a may carry UDP from 10.1.0.0/16; SA b is allowed nothing; TCP may enter in clear.
+    let sel = |proto| Selector {
+        src: "10.1.0.0/16".parse::<Prefix>().unwrap(),
+        dst: Prefix::any(false),
+        proto: Some(proto),
+        src_ports: None,
+        dst_ports: None,
+    };
+    rx.add_inbound_policy(SpdEntry { selector: sel(17), action: Action::Protect(vec![ia.0]) })
+        .unwrap();
+    rx.add_inbound_policy(SpdEntry { selector: sel(6), action: Action::Bypass }).unwrap();
+    assert_eq!(
+        rx.add_inbound_policy(SpdEntry { selector: sel(1), action: Action::Protect(vec![9]) }),
+        Err(ipsec::EngineError::UnknownSa(9))
+    );
+    let udp = packet(false, false, b"udp");
+    let mut buf = PacketBuf::with_max_packet();
+    buf.load(&udp, 128).unwrap();
+    tx.protect_with(&[ha], &mut buf, Time(0)).unwrap();
+    assert!(rx.inbound(&mut buf, Time(0)).is_ok());
+    // The same traffic through SA b: authentic, but not traffic b may carry.
+    buf.load(&udp, 128).unwrap();
+    tx.protect_with(&[hb], &mut buf, Time(0)).unwrap();
+    assert_eq!(rx.inbound(&mut buf, Time(0)), Err(ipsec::DropReason::InboundPolicyMismatch));
+    // Cleartext: UDP from the protected range must not enter in clear; TCP may; IPv6 hits nothing.
+    buf.load(&udp, 128).unwrap();
+    assert_eq!(rx.check_clear(&buf), Err(ipsec::DropReason::InboundPolicyMismatch));
+    buf.load(&packet(false, true, b"tcp"), 128).unwrap();
+    assert_eq!(rx.check_clear(&buf), Ok(()));
+    buf.load(&packet(true, true, b"v6"), 128).unwrap();
+    assert_eq!(rx.check_clear(&buf), Err(ipsec::DropReason::NoPolicy));
+    assert_eq!(rx.counters().get(ipsec::DropReason::InboundPolicyMismatch), 2);
+}
