@@ -3,43 +3,16 @@
 //! that fuzz/seeds/esp_inbound holds exactly them (`HIPSEC_WRITE_SEEDS=1` rewrites the folder).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
-use ipsec::{Engine, Lifetime, Mode, PacketBuf, SaParams, Spi, Time, sa::Protocol};
-use std::path::PathBuf;
-use zeroize::Zeroizing;
+mod fuzz_sas;
 
-/// Must match fuzz/fuzz_targets/esp_inbound.rs.
-fn params(spi: u32, protocol: Protocol, mode: Mode, v6: bool) -> SaParams {
-    let (enc, auth) = match protocol {
-        Protocol::Esp(s) => (s.encr.key_len(), s.integ.key_len()),
-        Protocol::Ah(i) => (0, i.key_len()),
-    };
-    let (src, dst) = if v6 {
-        ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap())
-    } else {
-        ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap())
-    };
-    SaParams {
-        spi: Spi(spi),
-        protocol,
-        mode,
-        src,
-        dst,
-        enc_key: Zeroizing::new(vec![7; enc]),
-        auth_key: Zeroizing::new(vec![9; auth]),
-        esn: spi % 2 == 0,
-        replay_window: 64,
-        soft: Lifetime::default(),
-        hard: Lifetime { packets: Some(1000), ..Lifetime::default() },
-    }
-}
+use fuzz_sas::{null_sas, params, real_sa};
+use ipsec::{Engine, PacketBuf, Time};
+use std::path::PathBuf;
 
 fn inner(v6: bool) -> Vec<u8> {
     let b = if v6 {
-        etherparse::PacketBuilder::ipv6(
-            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-            64,
-        )
+        let a = |x| [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, x];
+        etherparse::PacketBuilder::ipv6(a(1), a(2), 64)
     } else {
         etherparse::PacketBuilder::ipv4([192, 0, 2, 1], [192, 0, 2, 2], 64)
     };
@@ -48,20 +21,22 @@ fn inner(v6: bool) -> Vec<u8> {
     out
 }
 
+/// One sealed packet per fuzz-target SA, named after it.
 fn seeds() -> Vec<(String, Vec<u8>)> {
-    let gcm = Protocol::Esp("aes128gcm".parse().unwrap());
-    let cbc = Protocol::Esp("aes128cbc-sha256".parse().unwrap());
-    let ah = Protocol::Ah(crypto::IntegAlg::from_name("sha256").unwrap());
-    let cases: [(&str, &'static dyn crypto::Provider, u32, Protocol, Mode, bool); 5] = [
-        ("real-gcm-tunnel-v4", crypto::default_provider(), 0x1000, gcm, Mode::Tunnel, false),
-        ("null-cbc-tunnel-v4", &crypto::NullProvider, 0x1000, cbc, Mode::Tunnel, false),
-        ("null-gcm-transport-v6", &crypto::NullProvider, 0x1001, gcm, Mode::Transport, true),
-        ("null-ah-transport-v4", &crypto::NullProvider, 0x1002, ah, Mode::Transport, false),
-        ("null-ah-tunnel-v6", &crypto::NullProvider, 0x1003, ah, Mode::Tunnel, true),
+    let names = [
+        "null-cbc-tunnel-v4",
+        "null-gcm-transport-v6",
+        "null-ah-transport-v4",
+        "null-ah-tunnel-v6",
     ];
+    let mut cases: Vec<(&str, &'static dyn crypto::Provider, _)> =
+        vec![("real-gcm-tunnel-v4", crypto::default_provider(), real_sa())];
+    for (name, sa) in names.into_iter().zip(null_sas()) {
+        cases.push((name, &crypto::NullProvider, sa));
+    }
     cases
         .into_iter()
-        .map(|(name, prov, spi, proto, mode, v6)| {
+        .map(|(name, prov, (spi, proto, mode, v6))| {
             let mut e = Engine::new(prov);
             let h = e.add_outbound(&params(spi, proto, mode, v6), Time(0)).unwrap();
             let mut b = PacketBuf::with_max_packet();
@@ -91,16 +66,9 @@ fn fuzz_seeds_are_current() {
         let real = n.starts_with("real");
         let mut rx =
             Engine::new(if real { crypto::default_provider() } else { &crypto::NullProvider });
-        let gcm = Protocol::Esp("aes128gcm".parse().unwrap());
-        let cbc = Protocol::Esp("aes128cbc-sha256".parse().unwrap());
-        let ah = Protocol::Ah(crypto::IntegAlg::from_name("sha256").unwrap());
-        if real {
-            rx.add_inbound(&params(0x1000, gcm, Mode::Tunnel, false), Time(0)).unwrap();
-        } else {
-            rx.add_inbound(&params(0x1000, cbc, Mode::Tunnel, false), Time(0)).unwrap();
-            rx.add_inbound(&params(0x1001, gcm, Mode::Transport, true), Time(0)).unwrap();
-            rx.add_inbound(&params(0x1002, ah, Mode::Transport, false), Time(0)).unwrap();
-            rx.add_inbound(&params(0x1003, ah, Mode::Tunnel, true), Time(0)).unwrap();
+        let sas = if real { vec![real_sa()] } else { null_sas().to_vec() };
+        for (spi, proto, mode, v6) in sas {
+            rx.add_inbound(&params(spi, proto, mode, v6), Time(0)).unwrap();
         }
         let mut buf = PacketBuf::with_max_packet();
         buf.load(b, 128).unwrap();
