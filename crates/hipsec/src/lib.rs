@@ -3,6 +3,7 @@
 
 pub mod bench_esp;
 pub mod bench_filter;
+pub mod bench_tunnel;
 pub mod capture;
 pub mod pcap;
 pub mod safile;

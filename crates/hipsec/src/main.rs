@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use hipsec::pcap::{self, Direction, Job};
-use hipsec::{bench_esp, bench_filter};
+use hipsec::{bench_esp, bench_filter, bench_tunnel};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +24,12 @@ enum Command {
     /// Ask a running node for its SAs, counters and drop reasons (JSON).
     #[command(long_about = STATUS_HELP)]
     Status(StatusArgs),
+    /// The lab: rebuild the seed studies' experiments and print our figures beside theirs.
+    #[command(long_about = LAB_HELP)]
+    Lab(LabArgs),
+    /// The lab's traffic engine (server/client inside namespaces); started by `hipsec lab`.
+    #[command(hide = true)]
+    Traffic(lab::traffic::cli::TrafficCli),
     /// Offline tools on capture files: protect, unprotect, export keys for Wireshark.
     #[command(subcommand)]
     Pcap(PcapCommand),
@@ -53,6 +59,67 @@ control socket named in the node's config.
 
 Example:
   hipsec status /run/hipsec.sock | jq '.drops'";
+
+const LAB_HELP: &str = "\
+hipsec's lab rebuilds each seed study's experiment on this machine (network namespaces, veth
+links, tc tbf for link rates), drives real traffic through the stack with a built-in netperf-style
+engine (TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR; iperf3 as a cross-check), measures throughput,
+RTT, CPU and service demand (CPU µs per KB), and prints every figure beside the seed's published
+one (../shared/reference/seed-figures.toml). Results: Markdown on the terminal and in the results
+folder, JSON with every sample and the machine description, SVG plots and an HTML page.
+
+With no subcommand it runs every available scenario on its defaults (--quick). Needs root.
+
+Examples:
+  hipsec lab
+  hipsec lab list
+  hipsec lab run ipsec-netperf --full --link 100mbit --out results/";
+
+#[derive(Debug, Args)]
+struct LabArgs {
+    #[command(subcommand)]
+    command: Option<LabCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum LabCommand {
+    /// List the scenarios, their seed study, and whether they run yet.
+    List,
+    /// Run one scenario.
+    Run {
+        /// Scenario name (see `hipsec lab list`).
+        scenario: String,
+        #[command(flatten)]
+        opts: lab::RunOptions,
+    },
+}
+
+fn run_lab(a: LabArgs) -> Result<(), String> {
+    match a.command {
+        Some(LabCommand::List) => {
+            for s in lab::list() {
+                let state = if s.available { "" } else { "  [not yet]" };
+                println!("{:16} seed {}  {}{state}", s.name, s.seed, s.summary);
+            }
+            Ok(())
+        }
+        Some(LabCommand::Run { scenario, opts }) => {
+            lab::run(&scenario, &opts).map(|_| ()).map_err(|e| e.to_string())
+        }
+        None => {
+            let available: Vec<_> = lab::list().into_iter().filter(|s| s.available).collect();
+            eprintln!(
+                "hipsec lab: running {} available scenario(s) on their defaults: {}",
+                available.len(),
+                available.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            );
+            for s in available {
+                lab::run(s.name, &lab::RunOptions::default()).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 struct RunArgs {
@@ -192,6 +259,16 @@ a classifier whose 100000-rule figure is at most 1.5x its 10-rule figure.
 Example:
   hipsec bench filter --rules 10,100,1000,5000,100000 --seconds 2")]
     Filter(bench_filter::BenchFilterArgs),
+    /// Kernel TCP through a hipsec tunnel between two namespaces beside the plain veth.
+    #[command(long_about = "\
+Kernel TCP (iperf3) through a hipsec ESP-in-UDP tunnel between two network namespaces, and over
+the plain veth between them in the same run: throughput, mean ping RTT, CPU seconds of each
+hipsec node process and the service demand (hipsec CPU us per KB transferred), with the ratios
+tunnel/plain. Needs root and iperf3; removes the namespaces it made on exit and on Ctrl-C.
+
+Example:
+  hipsec bench tunnel --suite aes128gcm --seconds 10")]
+    Tunnel(bench_tunnel::BenchTunnelArgs),
 }
 
 fn parse_spi(s: &str) -> Result<u32, String> {
@@ -244,12 +321,18 @@ fn run(cli: Cli) -> Result<(), String> {
             let text = hipsec::wireshark::esp_sa_file(&entries);
             std::io::stdout().lock().write_all(text.as_bytes()).map_err(|e| format!("stdout: {e}"))
         }
+        Command::Lab(a) => run_lab(a),
+        Command::Traffic(t) => match lab::traffic::cli::main_with(t) {
+            0 => Ok(()),
+            code => std::process::exit(code),
+        },
         Command::Run(a) => node::run(&a.config).map_err(|e| e.to_string()),
         Command::Status(a) => {
             node::status(&a.socket).map(|s| println!("{s}")).map_err(|e| e.to_string())
         }
         Command::Bench(BenchCommand::Esp(a)) => bench_esp::run(&a),
         Command::Bench(BenchCommand::Filter(a)) => bench_filter::run(&a),
+        Command::Bench(BenchCommand::Tunnel(a)) => bench_tunnel::run(&a),
     }
 }
 

@@ -1,0 +1,14 @@
+//! hipsec's performance lab (DESIGN.md §5): netns topologies, a netperf-style traffic engine with an
+//! iperf3 cross-check, per-process CPU accounting and service demand, reports, and seed scenarios.
+
+pub mod cpu;
+pub mod error;
+pub mod report;
+pub mod sys;
+pub mod topology;
+pub mod traffic;
+
+pub use error::LabError;
+pub mod scenario;
+
+pub use scenario::{RunOptions, RunSummary, ScenarioInfo, list, run, run_with};

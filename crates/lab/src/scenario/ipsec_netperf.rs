@@ -1,0 +1,309 @@
+//! Scenario `ipsec-netperf`, seed 004 (Ariga et al., KAME IPsec over IPv6): host — router — router
+//! — host, IPsec end to end between the hosts, netperf's four tests over IPv4 and IPv6, unlimited
+//! and 100 Mbit/s links. Protected modes plug in through `ModeHook` (the hipsec node, issue 3).
+
+use super::{Progress, RunOptions};
+use crate::error::LabError;
+use crate::report::{
+    Case, CaseCpu, CrossCheck, Machine, Pending, Report, SCHEMA, SeedFigures, mean_rtt,
+};
+use crate::topology::{Family, Topology, TopologySpec, parse_rate};
+use crate::traffic::runner::{CONTROL_PORT, RunParams, TrafficServer, measure};
+use crate::traffic::{Request, TestKind, iperf};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+pub const NAME: &str = "ipsec-netperf";
+const SEED_TABLE: &str = "ipsec_ipv6_netperf";
+const FAST_ETHERNET_BPS: u64 = 100_000_000;
+
+/// ESP transforms: the modern default and the seed era's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EspSuite {
+    Aes128Gcm,
+    AesCbcHmacSha1,
+    TripleDesHmacSha1,
+}
+
+/// What protects the traffic between h1 and h2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    None,
+    /// AH with HMAC-SHA-256-128.
+    Ah,
+    Esp(EspSuite),
+    AhEsp(EspSuite),
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let suite = |s: &EspSuite| match s {
+            EspSuite::Aes128Gcm => "AES-128-GCM",
+            EspSuite::AesCbcHmacSha1 => "AES-CBC+HMAC-SHA1",
+            EspSuite::TripleDesHmacSha1 => "3DES+HMAC-SHA1",
+        };
+        match self {
+            Mode::None => f.write_str("none"),
+            Mode::Ah => f.write_str("AH"),
+            Mode::Esp(s) => write!(f, "ESP {}", suite(s)),
+            Mode::AhEsp(s) => write!(f, "AH+ESP {}", suite(s)),
+        }
+    }
+}
+
+impl Mode {
+    /// Modes of a profile: quick keeps one ESP suite, full adds the seed era's.
+    pub fn all(full: bool) -> Vec<Mode> {
+        let mut v = vec![
+            Mode::None,
+            Mode::Ah,
+            Mode::Esp(EspSuite::Aes128Gcm),
+            Mode::AhEsp(EspSuite::Aes128Gcm),
+        ];
+        if full {
+            v.extend([
+                Mode::Esp(EspSuite::AesCbcHmacSha1),
+                Mode::Esp(EspSuite::TripleDesHmacSha1),
+                Mode::AhEsp(EspSuite::AesCbcHmacSha1),
+            ]);
+        }
+        v
+    }
+
+    /// Short name used in the report ("none", "AH", "ESP", "AH+ESP" for the default suite).
+    pub fn short(&self) -> String {
+        match self {
+            Mode::Esp(EspSuite::Aes128Gcm) => "ESP".into(),
+            Mode::AhEsp(EspSuite::Aes128Gcm) => "AH+ESP".into(),
+            m => m.to_string(),
+        }
+    }
+}
+
+/// Held while a mode is active; dropping it removes the protection (stops nodes, SAs...).
+pub trait ModeGuard: std::fmt::Debug {
+    /// Processes whose CPU is charged to the tests (e.g. the hipsec nodes on h1 and h2).
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+}
+
+/// Sets a mode up on a topology. The hipsec node (issue 3) implements this: start a node in h1 and
+/// h2 with TUN and SAs for `mode`, route h1↔h2 through it, and return a guard owning the nodes.
+pub trait ModeHook: std::fmt::Debug {
+    fn setup(&self, mode: Mode, topo: &Topology) -> Result<Box<dyn ModeGuard>, LabError>;
+}
+
+/// The plain network: nothing to set up.
+#[derive(Debug)]
+pub struct NoProtection;
+impl ModeGuard for NoProtection {}
+
+/// Today's hook: only `none` runs; every protected mode is pending.
+#[derive(Debug)]
+pub struct PlainOnly;
+
+impl ModeHook for PlainOnly {
+    fn setup(&self, mode: Mode, _topo: &Topology) -> Result<Box<dyn ModeGuard>, LabError> {
+        match mode {
+            Mode::None => Ok(Box::new(NoProtection)),
+            m => Err(LabError::ModePending {
+                mode: m.to_string(),
+                reason: "needs the hipsec node (issue 3)".into(),
+            }),
+        }
+    }
+}
+
+/// The tests of the seed (1024/4096 B UDP messages) plus 1400 B, and 1 B / large RR.
+pub fn tests() -> Vec<Request> {
+    let r = |test, msg_size, resp_size| Request { test, msg_size, resp_size };
+    vec![
+        r(TestKind::TcpStream, 16384, 1),
+        r(TestKind::UdpStream, 1024, 1),
+        r(TestKind::UdpStream, 4096, 1),
+        r(TestKind::UdpStream, 1400, 1),
+        r(TestKind::TcpRr, 1, 1),
+        r(TestKind::TcpRr, 1024, 1024),
+        r(TestKind::UdpRr, 1, 1),
+        r(TestKind::UdpRr, 1024, 1024),
+    ]
+}
+
+/// (params, iperf3 seconds, iperf3 omit seconds, iperf3 runs) of a profile.
+fn profile(full: bool) -> (RunParams, u64, u64, usize) {
+    if full {
+        (RunParams { warmup_ms: 2000, duration_ms: 10_000, repetitions: 5 }, 10, 2, 3)
+    } else {
+        (RunParams { warmup_ms: 200, duration_ms: 1000, repetitions: 3 }, 1, 0, 1)
+    }
+}
+
+fn links(opts: &RunOptions) -> Result<Vec<(String, Option<u64>)>, LabError> {
+    match opts.link.as_deref() {
+        None => Ok(vec![("unlimited".into(), None), ("100mbit".into(), Some(FAST_ETHERNET_BPS))]),
+        Some("unlimited") => Ok(vec![("unlimited".into(), None)]),
+        Some(text) => Ok(vec![(text.to_ascii_lowercase(), Some(parse_rate(text)?))]),
+    }
+}
+
+/// Machine busy % over half a second before the run: other processes inflate machine-wide CPU.
+fn background_load_pct() -> Result<f64, LabError> {
+    let a = crate::cpu::SystemCpu::read()?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    Ok(crate::cpu::SystemCpu::read()?.since(&a).utilisation_pct())
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() { 0.0 } else { s[s.len() / 2] }
+}
+
+/// Runs the scenario and returns its report (not yet written).
+pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
+    let links = links(opts)?; // options first, before any privilege or namespace work
+    let bin = opts.traffic_bin()?;
+    let (params, iperf_s, iperf_omit, iperf_runs) = profile(opts.full);
+    let started = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let background = background_load_pct()?;
+    let mut topo = Topology::new(TopologySpec::seed004())?;
+    let families = [Family::V4, Family::V6];
+    let ctl: Vec<SocketAddr> = families
+        .iter()
+        .map(|&f| topo.addr("h2", f).map(|ip| SocketAddr::new(ip, CONTROL_PORT)))
+        .collect::<Result<_, _>>()?;
+    let _server = TrafficServer::start(&topo, "h2", &ctl, &bin)?;
+    let tests = tests();
+    let modes = Mode::all(opts.full);
+    let with_iperf = iperf::available();
+    let case_s =
+        params.repetitions as f64 * (params.warmup_ms + params.duration_ms) as f64 / 1e3 + 0.1;
+    let iperf_case_s = iperf_runs as f64 * (iperf_s + iperf_omit) as f64 + 0.3;
+    let per_family: f64 = tests
+        .iter()
+        .map(|t| case_s + if t.test.is_stream() && with_iperf { iperf_case_s } else { 0.0 })
+        .sum();
+    // Only modes the hook can set up cost time; probe them per link below and plan for `none`.
+    let steps = links.len() * families.len() * tests.len();
+    let mut progress = Progress::new(
+        NAME,
+        steps,
+        per_family * (links.len() * families.len()) as f64,
+        !opts.no_progress,
+    );
+    let mut cases = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    for (link_name, rate) in &links {
+        topo.set_rate(*rate)?;
+        for mode in &modes {
+            let guard = match hook.setup(*mode, &topo) {
+                Ok(g) => g,
+                Err(LabError::ModePending { mode, reason }) => {
+                    if !pending.iter().any(|p| p.mode == mode) {
+                        pending.push(Pending { mode, reason });
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let watch = guard.pids();
+            for (fi, family) in families.iter().enumerate() {
+                let server_ip = ctl[fi].ip();
+                for req in &tests {
+                    let what = format!(
+                        "{} {} {} B {} {}",
+                        mode.short(),
+                        req.test,
+                        req.msg_size,
+                        family,
+                        link_name
+                    );
+                    progress.step(
+                        &what,
+                        case_s
+                            + if req.test.is_stream() && with_iperf { iperf_case_s } else { 0.0 },
+                    );
+                    let (samples, summary) =
+                        measure(&topo, "h1", ctl[fi], *req, &params, &bin, &watch, &mut |_| {})?;
+                    let iperf3 = if req.test.is_stream() && with_iperf {
+                        let runs: Vec<f64> = (0..iperf_runs)
+                            .map(|_| {
+                                iperf::run(&topo, "h1", "h2", server_ip, *req, iperf_s, iperf_omit)
+                                    .map(|r| r.mbit_s)
+                            })
+                            .collect::<Result<_, _>>()?;
+                        let ours = median(&samples.iter().map(|s| s.value).collect::<Vec<_>>());
+                        let theirs = median(&runs);
+                        let d = iperf::disagreement(ours, theirs);
+                        Some(CrossCheck {
+                            iperf3_mbit_s: runs,
+                            iperf3_median: theirs,
+                            ours_median: ours,
+                            disagreement: d,
+                            flagged: d > iperf::DISAGREEMENT_LIMIT,
+                        })
+                    } else {
+                        None
+                    };
+                    cases.push(Case {
+                        mode: mode.short(),
+                        family: *family,
+                        link: link_name.clone(),
+                        test: req.test,
+                        msg_size: req.msg_size,
+                        resp_size: req.resp_size,
+                        cpu: CaseCpu::from_samples(req.test, &samples),
+                        rtt: mean_rtt(&samples),
+                        summary,
+                        samples,
+                        iperf3,
+                        ratio_vs_none: None,
+                    });
+                }
+            }
+            drop(guard);
+        }
+    }
+    progress.finish();
+    drop(_server);
+    drop(topo);
+    let mut notes = vec![
+        "Topology: h1 — r1 — r2 — h2 in network namespaces on one kernel (veth links); 100mbit = tc tbf rate 100mbit burst 64kb latency 50ms on both ends of every link.".to_string(),
+        "CPU: namespaces share one kernel, so 'CPU machine' covers both hosts, both routers and softirq; per-process CPU is the traffic client + server (utime+stime from /proc/PID/stat).".to_string(),
+        format!("iperf3 cross-check: {} s runs (median of {}), same message size; flagged when the medians differ by more than 10 %.", iperf_s, iperf_runs),
+    ];
+    notes.push(format!(
+        "Background load before the run: {background:.0} % of the machine. 'CPU machine' and 'SD machine' count every process on the machine, \
+         so they are only meaningful when this is near 0; 'SD procs' is not affected."
+    ));
+    notes.push("UDP_STREAM on an unlimited link is receiver-bound: the rate depends on how sender and receiver share the cores, so ours and iperf3 (a different sender loop) may differ by more than 10 %; on 100mbit they agree.".into());
+    if !with_iperf {
+        notes.push(format!("iperf3 not found at {}: no cross-check.", iperf::IPERF3));
+    }
+    if cfg!(debug_assertions) {
+        notes.push("The lab was built without optimisation (debug profile); build with --release for figures.".into());
+    }
+    if !opts.full {
+        notes.push("--quick profile: short runs, wide confidence intervals; use --full for the issue's table.".into());
+    }
+    let mut report = Report {
+        schema: SCHEMA.into(),
+        scenario: NAME.into(),
+        profile: opts.profile().into(),
+        params,
+        started_unix_s,
+        wall_s: started.elapsed().as_secs_f64(),
+        machine: Machine::describe(),
+        cases,
+        pending,
+        seed: Some(SeedFigures::load(&opts.seed_path(), SEED_TABLE)),
+        notes,
+    };
+    report.compute_ratios();
+    Ok(report)
+}

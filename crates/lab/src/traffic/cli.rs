@@ -1,0 +1,73 @@
+//! Command line of the traffic helper (`hipsec-traffic`, or a hidden `hipsec` subcommand that
+//! flattens `TrafficCli`): `server --listen ADDR...` and `client ... ` printing JSON on stdout.
+
+use super::engine::{self, ClientParams};
+use super::{Request, TestKind};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `hipsec-traffic`'s arguments.
+#[derive(Debug, clap::Parser)]
+#[command(name = "hipsec-traffic", about = "netperf-style traffic helper of the hipsec lab")]
+pub struct TrafficCli {
+    #[command(subcommand)]
+    pub cmd: TrafficCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum TrafficCmd {
+    /// Sink/echo tests on these control addresses until killed.
+    Server {
+        #[arg(long, required = true)]
+        listen: Vec<SocketAddr>,
+        /// Exit after one test.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Run one test and print a JSON `ClientResult`.
+    Client {
+        #[arg(long)]
+        server: SocketAddr,
+        #[arg(long, value_enum)]
+        test: TestKind,
+        #[arg(long, default_value_t = 16384)]
+        msg_size: usize,
+        #[arg(long, default_value_t = 1)]
+        resp_size: usize,
+        #[arg(long, default_value_t = 500)]
+        warmup_ms: u64,
+        #[arg(long, default_value_t = 3000)]
+        duration_ms: u64,
+    },
+}
+
+/// Runs the helper; returns the process exit code.
+pub fn main_with(cli: TrafficCli) -> i32 {
+    let res = match cli.cmd {
+        TrafficCmd::Server { listen, once } => engine::serve(&listen, once).map(|()| String::new()),
+        TrafficCmd::Client { server, test, msg_size, resp_size, warmup_ms, duration_ms } => {
+            let p = ClientParams {
+                server,
+                req: Request { test, msg_size, resp_size },
+                warmup: Duration::from_millis(warmup_ms),
+                duration: Duration::from_millis(duration_ms.max(1)),
+            };
+            engine::run_client(&p).and_then(|r| {
+                serde_json::to_string(&r)
+                    .map_err(|e| crate::LabError::parse("client result", e.to_string()))
+            })
+        }
+    };
+    match res {
+        Ok(out) => {
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("hipsec-traffic: {e}");
+            1
+        }
+    }
+}
