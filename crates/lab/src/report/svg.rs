@@ -173,7 +173,7 @@ pub fn plots(r: &Report) -> Vec<(String, String)> {
     ]
 }
 
-/// A self-contained page: the plots inline and the Markdown report in a <pre>.
+/// A self-contained page: the plots inline and the Markdown report in a `<pre>`.
 pub fn html(r: &Report, plots: &[(String, String)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
