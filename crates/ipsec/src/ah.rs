@@ -4,7 +4,7 @@
 
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
-use crate::esp::{Opened, finish_ip_header, insert_header};
+use crate::esp::{Opened, finish_ip_header, insert_header, remove_header};
 use crate::sa::{Mode, SecurityAssociation, Transform};
 use crate::types::{SeqNum, Time};
 use wire::ah::FIXED_LEN;
@@ -125,28 +125,9 @@ impl SecurityAssociation {
         }
         self.replay.commit(seq);
         let next_header = repr.next_header;
-        match self.mode {
-            Mode::Tunnel => {
-                if !matches!(next_header, proto::IPV4 | proto::IPV6) {
-                    return Err(DropReason::BadNextHeader);
-                }
-                buf.trim_front(ah_at + ah_len).map_err(|_| DropReason::Truncated)?;
-                let inner =
-                    IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
-                if (inner.version == IpVersion::V4) != (next_header == proto::IPV4) {
-                    return Err(DropReason::BadNextHeader);
-                }
-                buf.truncate(inner.total_len);
-                self.account(inner.total_len, now);
-            }
-            Mode::Transport => {
-                buf.close_gap(ah_at, ah_len).map_err(|_| DropReason::Truncated)?;
-                let p = buf.as_mut_slice();
-                p[outer.next_header_offset] = next_header;
-                wire::ip::set_total_len(p, outer.version).map_err(|_| DropReason::Malformed)?;
-                self.account(p.len() - ah_at, now);
-            }
-        }
+        let end = buf.len();
+        let protected = remove_header(self.mode, buf, outer, ah_at, ah_len, end, next_header)?;
+        self.account(protected, now);
         Ok(Opened { seq, next_header })
     }
 }

@@ -123,6 +123,46 @@ pub(crate) fn finish_ip_header(
     wire::ip::set_total_len(p, version).map_err(|_| DropReason::TooBig)
 }
 
+/// Inbound counterpart of [`insert_header`], shared by ESP and AH: cuts the packet at `end`
+/// (dropping the ESP trailer and ICV), removes the `len`-byte IPsec header at `at`, and leaves the
+/// inner packet (tunnel mode: its version must match `next_header`, RFC 4303 §3.4.4.1) or the
+/// restored packet with `next_header` in its IP header (transport mode). Returns the length of
+/// what was protected.
+pub(crate) fn remove_header(
+    mode: Mode,
+    buf: &mut PacketBuf,
+    outer: &IpLayout,
+    at: usize,
+    len: usize,
+    end: usize,
+    next_header: u8,
+) -> Result<usize, DropReason> {
+    buf.truncate(end);
+    match mode {
+        Mode::Tunnel => {
+            let want = match next_header {
+                proto::IPV4 => IpVersion::V4,
+                proto::IPV6 => IpVersion::V6,
+                _ => return Err(DropReason::BadNextHeader),
+            };
+            buf.trim_front(at + len).map_err(|_| DropReason::Truncated)?;
+            let inner = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
+            if inner.version != want {
+                return Err(DropReason::BadNextHeader);
+            }
+            buf.truncate(inner.total_len);
+            Ok(inner.total_len)
+        }
+        Mode::Transport => {
+            buf.close_gap(at, len).map_err(|_| DropReason::Truncated)?;
+            let p = buf.as_mut_slice();
+            p[outer.next_header_offset] = next_header;
+            wire::ip::set_total_len(p, outer.version).map_err(|_| DropReason::Malformed)?;
+            Ok(p.len() - at)
+        }
+    }
+}
+
 /// AAD for AEAD ESP: SPI || seq (8 bytes), or SPI || seq high || seq low with ESN (RFC 4106 §5).
 fn aad(spi: u32, seq: SeqNum, esn: bool) -> ([u8; 12], usize) {
     let mut a = [0u8; 12];
@@ -270,31 +310,7 @@ impl SecurityAssociation {
         if next_header == proto::NO_NEXT {
             return Err(DropReason::DummyPacket);
         }
-        match self.mode {
-            Mode::Tunnel => {
-                let want = match next_header {
-                    proto::IPV4 => 4,
-                    proto::IPV6 => 6,
-                    _ => return Err(DropReason::BadNextHeader),
-                };
-                buf.trim_front(ct_at).map_err(|_| DropReason::Truncated)?;
-                buf.truncate(data_len);
-                let inner =
-                    IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
-                let got = if inner.version == IpVersion::V4 { 4 } else { 6 };
-                if got != want {
-                    return Err(DropReason::BadNextHeader);
-                }
-                buf.truncate(inner.total_len);
-            }
-            Mode::Transport => {
-                buf.truncate(ct_at + data_len);
-                buf.close_gap(esp_at, hdr_len).map_err(|_| DropReason::Truncated)?;
-                let p = buf.as_mut_slice();
-                p[outer.next_header_offset] = next_header;
-                wire::ip::set_total_len(p, outer.version).map_err(|_| DropReason::Malformed)?;
-            }
-        }
+        remove_header(self.mode, buf, outer, esp_at, hdr_len, ct_at + data_len, next_header)?;
         Ok(Opened { seq, next_header })
     }
 
