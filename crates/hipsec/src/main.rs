@@ -94,6 +94,12 @@ enum LabCommand {
     },
 }
 
+/// The lab's protected modes run on hipsec nodes started from this very binary (`hipsec run`).
+fn node_hook() -> Result<lab::NodeHook, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("locating the hipsec binary: {e}"))?;
+    Ok(lab::NodeHook::new(exe))
+}
+
 fn run_lab(a: LabArgs) -> Result<(), String> {
     match a.command {
         Some(LabCommand::List) => {
@@ -104,7 +110,7 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
             Ok(())
         }
         Some(LabCommand::Run { scenario, opts }) => {
-            lab::run(&scenario, &opts).map(|_| ()).map_err(|e| e.to_string())
+            lab::run_with(&scenario, &opts, &node_hook()?).map(|_| ()).map_err(|e| e.to_string())
         }
         None => {
             let available: Vec<_> = lab::list().into_iter().filter(|s| s.available).collect();
@@ -113,8 +119,10 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
                 available.len(),
                 available.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
             );
+            let hook = node_hook()?;
             for s in available {
-                lab::run(s.name, &lab::RunOptions::default()).map_err(|e| e.to_string())?;
+                lab::run_with(s.name, &lab::RunOptions::default(), &hook)
+                    .map_err(|e| e.to_string())?;
             }
             Ok(())
         }

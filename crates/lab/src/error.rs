@@ -32,6 +32,10 @@ pub enum LabError {
     /// A mode whose implementation is not there yet.
     #[error("mode {mode} is pending: {reason}")]
     ModePending { mode: String, reason: String },
+    /// A hipsec node of a protected mode failed to start, to bring the tunnel up, or died;
+    /// `detail` ends with the tail of the node's stderr.
+    #[error("mode {mode}: hipsec node {node}: {detail}")]
+    Node { mode: String, node: String, detail: String },
     /// The traffic engine reported an error or an impossible result.
     #[error("traffic test {test} failed: {reason}")]
     Traffic { test: String, reason: String },

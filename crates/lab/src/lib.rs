@@ -11,4 +11,6 @@ pub mod traffic;
 pub use error::LabError;
 pub mod scenario;
 
-pub use scenario::{RunOptions, RunSummary, ScenarioInfo, list, run, run_with};
+pub use scenario::{
+    EspCarrier, NodeHook, RunOptions, RunSummary, ScenarioInfo, list, run, run_with,
+};

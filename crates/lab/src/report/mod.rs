@@ -75,6 +75,9 @@ pub struct CaseCpu {
     pub sd_machine: Option<f64>,
     /// The same charged to the processes only.
     pub sd_procs: Option<f64>,
+    /// The same charged to the watched processes alone (the hipsec nodes); None without any.
+    #[serde(default)]
+    pub sd_watched: Option<f64>,
     pub sd_unit: String,
 }
 
@@ -110,6 +113,11 @@ impl CaseCpu {
             }),
             sd_machine: mean_opt(&|s| sd(s, s.result.system.busy_us())),
             sd_procs: mean_opt(&|s| sd(s, procs_us(s))),
+            sd_watched: if samples.iter().any(|s| s.watched_cpu_us > 0) {
+                mean_opt(&|s| sd(s, s.watched_cpu_us))
+            } else {
+                None
+            },
             sd_unit: if test.is_stream() { "µs/KB".into() } else { "µs/tran".into() },
         })
     }

@@ -8,9 +8,9 @@ use crate::report::{
     Case, CaseCpu, CrossCheck, Machine, Pending, Report, SCHEMA, SeedFigures, mean_rtt,
 };
 use crate::topology::{Family, Topology, TopologySpec, parse_rate};
-use crate::traffic::runner::{CONTROL_PORT, RunParams, TrafficServer, measure};
+use crate::traffic::runner::{CONTROL_PORT, RunParams, Target, TrafficServer, measure};
 use crate::traffic::{Request, TestKind, iperf};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 pub const NAME: &str = "ipsec-netperf";
@@ -86,6 +86,23 @@ pub trait ModeGuard: std::fmt::Debug {
     fn pids(&self) -> Vec<u32> {
         Vec::new()
     }
+
+    /// The address on h2 the tests of `family` must target in this mode (e.g. h2's TUN address
+    /// behind the tunnel); None: h2's address on its link.
+    fn target(&self, _family: Family) -> Option<IpAddr> {
+        None
+    }
+
+    /// Fails (naming the mode and the process, with its stderr) if the protection broke down,
+    /// e.g. a node died. Called after every test.
+    fn check(&self) -> Result<(), LabError> {
+        Ok(())
+    }
+
+    /// One line for the report's notes: what protects the traffic.
+    fn note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Sets a mode up on a topology. The hipsec node (issue 3) implements this: start a node in h1 and
@@ -115,9 +132,19 @@ impl ModeHook for PlainOnly {
     }
 }
 
-/// The tests of the seed (1024/4096 B UDP messages) plus 1400 B, and 1 B / large RR.
-pub fn tests() -> Vec<Request> {
+/// The tests of a profile. Full: the seed's (1024/4096 B UDP messages) plus 1400 B, and 1 B /
+/// large RR. Quick: one of each kind (TCP_STREAM, UDP_STREAM 1024 B, 1-byte TCP_RR and UDP_RR),
+/// so that every mode fits in the 3-minute budget.
+pub fn tests(full: bool) -> Vec<Request> {
     let r = |test, msg_size, resp_size| Request { test, msg_size, resp_size };
+    if !full {
+        return vec![
+            r(TestKind::TcpStream, 16384, 1),
+            r(TestKind::UdpStream, 1024, 1),
+            r(TestKind::TcpRr, 1, 1),
+            r(TestKind::UdpRr, 1, 1),
+        ];
+    }
     vec![
         r(TestKind::TcpStream, 16384, 1),
         r(TestKind::UdpStream, 1024, 1),
@@ -130,14 +157,22 @@ pub fn tests() -> Vec<Request> {
     ]
 }
 
-/// (params, iperf3 seconds, iperf3 omit seconds, iperf3 runs) of a profile.
+/// (params, iperf3 seconds, iperf3 omit seconds, iperf3 runs) of a profile. The iperf3
+/// cross-check checks the traffic engine, so it runs in mode `none` only.
+/// Quick: 4 modes × 2 links × 2 families × 4 tests × 3 × 0.6 s ≈ 2.5 min; full: 7 modes × 2 × 2 ×
+/// 8 tests × 3 × 2.5 s ≈ 30 min (see `planned_s`).
 fn profile(full: bool) -> (RunParams, u64, u64, usize) {
     if full {
-        (RunParams { warmup_ms: 2000, duration_ms: 10_000, repetitions: 5 }, 10, 2, 3)
+        (RunParams { warmup_ms: 500, duration_ms: 2000, repetitions: 3 }, 5, 1, 1)
     } else {
-        (RunParams { warmup_ms: 200, duration_ms: 1000, repetitions: 3 }, 1, 0, 1)
+        (RunParams { warmup_ms: 100, duration_ms: 500, repetitions: 3 }, 1, 0, 1)
     }
 }
+
+/// Seconds a client run costs beyond its warm-up and window (spawn, connect, report).
+const CLIENT_OVERHEAD_S: f64 = 0.12;
+/// Seconds to start a mode's nodes, check the tunnel, and stop them.
+const MODE_SETUP_S: f64 = 1.5;
 
 fn links(opts: &RunOptions) -> Result<Vec<(String, Option<u64>)>, LabError> {
     match opts.link.as_deref() {
@@ -178,42 +213,73 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
         .map(|&f| topo.addr("h2", f).map(|ip| SocketAddr::new(ip, CONTROL_PORT)))
         .collect::<Result<_, _>>()?;
     let _server = TrafficServer::start(&topo, "h2", &ctl, &bin)?;
-    let tests = tests();
+    let tests = tests(opts.full);
     let modes = Mode::all(opts.full);
     let with_iperf = iperf::available();
-    let case_s =
-        params.repetitions as f64 * (params.warmup_ms + params.duration_ms) as f64 / 1e3 + 0.1;
-    let iperf_case_s = iperf_runs as f64 * (iperf_s + iperf_omit) as f64 + 0.3;
-    let per_family: f64 = tests
-        .iter()
-        .map(|t| case_s + if t.test.is_stream() && with_iperf { iperf_case_s } else { 0.0 })
-        .sum();
-    // Only modes the hook can set up cost time; probe them per link below and plan for `none`.
-    let steps = links.len() * families.len() * tests.len();
-    let mut progress = Progress::new(
-        NAME,
-        steps,
-        per_family * (links.len() * families.len()) as f64,
-        !opts.no_progress,
-    );
+    let case_s = params.repetitions as f64
+        * ((params.warmup_ms + params.duration_ms) as f64 / 1e3 + CLIENT_OVERHEAD_S);
+    let iperf_case_s = iperf_runs as f64 * ((iperf_s + iperf_omit) as f64 + 0.3);
+    let step_s = |mode: Mode, req: &Request| {
+        case_s
+            + if mode == Mode::None && req.test.is_stream() && with_iperf {
+                iperf_case_s
+            } else {
+                0.0
+            }
+    };
+    // Every mode is planned; a mode the hook cannot set up is taken out of the plan when it says so.
+    let mode_s = |mode: Mode| {
+        families.len() as f64 * tests.iter().map(|t| step_s(mode, t)).sum::<f64>()
+            + if mode == Mode::None { 0.0 } else { MODE_SETUP_S }
+    };
+    let planned: f64 = links.len() as f64 * modes.iter().map(|&m| mode_s(m)).sum::<f64>();
+    let steps = links.len() * modes.len() * families.len() * tests.len();
+    if !opts.no_progress {
+        eprintln!(
+            "[{NAME}] {} profile: {} modes × {} links × {} families × {} tests, planned {:.0} s (≈ {:.1} min)",
+            opts.profile(),
+            modes.len(),
+            links.len(),
+            families.len(),
+            tests.len(),
+            planned,
+            planned / 60.0
+        );
+    }
+    let mut progress = Progress::new(NAME, steps, planned, !opts.no_progress);
     let mut cases = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
+    let mut mode_notes: Vec<String> = Vec::new();
     for (link_name, rate) in &links {
         topo.set_rate(*rate)?;
         for mode in &modes {
             let guard = match hook.setup(*mode, &topo) {
                 Ok(g) => g,
-                Err(LabError::ModePending { mode, reason }) => {
-                    if !pending.iter().any(|p| p.mode == mode) {
-                        pending.push(Pending { mode, reason });
+                Err(LabError::ModePending { mode: m, reason }) => {
+                    progress.skip(mode_s(*mode), families.len() * tests.len());
+                    if !pending.iter().any(|p| p.mode == m) {
+                        pending.push(Pending { mode: m, reason });
                     }
                     continue;
                 }
                 Err(e) => return Err(e),
             };
+            if let Some(n) = guard.note() {
+                if !mode_notes.contains(&n) {
+                    mode_notes.push(n);
+                }
+            }
             let watch = guard.pids();
+            // The data of this mode's tests goes to the mode's target (behind the protection);
+            // the control connection, which marks the measured window, stays on the plain path so
+            // that a flooded tunnel cannot delay the marks.
+            let targets: Vec<Target> = families
+                .iter()
+                .zip(&ctl)
+                .map(|(&f, c)| Target { control: *c, data: guard.target(f) })
+                .collect();
             for (fi, family) in families.iter().enumerate() {
-                let server_ip = ctl[fi].ip();
+                let server_ip = targets[fi].data.unwrap_or(ctl[fi].ip());
                 for req in &tests {
                     let what = format!(
                         "{} {} {} B {} {}",
@@ -223,14 +289,13 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
                         family,
                         link_name
                     );
-                    progress.step(
-                        &what,
-                        case_s
-                            + if req.test.is_stream() && with_iperf { iperf_case_s } else { 0.0 },
-                    );
-                    let (samples, summary) =
-                        measure(&topo, "h1", ctl[fi], *req, &params, &bin, &watch, &mut |_| {})?;
-                    let iperf3 = if req.test.is_stream() && with_iperf {
+                    progress.step(&what, step_s(*mode, req));
+                    let measured =
+                        measure(&topo, "h1", targets[fi], *req, &params, &bin, &watch, &mut |_| {});
+                    // A dead node explains a failed test better than the test's own error.
+                    guard.check()?;
+                    let (samples, summary) = measured?;
+                    let iperf3 = if *mode == Mode::None && req.test.is_stream() && with_iperf {
                         let runs: Vec<f64> = (0..iperf_runs)
                             .map(|_| {
                                 iperf::run(&topo, "h1", "h2", server_ip, *req, iperf_s, iperf_omit)
@@ -274,14 +339,15 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
     drop(topo);
     let mut notes = vec![
         "Topology: h1 — r1 — r2 — h2 in network namespaces on one kernel (veth links); 100mbit = tc tbf rate 100mbit burst 64kb latency 50ms on both ends of every link.".to_string(),
-        "CPU: namespaces share one kernel, so 'CPU machine' covers both hosts, both routers and softirq; per-process CPU is the traffic client + server (utime+stime from /proc/PID/stat).".to_string(),
-        format!("iperf3 cross-check: {} s runs (median of {}), same message size; flagged when the medians differ by more than 10 %.", iperf_s, iperf_runs),
+        "CPU: namespaces share one kernel, so 'CPU machine' covers both hosts, both routers and softirq; 'SD procs' charges the traffic client + server + the mode's hipsec nodes (utime+stime from /proc/PID/stat), 'SD hipsec' the hipsec nodes alone (their CPU over the whole client run, scaled to the measured window).".to_string(),
+        format!("iperf3 cross-check (mode none: it checks the traffic engine): {} s runs (median of {}), same message size; flagged when the medians differ by more than 10 %.", iperf_s, iperf_runs),
     ];
     notes.push(format!(
         "Background load before the run: {background:.0} % of the machine. 'CPU machine' and 'SD machine' count every process on the machine, \
          so they are only meaningful when this is near 0; 'SD procs' is not affected."
     ));
     notes.push("UDP_STREAM on an unlimited link is receiver-bound: the rate depends on how sender and receiver share the cores, so ours and iperf3 (a different sender loop) may differ by more than 10 %; on 100mbit they agree.".into());
+    notes.extend(mode_notes);
     if !with_iperf {
         notes.push(format!("iperf3 not found at {}: no cross-check.", iperf::IPERF3));
     }

@@ -2,6 +2,7 @@
 //! `run(name, opts)` with `RunOptions` (a `clap::Args` to flatten), and a progress/ETA line.
 
 pub mod ipsec_netperf;
+pub mod node_hook;
 
 use crate::error::LabError;
 use crate::report::Report;
@@ -11,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use ipsec_netperf::{EspSuite, Mode, ModeGuard, ModeHook, PlainOnly};
+pub use node_hook::{EspCarrier, NodeHook};
 
 /// One line of `hipsec lab list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,8 +110,9 @@ pub struct RunSummary {
     pub markdown: String,
 }
 
-/// Runs scenario `name` with the modes the library can set up today (`none`; the others are
-/// reported as pending). Prints the Markdown (or JSON with `--json`) on stdout.
+/// Runs scenario `name` with the library's own hook (`none` only; the protected modes are
+/// reported as pending). `hipsec lab` uses `run_with` and a `NodeHook`, which runs them all.
+/// Prints the Markdown (or JSON with `--json`) on stdout.
 pub fn run(name: &str, opts: &RunOptions) -> Result<RunSummary, LabError> {
     run_with(name, opts, &PlainOnly)
 }
@@ -199,6 +202,12 @@ impl Progress {
             );
             let _ = e.flush();
         }
+    }
+
+    /// Takes `planned_s` and `steps` out of the plan (a mode that turned out to be pending).
+    pub fn skip(&mut self, planned_s: f64, steps: usize) {
+        self.planned_total_s = (self.planned_total_s - planned_s).max(self.planned_done_s);
+        self.steps = self.steps.saturating_sub(steps).max(self.step);
     }
 
     pub fn finish(&self) {

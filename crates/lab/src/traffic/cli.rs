@@ -28,6 +28,9 @@ pub enum TrafficCmd {
     Client {
         #[arg(long)]
         server: SocketAddr,
+        /// Send the data to this address of the server instead of the control address.
+        #[arg(long)]
+        data_ip: Option<std::net::IpAddr>,
         #[arg(long, value_enum)]
         test: TestKind,
         #[arg(long, default_value_t = 16384)]
@@ -39,15 +42,34 @@ pub enum TrafficCmd {
         #[arg(long, default_value_t = 3000)]
         duration_ms: u64,
     },
+    /// Waits until `--server` answers a TCP connection attempt (accepted or refused: either is a
+    /// round trip, e.g. through a tunnel), trying `--tries` times `--timeout-ms` each.
+    Probe {
+        #[arg(long)]
+        server: SocketAddr,
+        #[arg(long, default_value_t = 20)]
+        tries: u32,
+        #[arg(long, default_value_t = 250)]
+        timeout_ms: u64,
+    },
 }
 
 /// Runs the helper; returns the process exit code.
 pub fn main_with(cli: TrafficCli) -> i32 {
     let res = match cli.cmd {
         TrafficCmd::Server { listen, once } => engine::serve(&listen, once).map(|()| String::new()),
-        TrafficCmd::Client { server, test, msg_size, resp_size, warmup_ms, duration_ms } => {
+        TrafficCmd::Client {
+            server,
+            data_ip,
+            test,
+            msg_size,
+            resp_size,
+            warmup_ms,
+            duration_ms,
+        } => {
             let p = ClientParams {
                 server,
+                data_ip,
                 req: Request { test, msg_size, resp_size },
                 warmup: Duration::from_millis(warmup_ms),
                 duration: Duration::from_millis(duration_ms.max(1)),
@@ -56,6 +78,10 @@ pub fn main_with(cli: TrafficCli) -> i32 {
                 serde_json::to_string(&r)
                     .map_err(|e| crate::LabError::parse("client result", e.to_string()))
             })
+        }
+        TrafficCmd::Probe { server, tries, timeout_ms } => {
+            engine::probe(server, tries, Duration::from_millis(timeout_ms))
+                .map(|n| format!("{server} answered after {n} attempt(s)"))
         }
     };
     match res {

@@ -139,7 +139,7 @@ fn start_sink(
     let resp = vec![0x5a_u8; req.resp_size];
     match req.test {
         TestKind::TcpStream | TestKind::TcpRr => {
-            let l = TcpListener::bind((local, 0)).map_err(io_err("binding data listener"))?;
+            let l = TcpListener::bind((any(local), 0)).map_err(io_err("binding data listener"))?;
             let port = l.local_addr().map_err(io_err("data listener address"))?.port();
             l.set_nonblocking(true).map_err(io_err("non-blocking data listener"))?;
             let h = thread::spawn(move || {
@@ -174,7 +174,7 @@ fn start_sink(
             Ok((port, h))
         }
         TestKind::UdpStream | TestKind::UdpRr => {
-            let s = UdpSocket::bind((local, 0)).map_err(io_err("binding data socket"))?;
+            let s = UdpSocket::bind((any(local), 0)).map_err(io_err("binding data socket"))?;
             let port = s.local_addr().map_err(io_err("data socket address"))?.port();
             s.set_read_timeout(Some(POLL)).map_err(io_err("data socket timeout"))?;
             let h = thread::spawn(move || {
@@ -202,6 +202,9 @@ fn start_sink(
 #[derive(Debug, Clone, Copy)]
 pub struct ClientParams {
     pub server: SocketAddr,
+    /// Where the data goes, if not to the control address (e.g. an address behind a tunnel,
+    /// while the control connection, which marks the measured window, stays outside it).
+    pub data_ip: Option<IpAddr>,
     pub req: Request,
     pub warmup: Duration,
     pub duration: Duration,
@@ -257,6 +260,37 @@ struct Tally {
     rtt_ns: Vec<u64>,
 }
 
+/// The unspecified address of `ip`'s family: data sockets accept on every address of the host,
+/// so a client may send its data to another address than the control connection's.
+fn any(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// Tries a TCP connection to `server` up to `tries` times; an accepted or a refused connection
+/// proves a round trip (a SYN out, a SYN-ACK or RST back). Returns the attempt that answered.
+pub fn probe(server: SocketAddr, tries: u32, timeout: Duration) -> Result<u32, LabError> {
+    let mut last = String::from("no attempt");
+    for n in 1..=tries.max(1) {
+        let t0 = Instant::now();
+        match TcpStream::connect_timeout(&server, timeout) {
+            Ok(_) => return Ok(n),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Ok(n),
+            Err(e) => last = e.to_string(),
+        }
+        // A fast failure (no route yet, unreachable): wait out the rest of the attempt.
+        if let Some(rest) = timeout.checked_sub(t0.elapsed()) {
+            thread::sleep(rest);
+        }
+    }
+    Err(LabError::Traffic {
+        test: "probe".into(),
+        reason: format!("{server} did not answer {tries} connection attempts: {last}"),
+    })
+}
+
 /// Runs one test against a server and returns the combined result.
 pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
     p.req.validate()?;
@@ -268,7 +302,7 @@ pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
     send_line(&mut ctl, &p.req)?;
     let ready: super::Ready = serde_json::from_str(&read_line(&mut r, "ready")?)
         .map_err(|e| LabError::parse("ready", e.to_string()))?;
-    let data = SocketAddr::new(p.server.ip(), ready.data_port);
+    let data = SocketAddr::new(p.data_ip.unwrap_or(p.server.ip()), ready.data_port);
     let now = Instant::now();
     let mut win = Window {
         ctl: &mut ctl,
