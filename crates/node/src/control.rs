@@ -112,15 +112,15 @@ fn sa_json(sa: &SecurityAssociation, dir: &str, now: Time) -> Value {
     v
 }
 
-/// The `status` document.
-pub fn status_json(engine: &Engine, node: &NodeCounters, now: Time) -> String {
+/// One engine's part of the status: its SAs, every drop counter by name, its totals and the
+/// node counters of the half that drives it.
+pub fn engine_json(engine: &Engine, node: &NodeCounters, now: Time) -> Value {
     let mut sas: Vec<Value> = engine.outbound_sas().map(|s| sa_json(s, "out", now)).collect();
     sas.extend(engine.inbound_sas().map(|s| sa_json(s, "in", now)));
     let drops: serde_json::Map<String, Value> =
         engine.counters().iter().map(|(r, n)| (r.name().to_string(), json!(n))).collect();
     let t = engine.totals();
-    let doc = json!({
-        "uptime_s": now.0 as f64 / 1e6,
+    json!({
         "sas": sas,
         "drops": drops,
         "engine": {
@@ -129,6 +129,60 @@ pub fn status_json(engine: &Engine, node: &NodeCounters, now: Time) -> String {
             "bypassed": t.bypassed,
         },
         "node": node.to_json(),
-    });
+    })
+}
+
+/// Adds the numbers of `b` into `a`, key by key (objects recursively).
+fn add_numbers(a: &mut Value, b: &Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(k) {
+                    Some(x) => add_numbers(x, v),
+                    None => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (a @ Value::Number(_), Value::Number(b)) => {
+            *a = json!(a.as_u64().unwrap_or(0) + b.as_u64().unwrap_or(0));
+        }
+        _ => {}
+    }
+}
+
+/// Merges parts made by [`engine_json`] (or merged ones): SAs listed outbound first, counters
+/// summed.
+pub fn merge(parts: &[Value]) -> Value {
+    let mut out_sas = Vec::new();
+    let mut in_sas = Vec::new();
+    let mut doc = json!({ "drops": {}, "engine": {}, "node": {} });
+    for p in parts {
+        for sa in p["sas"].as_array().into_iter().flatten() {
+            if sa["direction"] == "out" {
+                out_sas.push(sa.clone())
+            } else {
+                in_sas.push(sa.clone())
+            }
+        }
+        for k in ["drops", "engine", "node"] {
+            add_numbers(&mut doc[k], &p[k]);
+        }
+    }
+    out_sas.extend(in_sas);
+    doc["sas"] = Value::Array(out_sas);
+    doc
+}
+
+/// The `status` document from the workers' snapshots: merged SAs and counters, and per worker
+/// its role, CPU seconds and counters (its load).
+pub fn status_json(workers: &[Value], now: Time) -> String {
+    let mut doc = merge(workers);
+    doc["uptime_s"] = json!(now.0 as f64 / 1e6);
+    doc["workers"] = workers
+        .iter()
+        .map(|w| json!({ "role": w["role"], "cpu_s": w["cpu_s"], "node": w["node"] }))
+        .collect();
     doc.to_string()
 }

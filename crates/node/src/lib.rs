@@ -1,15 +1,23 @@
 //! The hipsec node: the only crate that touches the OS. A TUN device ↔ the `ipsec` engine ↔ UDP
 //! (ESP in UDP, RFC 3948) or raw IP sockets (ESP 50 / AH 51), a config file and a control socket.
 //! Read first: RFC 4301 §5 (processing), RFC 3948 §2 (UDP encapsulation).
+//!
+//! Data path: `outbound` (TUN → seal → carrier) and `inbound` (carrier → open → TUN), driven by
+//! `worker` threads; batched UDP with GSO/GRO in `udp`, TUN offloads in `tun`. How the halves and
+//! their SAs are split between threads is explained in `worker`.
 #![deny(unsafe_code)]
 
 pub mod config;
 pub mod config_sa;
 pub mod control;
 pub mod encap;
+pub mod inbound;
 pub mod net;
+pub mod netns;
+pub mod outbound;
 mod sys;
 pub mod tun;
+pub mod udp;
 pub mod worker;
 
 use config::{ConfigError, NodeConfig, PolicyAction, Transport};
@@ -17,6 +25,7 @@ use config_sa::Direction;
 use ipsec::spd::{Action, SpdEntry};
 use ipsec::{Engine, EngineError, SecurityAssociation, Time};
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -88,6 +97,17 @@ pub fn build_engine(
     c: &NodeConfig,
     now: Time,
 ) -> Result<(Engine, worker::InboundAddrs), NodeError> {
+    build_engine_for(c, now, true, true)
+}
+
+/// Builds an engine holding only the outbound SAs and the SPD (`out`), only the inbound SAs
+/// (`inb`), or both: each worker half gets the SAs it alone uses.
+pub fn build_engine_for(
+    c: &NodeConfig,
+    now: Time,
+    out: bool,
+    inb: bool,
+) -> Result<(Engine, worker::InboundAddrs), NodeError> {
     let file = c.file.display().to_string();
     let mut engine = Engine::new(crypto::default_provider());
     let mut handles = vec![None; c.sas.len()];
@@ -95,6 +115,8 @@ pub fn build_engine(
     for (i, s) in c.sas.iter().enumerate() {
         let err = |source| NodeError::Engine { file: file.clone(), line: s.line, source };
         match s.direction {
+            Direction::Out if !out => {}
+            Direction::In if !inb => {}
             Direction::Out => handles[i] = Some(engine.add_outbound(&s.params, now).map_err(err)?),
             Direction::In => {
                 engine.add_inbound(&s.params, now).map_err(err)?;
@@ -103,7 +125,7 @@ pub fn build_engine(
             }
         }
     }
-    for p in &c.policies {
+    for p in c.policies.iter().filter(|_| out) {
         let action = match &p.action {
             PolicyAction::Bypass => Action::Bypass,
             PolicyAction::Discard => Action::Discard,
@@ -129,16 +151,34 @@ pub fn run(config_path: &Path) -> Result<(), NodeError> {
     run_until(&c, &stop)
 }
 
+/// TUN transmit queue with the `big_buffers` tuning (packets, or super-packets with offloads).
+const BIG_TX_QUEUE: u32 = 10_000;
+
 /// Runs a node from a checked config until `stop` is set.
 pub fn run_until(c: &NodeConfig, stop: &AtomicBool) -> Result<(), NodeError> {
+    let tuning = worker::Tuning::from_env()
+        .map_err(|e| io_err("tuning")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    run_tuned(c, stop, tuning)
+}
+
+/// Runs a node with the given speed-ups until `stop` is set.
+pub fn run_tuned(
+    c: &NodeConfig,
+    stop: &AtomicBool,
+    tuning: worker::Tuning,
+) -> Result<(), NodeError> {
     let start = Instant::now();
-    let (engine, in_addrs) = build_engine(c, Time(0))?;
+    let (out_engine, _) = build_engine_for(c, Time(0), true, false)?;
+    let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true)?;
     let overhead = wire_overhead(c);
     let mtu = (c.interface.link_mtu as usize)
         .checked_sub(overhead)
         .filter(|&m| m >= 576)
         .ok_or(NodeError::MtuTooSmall { link: c.interface.link_mtu, overhead })?;
     let carrier = net::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?;
+    if tuning.big_buffers {
+        carrier.force_buffers(tuning.socket_buffer);
+    }
     let control = match &c.control_socket {
         Some(p) => Some(
             control::ControlServer::bind(p)
@@ -146,18 +186,58 @@ pub fn run_until(c: &NodeConfig, stop: &AtomicBool) -> Result<(), NodeError> {
         ),
         None => None,
     };
-    let dev = tun::open(&c.interface, mtu as u16)
+    let txq = tuning.big_buffers.then_some(BIG_TX_QUEUE);
+    let (dev, offload) = tun::open(&c.interface, mtu as u16, tuning.tun_offload, txq)
         .map_err(io_err(format!("tun device {}", c.interface.name)))?;
+    let tun_fd = dev.as_raw_fd();
+    let dev = Arc::new(dev);
+    let carrier_fds = carrier.fds();
+    // Batched UDP: sends block while the socket buffer is full (backpressure instead of loss);
+    // receives never block (MSG_DONTWAIT).
+    let (udp_out, udp_in) = match carrier.udp() {
+        Some((sock, peer)) if tuning.mmsg => {
+            sock.set_nonblocking(false).map_err(io_err("carrier socket"))?;
+            let fd = sock.as_raw_fd();
+            let tx = udp::UdpBatch::sender(fd, tuning.gso);
+            let rx = udp::UdpBatch::receiver(fd, tuning.gro);
+            (Some((tx, socket2::SockAddr::from(peer))), Some(rx))
+        }
+        _ => (None, None),
+    };
+    let carrier = Arc::new(carrier);
+    let mmsg = udp_out.is_some();
+    let (gso, gro) =
+        (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
+    let out =
+        outbound::Outbound::new(out_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_out, mtu);
+    let inb =
+        inbound::Inbound::new(in_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_in, in_addrs);
     eprintln!(
-        "hipsec-node: {} up, mtu {mtu} (link {} - overhead {overhead}), {} SAs, {} policies",
+        "hipsec-node: {} up, mtu {mtu} (link {} - overhead {overhead}), {} SAs, {} policies; \
+         {} worker(s), mmsg {}, udp gso {gso}, udp gro {gro}, tun offload {offload}",
         c.interface.name,
         c.interface.link_mtu,
         c.sas.len(),
-        c.policies.len()
+        c.policies.len(),
+        tuning.workers,
+        mmsg,
     );
-    let mut w = worker::Worker::new(engine, dev, carrier, control, in_addrs, start);
-    let r = w.run(stop).map_err(io_err("data path"));
-    drop(w);
+    let workers = if tuning.workers >= 2 {
+        vec![
+            worker::Worker { out: Some((out, tun_fd)), inb: None, slot: 0, start },
+            worker::Worker { out: None, inb: Some((inb, carrier_fds)), slot: 1, start },
+        ]
+    } else {
+        vec![worker::Worker {
+            out: Some((out, tun_fd)),
+            inb: Some((inb, carrier_fds)),
+            slot: 0,
+            start,
+        }]
+    };
+    let r = worker::run_all(workers, control.as_ref(), stop, start).map_err(io_err("data path"));
+    drop(control);
+    drop(dev);
     eprintln!("hipsec-node: {} removed, stopped", c.interface.name);
     r
 }

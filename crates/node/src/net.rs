@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use wire::proto;
 
-/// Socket buffer size asked for (the kernel caps it at net.core.[rw]mem_max).
+/// Socket buffer size asked for (the kernel caps it at `net.core.[rw]mem_max`).
 const SOCKET_BUFFER: usize = 4 << 20;
 
 /// What one receive produced.
@@ -91,6 +91,53 @@ impl Carrier {
                 let ah = raw(v6, proto::AH as i32)?;
                 let hdrincl = if v6 { None } else { Some(raw(false, libc::IPPROTO_RAW)?) };
                 Ok(Carrier::Raw { esp, ah, hdrincl, local, peer })
+            }
+        }
+    }
+
+    /// Whether this carrier can send a packet of IP protocol `protocol` (UDP carries ESP only).
+    pub fn can_send(&self, protocol: u8) -> bool {
+        match self {
+            Carrier::Udp { .. } => protocol == proto::ESP,
+            Carrier::Raw { .. } => matches!(protocol, proto::ESP | proto::AH),
+        }
+    }
+
+    /// The local address.
+    pub fn local(&self) -> IpAddr {
+        match self {
+            Carrier::Udp { local, .. } | Carrier::Raw { local, .. } => *local,
+        }
+    }
+
+    /// The UDP socket and peer, for batched I/O (None for raw IP).
+    pub fn udp(&self) -> Option<(&UdpSocket, SocketAddr)> {
+        match self {
+            Carrier::Udp { sock, peer, .. } => Some((sock, *peer)),
+            Carrier::Raw { .. } => None,
+        }
+    }
+
+    /// Sets the socket buffers (SO_RCVBUFFORCE/SO_SNDBUFFORCE where allowed, so that
+    /// `net.core.[rw]mem_max` does not cap them). Best effort.
+    pub fn force_buffers(&self, bytes: usize) {
+        let socks: Vec<&UdpSocket> = match self {
+            Carrier::Udp { sock, .. } => vec![sock],
+            Carrier::Raw { esp, ah, hdrincl, .. } => {
+                let mut v = vec![esp, ah];
+                v.extend(hdrincl.as_ref());
+                v
+            }
+        };
+        let v = i32::try_from(bytes).unwrap_or(i32::MAX);
+        for s in socks {
+            let fd = s.as_raw_fd();
+            for (force, plain) in
+                [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)]
+            {
+                if !crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, force, v) {
+                    crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, v);
+                }
             }
         }
     }

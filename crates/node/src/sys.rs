@@ -1,4 +1,5 @@
-//! The few system calls the standard library and the socket crates do not wrap: poll(2).
+//! The few system calls the standard library and the socket crates do not wrap: poll(2) and
+//! integer setsockopt(2).
 //! Each unsafe block states why it is sound.
 
 use std::io;
@@ -27,4 +28,21 @@ pub fn poll_readable(fds: &[RawFd], ready: &mut [bool], timeout_ms: i32) -> io::
         *r = p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
     }
     Ok(())
+}
+
+/// Sets an integer socket option; true on success.
+#[allow(unsafe_code)]
+pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> bool {
+    // SAFETY: setsockopt(2) reads `size_of::<c_int>()` bytes from a live local integer and keeps
+    // no pointer after returning.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    r == 0
 }

@@ -58,6 +58,8 @@ struct Lab {
     ns: [String; 2],
     dir: PathBuf,
     nodes: Vec<Child>,
+    /// `HIPSEC_NODE_TUNING` for the nodes (which speed-ups are off; empty: the defaults).
+    tuning: &'static str,
 }
 
 impl Drop for Lab {
@@ -104,7 +106,12 @@ impl Lab {
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let base = format!("hipsec-t-{}-{n}", std::process::id());
         let dir = std::env::temp_dir().join(&base);
-        let lab = Lab { ns: [format!("{base}-a"), format!("{base}-b")], dir, nodes: Vec::new() };
+        let lab = Lab {
+            ns: [format!("{base}-a"), format!("{base}-b")],
+            dir,
+            nodes: Vec::new(),
+            tuning: "",
+        };
         std::fs::create_dir_all(&lab.dir).unwrap();
         let [a, b] = &lab.ns;
         sh(&["ip", "netns", "add", a]);
@@ -169,6 +176,7 @@ impl Lab {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.ns[side], NODE, "-c"])
             .arg(config)
+            .env("HIPSEC_NODE_TUNING", self.tuning)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -281,10 +289,16 @@ fn capture(lab: &Lab, file: &Path) -> Option<Child> {
 }
 
 fn tunnel_round_trip(suite: Suite, raw: bool) {
+    tunnel_round_trip_tuned(suite, raw, "");
+}
+
+/// The round trip with the nodes' speed-ups set by `tuning` (see `node::worker::Tuning`).
+fn tunnel_round_trip_tuned(suite: Suite, raw: bool, tuning: &'static str) {
     if !can_run() {
         return;
     }
     let mut lab = Lab::new();
+    lab.tuning = tuning;
     let (ca, cb) = (lab.config(0, suite, raw, true), lab.config(1, suite, raw, true));
     lab.start(0, &ca);
     lab.start(1, &cb);
@@ -344,11 +358,33 @@ fn tunnel_round_trip(suite: Suite, raw: bool) {
     let sb = lab.status(1);
     assert!(sb["engine"]["decapsulated"].as_u64().unwrap() > 1000, "{sb}");
     assert_eq!(sb["drops"]["integrity_failed"], 0, "{sb}");
+    let workers = sb["workers"].as_array().unwrap();
+    let want = if tuning.contains("two-workers") { 2 } else { workers.len().max(1) };
+    assert_eq!(workers.len(), want, "{sb}");
+    assert!(workers.iter().all(|w| w["cpu_s"].is_number()), "{sb}");
 }
 
 #[test]
 fn aes_gcm_udp_ping_tcp_and_no_cleartext() {
     tunnel_round_trip(Suite::Gcm, false);
+}
+
+/// Two workers per node: one seals (owns the outbound SA), one opens (owns the inbound SA).
+#[test]
+fn aes_gcm_udp_two_workers() {
+    tunnel_round_trip_tuned(Suite::Gcm, false, "two-workers");
+}
+
+/// The plain paths: one datagram per system call, no TUN offloads (phase 1's data path).
+#[test]
+fn aes_gcm_udp_without_batching_or_offloads() {
+    tunnel_round_trip_tuned(Suite::Gcm, false, "no-mmsg,no-offload,no-buffers");
+}
+
+/// sendmmsg/recvmmsg without UDP GSO/GRO, with TUN offloads (super-packets split and coalesced).
+#[test]
+fn aes_gcm_udp_mmsg_without_gso_gro() {
+    tunnel_round_trip_tuned(Suite::Gcm, false, "no-gso,no-gro");
 }
 
 #[test]

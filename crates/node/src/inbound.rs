@@ -1,0 +1,197 @@
+//! The inbound half of the data path (RFC 4301 §5.2): carrier → ESP/AH open (replay check, RFC
+//! 4303 §3.4.3) → TUN. With UDP batching, recvmmsg(2) brings up to 16 messages, each (with
+//! UDP_GRO) up to 64 KB of same-size ESP datagrams; the decrypted TCP segments are coalesced by
+//! tun-rs's GRO table and written to the device as super-packets.
+//!
+//! This half owns every inbound SA, so replay windows are updated by one thread only.
+
+use crate::encap::{self, UdpPayload};
+use crate::net::{Carrier, Rx};
+use crate::tun::{TunPkt, VNET_HDR_LEN};
+use crate::udp::UdpBatch;
+use crate::worker::{InboundAddrs, NodeCounters};
+use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
+use std::io;
+use std::net::IpAddr;
+use std::sync::Arc;
+use tun_rs::{GROTable, SyncDevice};
+use wire::proto;
+
+/// Packet buffers of the inbound half (each holds a coalesced 64 KB super-packet at most).
+pub const IN_BUFS: usize = 256;
+/// Most datagrams one GRO message holds (the kernel's UDP_GRO_CNT_MAX).
+const GRO_SEGMENTS: usize = 64;
+/// recvmmsg rounds per wakeup before the other descriptors get a turn.
+const RECV_ROUNDS: usize = 8;
+
+/// Carrier → engine → TUN.
+pub struct Inbound {
+    pub(crate) engine: Engine,
+    tun: Arc<SyncDevice>,
+    carrier: Arc<Carrier>,
+    udp: Option<UdpBatch>,
+    in_addrs: InboundAddrs,
+    /// Last (SPI, addresses) looked up in `in_addrs`.
+    last_addrs: Option<(u32, (IpAddr, IpAddr))>,
+    local: IpAddr,
+    bufs: Vec<PacketBuf>,
+    results: Vec<Result<Processed, DropReason>>,
+    gro: GROTable,
+    pub(crate) counters: NodeCounters,
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbound").field("counters", &self.counters).finish_non_exhaustive()
+    }
+}
+
+impl Inbound {
+    /// The half over its engine (inbound SAs), the device and the carrier; `udp` is the
+    /// batched receiver when the carrier is UDP and batching is on.
+    pub fn new(
+        engine: Engine,
+        tun: Arc<SyncDevice>,
+        carrier: Arc<Carrier>,
+        udp: Option<UdpBatch>,
+        in_addrs: InboundAddrs,
+    ) -> Inbound {
+        let local = carrier.local();
+        Inbound {
+            engine,
+            tun,
+            carrier,
+            udp,
+            in_addrs,
+            last_addrs: None,
+            local,
+            bufs: (0..IN_BUFS).map(|_| PacketBuf::with_max_packet()).collect(),
+            results: vec![Ok(Processed::Bypassed); IN_BUFS],
+            gro: GROTable::default(),
+            counters: NodeCounters::default(),
+        }
+    }
+
+    /// Reads what carrier socket `which` has, opens it and writes it to the TUN device.
+    pub fn on_readable(&mut self, which: usize, now: Time) -> io::Result<()> {
+        if self.udp.is_some() { self.recv_batched(now) } else { self.recv_single(which, now) }
+    }
+
+    fn recv_batched(&mut self, now: Time) -> io::Result<()> {
+        let head = ipsec::buf::DEFAULT_HEADROOM;
+        let mut n = 0;
+        for _ in 0..RECV_ROUNDS {
+            let Some(udp) = self.udp.as_mut() else { return Ok(()) };
+            let m = udp.recv()?;
+            self.counters.recv_syscalls += 1;
+            if m == 0 {
+                break;
+            }
+            for i in 0..m {
+                if IN_BUFS - n < GRO_SEGMENTS {
+                    self.flush(n, now);
+                    n = 0;
+                }
+                let Some(udp) = self.udp.as_ref() else { return Ok(()) };
+                let (bytes, meta) = udp.message(i);
+                if bytes.is_empty() {
+                    self.counters.runts += 1;
+                    continue;
+                }
+                for d in bytes.chunks(meta.seg) {
+                    self.counters.net_rx += 1;
+                    match encap::classify(d) {
+                        UdpPayload::Esp => {}
+                        UdpPayload::Ike => {
+                            self.counters.ike_dropped += 1;
+                            continue;
+                        }
+                        UdpPayload::Keepalive => {
+                            self.counters.keepalives += 1;
+                            continue;
+                        }
+                        UdpPayload::Runt => {
+                            self.counters.runts += 1;
+                            continue;
+                        }
+                    }
+                    let spi = u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
+                    let addrs = match self.last_addrs {
+                        Some((s, a)) if s == spi => Some(a),
+                        _ => {
+                            let a = self.in_addrs.get(&(spi, proto::ESP)).copied();
+                            if let Some(a) = a {
+                                self.last_addrs = Some((spi, a));
+                            }
+                            a
+                        }
+                    };
+                    // Unknown SPIs get the datagram's addresses; the engine refuses them (no_sa).
+                    let (src, dst) = addrs.unwrap_or((meta.from.ip(), self.local));
+                    let b = &mut self.bufs[n];
+                    let fits =
+                        b.raw_mut().get_mut(head..head + d.len()).map(|w| w.copy_from_slice(d));
+                    if fits.is_none()
+                        || b.set_window(head, d.len()).is_err()
+                        || !encap::prepend_ip_header(b, src, dst, proto::ESP)
+                    {
+                        self.counters.runts += 1;
+                        continue;
+                    }
+                    n += 1;
+                }
+            }
+        }
+        self.flush(n, now);
+        Ok(())
+    }
+
+    fn recv_single(&mut self, which: usize, now: Time) -> io::Result<()> {
+        let in_addrs = &self.in_addrs;
+        let lookup = |spi: u32, p: u8| in_addrs.get(&(spi, p)).copied();
+        let mut n = 0;
+        while n < IN_BUFS {
+            let rx = self.carrier.recv(which, &mut self.bufs[n], &lookup)?;
+            self.counters.recv_syscalls += 1;
+            match rx {
+                Rx::Empty => break,
+                Rx::Packet => n += 1,
+                Rx::Ike => self.counters.ike_dropped += 1,
+                Rx::Keepalive => self.counters.keepalives += 1,
+                Rx::Runt => self.counters.runts += 1,
+            }
+            self.counters.net_rx += 1;
+        }
+        self.flush(n, now);
+        Ok(())
+    }
+
+    /// Opens `bufs[..n]` and writes the decapsulated packets to the device (coalesced when the
+    /// device has offloads).
+    fn flush(&mut self, n: usize, now: Time) {
+        if n == 0 {
+            return;
+        }
+        self.counters.batches += 1;
+        self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
+        let mut k = 0;
+        for i in 0..n {
+            if let Ok(Processed::Decapsulated { .. }) = self.results[i] {
+                // Room for the virtio-net header in front (the headroom always has it).
+                if self.bufs[i].prepend(VNET_HDR_LEN).is_ok() {
+                    self.bufs.swap(k, i);
+                    k += 1;
+                }
+            }
+        }
+        if k == 0 {
+            return;
+        }
+        let pkts = TunPkt::slice_mut(&mut self.bufs[..k]);
+        match self.tun.send_multiple(&mut self.gro, pkts, VNET_HDR_LEN) {
+            Ok(_) => self.counters.tun_tx += k as u64,
+            Err(_) => self.counters.tun_write_errors += 1,
+        }
+        self.counters.tun_write_batches += 1;
+    }
+}

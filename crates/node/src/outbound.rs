@@ -1,0 +1,157 @@
+//! The outbound half of the data path (RFC 4301 §5.1): TUN → SPD → ESP/AH seal in place →
+//! carrier. With TUN offloads a read yields a TCP super-packet that tun-rs splits into
+//! MTU-sized segments; the sealed packets go out as UDP GSO runs in one sendmmsg(2).
+//!
+//! This half owns every outbound SA, so sequence numbers (and so GCM nonces, RFC 4106 §3) are
+//! never shared between threads.
+
+use crate::net::Carrier;
+use crate::tun::VNET_HDR_LEN;
+use crate::udp::UdpBatch;
+use crate::worker::NodeCounters;
+use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
+use std::io;
+use std::sync::Arc;
+use tun_rs::SyncDevice;
+
+/// Packet buffers of the outbound half.
+pub const OUT_BUFS: usize = 256;
+/// Free buffers needed before another TUN read (the segments of one super-packet).
+const SPLIT_ROOM: usize = tun_rs::IDEAL_BATCH_SIZE;
+/// Bytes after the packet for the ESP trailer, padding and ICV.
+const TAILROOM: usize = 256;
+
+/// TUN → engine → carrier.
+pub struct Outbound {
+    pub(crate) engine: Engine,
+    tun: Arc<SyncDevice>,
+    carrier: Arc<Carrier>,
+    udp: Option<(UdpBatch, socket2::SockAddr)>,
+    bufs: Vec<PacketBuf>,
+    sizes: Vec<usize>,
+    /// Offset of the UDP payload in each sealed packet (0: do not send).
+    send_at: Vec<usize>,
+    results: Vec<Result<Processed, DropReason>>,
+    /// Raw read buffer: virtio-net header + a 64 KB super-packet.
+    super_buf: Box<[u8]>,
+    pub(crate) counters: NodeCounters,
+}
+
+impl std::fmt::Debug for Outbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbound").field("counters", &self.counters).finish_non_exhaustive()
+    }
+}
+
+impl Outbound {
+    /// The half over its engine (outbound SAs and the SPD), the device and the carrier.
+    /// `udp` is the batched sender when the carrier is UDP and batching is on.
+    pub fn new(
+        engine: Engine,
+        tun: Arc<SyncDevice>,
+        carrier: Arc<Carrier>,
+        udp: Option<(UdpBatch, socket2::SockAddr)>,
+        tun_mtu: usize,
+    ) -> Outbound {
+        let head = ipsec::buf::DEFAULT_HEADROOM;
+        Outbound {
+            engine,
+            tun,
+            carrier,
+            udp,
+            bufs: (0..OUT_BUFS).map(|_| PacketBuf::new(head + tun_mtu + TAILROOM, head)).collect(),
+            sizes: vec![0; OUT_BUFS],
+            send_at: vec![0; OUT_BUFS],
+            results: vec![Ok(Processed::Bypassed); OUT_BUFS],
+            super_buf: vec![0u8; VNET_HDR_LEN + 65535].into_boxed_slice(),
+            counters: NodeCounters::default(),
+        }
+    }
+
+    /// Reads what the TUN device has (up to the buffers), protects it and sends it.
+    pub fn on_readable(&mut self, now: Time) -> io::Result<()> {
+        let n = self.read_tun()?;
+        if n == 0 {
+            return Ok(());
+        }
+        self.counters.tun_rx += n as u64;
+        self.counters.batches += 1;
+        self.engine.outbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
+        for i in 0..n {
+            self.send_at[i] = 0;
+            match self.results[i] {
+                Ok(Processed::Protected { .. }) => {
+                    match crate::encap::outer_info(self.bufs[i].as_slice()) {
+                        Some((hdr_len, p, _)) if self.carrier.can_send(p) => {
+                            self.send_at[i] = hdr_len
+                        }
+                        _ => self.counters.unsendable += 1,
+                    }
+                }
+                Ok(Processed::Bypassed) => self.counters.bypass_unforwarded += 1,
+                // Counted by the engine; nothing is sent (fail closed).
+                Ok(Processed::Decapsulated { .. }) | Err(_) => {}
+            }
+        }
+        let (bufs, send_at) = (&self.bufs[..n], &self.send_at[..n]);
+        if let Some((udp, dst)) = &mut self.udp {
+            let payloads =
+                bufs.iter().zip(send_at).filter(|(_, o)| **o > 0).map(|(b, o)| &b.as_slice()[*o..]);
+            let st = udp.send(dst, payloads);
+            self.counters.net_tx += st.sent;
+            self.counters.send_errors += st.errors;
+            self.counters.send_syscalls += st.syscalls;
+        } else {
+            for (b, _) in bufs.iter().zip(send_at).filter(|(_, o)| **o > 0) {
+                self.counters.send_syscalls += 1;
+                match self.carrier.send(b) {
+                    Ok(true) => self.counters.net_tx += 1,
+                    Ok(false) => self.counters.unsendable += 1,
+                    Err(_) => self.counters.send_errors += 1,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads super-packets (or packets) into the buffers until the device is empty or fewer
+    /// than [`SPLIT_ROOM`] buffers are left; returns how many packets the buffers hold.
+    fn read_tun(&mut self) -> io::Result<usize> {
+        let head = ipsec::buf::DEFAULT_HEADROOM;
+        let mut n = 0;
+        {
+            let mut it = self.bufs.iter_mut();
+            let mut raws: [&mut [u8]; OUT_BUFS] =
+                std::array::from_fn(|_| it.next().map_or(Default::default(), |b| b.raw_mut()));
+            while OUT_BUFS - n >= SPLIT_ROOM {
+                let r = self.tun.recv_multiple(
+                    &mut self.super_buf,
+                    &mut raws[n..],
+                    &mut self.sizes[n..],
+                    head,
+                );
+                self.counters.tun_reads += 1;
+                match r {
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => break,
+                    // A system-call failure is the device's; anything else is one bad
+                    // super-packet (consumed), counted and skipped.
+                    Err(e) if e.raw_os_error().is_some() => return Err(e),
+                    Err(_) => self.counters.tun_read_errors += 1,
+                }
+            }
+        }
+        let mut kept = 0;
+        for i in 0..n {
+            let len = self.sizes[i];
+            if len > 0 && self.bufs[i].set_window(head, len).is_ok() {
+                if kept != i {
+                    self.bufs.swap(kept, i);
+                }
+                kept += 1;
+            }
+        }
+        Ok(kept)
+    }
+}
