@@ -30,6 +30,9 @@ enum Command {
     /// The lab's traffic engine (server/client inside namespaces); started by `hipsec lab`.
     #[command(hide = true)]
     Traffic(lab::traffic::cli::TrafficCli),
+    /// Make a running node re-read its packet-filter rules (a bad file keeps the old rules).
+    #[command(name = "reload-filter")]
+    ReloadFilter(StatusArgs),
     /// Offline tools on capture files: protect, unprotect, export keys for Wireshark.
     #[command(subcommand)]
     Pcap(PcapCommand),
@@ -335,6 +338,9 @@ fn run(cli: Cli) -> Result<(), String> {
             code => std::process::exit(code),
         },
         Command::Run(a) => node::run(&a.config).map_err(|e| e.to_string()),
+        Command::ReloadFilter(a) => node::command(&a.socket, "reload-filter")
+            .map(|s| println!("{s}"))
+            .map_err(|e| e.to_string()),
         Command::Status(a) => {
             node::status(&a.socket).map(|s| println!("{s}")).map_err(|e| e.to_string())
         }

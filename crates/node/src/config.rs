@@ -28,6 +28,8 @@ pub struct NodeConfig {
     pub sas: Vec<SaConf>,
     /// SPD entries, in file order (first match wins).
     pub policies: Vec<PolicyConf>,
+    /// Packet filter on the TUN side, if any (issue 5).
+    pub filter: Option<crate::filter_stage::FilterConf>,
 }
 
 /// The TUN interface.
@@ -158,6 +160,14 @@ struct RawFile {
     sa: Vec<Spanned<RawSa>>,
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
+    filter: Option<RawFilter>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFilter {
+    rules: Spanned<String>,
+    engine: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -262,6 +272,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     for p in &raw.policy {
         policies.push(policy(&ctx, p, &sas)?);
     }
+    let filter = raw.filter.as_ref().map(|f| filter_conf(&ctx, f)).transpose()?;
     Ok(NodeConfig {
         file: PathBuf::from(file),
         interface,
@@ -269,7 +280,30 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         control_socket: raw.control.map(|c| PathBuf::from(c.socket)),
         sas,
         policies,
+        filter,
     })
+}
+
+/// `[filter]`: the rule file (relative paths are relative to the config file) and the engine;
+/// the rules are loaded here so that a bad rule file stops the node from starting.
+fn filter_conf(
+    ctx: &Ctx<'_>,
+    r: &RawFilter,
+) -> Result<crate::filter_stage::FilterConf, ConfigError> {
+    use crate::filter_stage::{FilterConf, FilterEngine, FilterStage};
+    let engine = match &r.engine {
+        None => FilterEngine::Classifier,
+        Some(e) => FilterEngine::from_name(e.get_ref())
+            .ok_or_else(|| ctx.err(e.span(), "engine", "want \"classifier\" or \"linear\""))?,
+    };
+    let path = PathBuf::from(r.rules.get_ref());
+    let rules = match std::path::Path::new(ctx.file).parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    };
+    let conf = FilterConf { rules, engine };
+    FilterStage::load(&conf).map_err(|e| ctx.err(r.rules.span(), "rules", e))?;
+    Ok(conf)
 }
 
 fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigError> {

@@ -132,3 +132,28 @@ fn missing_file_is_named() {
     let e = load(Path::new("/nonexistent/node.toml")).unwrap_err();
     assert!(e.to_string().starts_with("/nonexistent/node.toml:"), "{e}");
 }
+
+#[test]
+fn filter_table_is_checked_at_load() {
+    let dir = std::env::temp_dir().join(format!("hipsec-cfg-filter-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("good.rules"), "block in proto udp from any to any port 9\n").unwrap();
+    std::fs::write(dir.join("bad.rules"), "pass\nblock in proto tcp from any to any port http\n")
+        .unwrap();
+    let cfg = |rules: &str, engine: &str| {
+        format!("{EXAMPLE}\n[filter]\nrules = \"{rules}\"\nengine = \"{engine}\"\n")
+    };
+    // Relative rule paths are relative to the config file.
+    let file = dir.join("node.toml").display().to_string();
+    let c = parse(&file, &cfg("good.rules", "linear")).unwrap();
+    let f = c.filter.unwrap();
+    assert_eq!(f.rules, dir.join("good.rules"));
+    assert_eq!(f.engine, crate::filter_stage::FilterEngine::Linear);
+    let e = parse(&file, &cfg("bad.rules", "classifier")).unwrap_err().to_string();
+    assert!(e.contains("\"rules\"") && e.contains("line 2, column"), "{e}");
+    let e = parse(&file, &cfg("good.rules", "fast")).unwrap_err().to_string();
+    assert!(e.contains("\"engine\""), "{e}");
+    let e = parse(&file, &cfg("missing.rules", "classifier")).unwrap_err().to_string();
+    assert!(e.contains("\"rules\"") && e.contains("missing.rules"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

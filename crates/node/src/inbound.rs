@@ -38,6 +38,8 @@ pub struct Inbound {
     results: Vec<Result<Processed, DropReason>>,
     gro: GROTable,
     pub(crate) counters: NodeCounters,
+    /// Packet filter applied after IPsec is removed (issue 5).
+    pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
 }
 
 impl std::fmt::Debug for Inbound {
@@ -69,6 +71,7 @@ impl Inbound {
             results: vec![Ok(Processed::Bypassed); IN_BUFS],
             gro: GROTable::default(),
             counters: NodeCounters::default(),
+            filter: None,
         }
     }
 
@@ -175,8 +178,15 @@ impl Inbound {
         self.counters.batches += 1;
         self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
         let mut k = 0;
+        let mut filter = self.filter.as_ref().map(crate::filter_stage::lock);
         for i in 0..n {
             if let Ok(Processed::Decapsulated { .. }) = self.results[i] {
+                if let Some(f) = filter.as_mut() {
+                    if !f.admit(false, self.bufs[i].as_slice()) {
+                        self.counters.filter_blocked += 1;
+                        continue;
+                    }
+                }
                 // Room for the virtio-net header in front (the headroom always has it).
                 if self.bufs[i].prepend(VNET_HDR_LEN).is_ok() {
                     self.bufs.swap(k, i);
@@ -184,6 +194,7 @@ impl Inbound {
                 }
             }
         }
+        drop(filter);
         if k == 0 {
             return;
         }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod config_sa;
 pub mod control;
 pub mod encap;
+pub mod filter_stage;
 pub mod inbound;
 pub mod net;
 pub mod netns;
@@ -55,6 +56,9 @@ pub enum NodeError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The packet filter's rule file could not be loaded.
+    #[error("filter: {0}")]
+    Filter(filter_stage::FilterError),
     /// The link MTU leaves no room for the IPsec overhead.
     #[error("link mtu {link} minus IPsec overhead {overhead} is below 576")]
     MtuTooSmall {
@@ -208,10 +212,18 @@ pub fn run_tuned(
     let mmsg = udp_out.is_some();
     let (gso, gro) =
         (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
-    let out =
+    let mut out =
         outbound::Outbound::new(out_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_out, mtu);
-    let inb =
+    let mut inb =
         inbound::Inbound::new(in_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_in, in_addrs);
+    let filter = match &c.filter {
+        Some(f) => Some(Arc::new(std::sync::Mutex::new(
+            filter_stage::FilterStage::load(f).map_err(NodeError::Filter)?,
+        ))),
+        None => None,
+    };
+    out.filter = filter.clone();
+    inb.filter = filter.clone();
     eprintln!(
         "hipsec-node: {} up, mtu {mtu} (link {} - overhead {overhead}), {} SAs, {} policies; \
          {} worker(s), mmsg {}, udp gso {gso}, udp gro {gro}, tun offload {offload}",
@@ -235,7 +247,8 @@ pub fn run_tuned(
             start,
         }]
     };
-    let r = worker::run_all(workers, control.as_ref(), stop, start).map_err(io_err("data path"));
+    let r = worker::run_all(workers, control.as_ref(), filter.as_ref(), stop, start)
+        .map_err(io_err("data path"));
     drop(control);
     drop(dev);
     eprintln!("hipsec-node: {} removed, stopped", c.interface.name);
@@ -244,5 +257,10 @@ pub fn run_tuned(
 
 /// Asks the node listening on `socket` for its status (JSON).
 pub fn status(socket: &Path) -> Result<String, NodeError> {
-    control::query(socket, "status").map_err(io_err(format!("control socket {}", socket.display())))
+    command(socket, "status")
+}
+
+/// Sends one control command (`status`, `reload-filter`) and returns the JSON answer.
+pub fn command(socket: &Path, cmd: &str) -> Result<String, NodeError> {
+    control::query(socket, cmd).map_err(io_err(format!("control socket {}", socket.display())))
 }

@@ -35,6 +35,8 @@ pub struct Outbound {
     /// Raw read buffer: virtio-net header + a 64 KB super-packet.
     super_buf: Box<[u8]>,
     pub(crate) counters: NodeCounters,
+    /// Packet filter applied before protection (issue 5).
+    pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -65,6 +67,7 @@ impl Outbound {
             results: vec![Ok(Processed::Bypassed); OUT_BUFS],
             super_buf: vec![0u8; VNET_HDR_LEN + 65535].into_boxed_slice(),
             counters: NodeCounters::default(),
+            filter: None,
         }
     }
 
@@ -76,6 +79,10 @@ impl Outbound {
         }
         self.counters.tun_rx += n as u64;
         self.counters.batches += 1;
+        let n = self.apply_filter(n);
+        if n == 0 {
+            return Ok(());
+        }
         self.engine.outbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
         for i in 0..n {
             self.send_at[i] = 0;
@@ -112,6 +119,22 @@ impl Outbound {
             }
         }
         Ok(())
+    }
+
+    /// Keeps the packets the filter admits at the front of the buffers; returns how many.
+    fn apply_filter(&mut self, n: usize) -> usize {
+        let Some(f) = &self.filter else { return n };
+        let mut f = crate::filter_stage::lock(f);
+        let mut kept = 0;
+        for i in 0..n {
+            if f.admit(true, self.bufs[i].as_slice()) {
+                self.bufs.swap(kept, i);
+                kept += 1;
+            } else {
+                self.counters.filter_blocked += 1;
+            }
+        }
+        kept
     }
 
     /// Reads super-packets (or packets) into the buffers until the device is empty or fewer

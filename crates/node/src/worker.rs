@@ -67,6 +67,8 @@ counters! {
     keepalives,
     /// Datagrams too short to hold an SPI.
     runts,
+    /// Packets the packet filter blocked (both directions; per-rule hits in `filter`).
+    filter_blocked,
     /// Packets the SPD said to bypass; not forwarded (no clear-text path in this node).
     bypass_unforwarded,
     /// Protected packets the carrier cannot send (AH over UDP).
@@ -211,6 +213,7 @@ impl Board {
 pub fn run_all(
     workers: Vec<Worker>,
     control: Option<&ControlServer>,
+    filter: Option<&crate::filter_stage::SharedFilter>,
     stop: &AtomicBool,
     start: Instant,
 ) -> io::Result<()> {
@@ -252,10 +255,30 @@ pub fn run_all(
                     c.serve(|cmd| match cmd {
                         "status" => {
                             let now = Time(start.elapsed().as_micros() as u64);
-                            control::status_json(&board.collect(), now)
+                            let s = control::status_json(&board.collect(), now);
+                            match filter {
+                                Some(f) => {
+                                    let mut v: Value = serde_json::from_str(&s).unwrap_or_default();
+                                    v["filter"] = crate::filter_stage::lock(f).status();
+                                    v.to_string()
+                                }
+                                None => s,
+                            }
                         }
+                        // Rules are re-read without a restart; a bad file keeps the old ones.
+                        "reload-filter" => match filter {
+                            Some(f) => match crate::filter_stage::lock(f).reload() {
+                                Ok(()) => json!({ "reloaded": true }).to_string(),
+                                Err(e) => {
+                                    json!({ "reloaded": false, "error": e.to_string() }).to_string()
+                                }
+                            },
+                            None => json!({ "error": "this node has no [filter]" }).to_string(),
+                        },
                         other => json!({
-                            "error": format!("unknown command {other:?}; try \"status\"")
+                            "error": format!(
+                                "unknown command {other:?}; try \"status\" or \"reload-filter\""
+                            )
                         })
                         .to_string(),
                     });

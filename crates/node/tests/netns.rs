@@ -474,3 +474,62 @@ fn ike_marker_and_keepalive_are_counted() {
     assert_eq!(sb["node"]["keepalives"], 1, "{sb}");
     assert_eq!(sb["drops"]["malformed"], 0, "{sb}");
 }
+
+/// Issue 5: B's filter blocks TCP to port 5002 after decapsulation and passes 5001; the block is
+/// counted per rule in `hipsec status`; a bad rule file given to `reload-filter` keeps the rules.
+#[test]
+fn filter_blocks_after_decapsulation_and_reloads() {
+    if !can_run() {
+        return;
+    }
+    let mut lab = Lab::new();
+    let rules = lab.dir.join("rules.txt");
+    std::fs::write(&rules, "# test rules\nblock in quick proto tcp from any to any port 5002\n")
+        .unwrap();
+    let ca = lab.config(0, Suite::Gcm, false, true);
+    let cb = lab.config(1, Suite::Gcm, false, true);
+    let mut text = std::fs::read_to_string(&cb).unwrap();
+    text += &format!("\n[filter]\nrules = \"{}\"\nengine = \"classifier\"\n", rules.display());
+    std::fs::write(&cb, text).unwrap();
+    lab.start(0, &ca);
+    lab.start(1, &cb);
+    let listeners = lab.in_ns(1, || {
+        let a = TcpListener::bind("10.0.0.2:5001").unwrap();
+        let b = TcpListener::bind("10.0.0.2:5002").unwrap();
+        (a, b)
+    });
+    let (_a, _b) = listeners.join().unwrap();
+    let tries = lab
+        .in_ns(0, || {
+            let t = |port: u16| {
+                let addr = std::net::SocketAddr::from(([10, 0, 0, 2], port));
+                TcpStream::connect_timeout(&addr, Duration::from_millis(700)).is_ok()
+            };
+            (t(5001), t(5002))
+        })
+        .join()
+        .unwrap();
+    assert_eq!(tries, (true, false), "port 5001 should pass, 5002 be blocked");
+    let sb = lab.status(1);
+    assert!(sb["filter"]["blocked"].as_u64().unwrap() >= 1, "{sb}");
+    assert!(sb["filter"]["rule_hits"][0].as_u64().unwrap() >= 1, "{sb}");
+    assert!(sb["node"]["filter_blocked"].as_u64().unwrap() >= 1, "{sb}");
+
+    std::fs::write(&rules, "block in proto tcp from any to any port http\n").unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&node::command(&lab.sock(1), "reload-filter").unwrap()).unwrap();
+    assert_eq!(r["reloaded"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("line 1"), "{r}");
+    std::fs::write(&rules, "pass all\n").unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&node::command(&lab.sock(1), "reload-filter").unwrap()).unwrap();
+    assert_eq!(r["reloaded"], true, "{r}");
+    let ok = lab
+        .in_ns(0, || {
+            let addr = std::net::SocketAddr::from(([10, 0, 0, 2], 5002));
+            TcpStream::connect_timeout(&addr, Duration::from_millis(700)).is_ok()
+        })
+        .join()
+        .unwrap();
+    assert!(ok, "after reload to 'pass all', port 5002 passes");
+}
