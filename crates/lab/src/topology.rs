@@ -109,6 +109,25 @@ impl TopologySpec {
         }
     }
 
+    /// Host — router — host (seed 002's path through one filtering host): h1 on 192.0.2.0/24 and
+    /// 2001:db8:1::/64, h2 on 203.0.113.0/24 and 2001:db8:3::/64, router `r` between them.
+    pub fn host_router_host() -> Self {
+        let links = vec![link(0, 1, [192, 0, 2], 1), link(1, 2, [203, 0, 113], 3)];
+        let r = |node, dst: &str, via: IpAddr| RouteSpec { node, dst: dst.to_string(), via };
+        let routes = vec![
+            r(0, "default", links[0].b_v4.into()),
+            r(0, "default", links[0].b_v6.into()),
+            r(2, "default", links[1].a_v4.into()),
+            r(2, "default", links[1].a_v6.into()),
+        ];
+        TopologySpec {
+            name: "h1-r-h2".into(),
+            nodes: vec![node("h1", false), node("r", true), node("h2", false)],
+            links,
+            routes,
+        }
+    }
+
     /// Two hosts on one veth link.
     pub fn two_hosts() -> Self {
         TopologySpec {

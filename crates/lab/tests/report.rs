@@ -101,6 +101,9 @@ fn report(seed: SeedFigures) -> Report {
         }],
         seed: Some(seed),
         notes: vec!["a note with \"quotes\" and <html>".into()],
+        sections: Vec::new(),
+        charts: Vec::new(),
+        extra: None,
     };
     r.compute_ratios();
     r

@@ -425,7 +425,12 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(out, "- {}: pending: {}", p.mode, p.reason);
         }
     }
-    seed_section(r, &mut out);
+    if r.sections.is_empty() || r.scenario == "ipsec-netperf" {
+        seed_section(r, &mut out);
+    }
+    for s in &r.sections {
+        let _ = writeln!(out, "\n## {}\n\n{}", s.title, s.body.trim_end());
+    }
     if !r.notes.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");
         for n in &r.notes {

@@ -228,6 +228,32 @@ pub struct Report {
     pub pending: Vec<Pending>,
     pub seed: Option<SeedFigures>,
     pub notes: Vec<String>,
+    /// Scenario-specific Markdown sections (title, body), rendered after the results table; a
+    /// report with sections replaces ipsec-netperf's built-in seed reading by them.
+    #[serde(default)]
+    pub sections: Vec<Section>,
+    /// Scenario-specific bar charts, written beside the standard plots.
+    #[serde(default)]
+    pub charts: Vec<Chart>,
+    /// Scenario-specific structured results (e.g. filter-rules' per-point changes).
+    #[serde(default)]
+    pub extra: Option<serde_json::Value>,
+}
+
+/// A Markdown section of a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Section {
+    pub title: String,
+    pub body: String,
+}
+
+/// A bar chart a scenario adds: `file` (e.g. `filter_throughput.svg`), groups of bars.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chart {
+    pub file: String,
+    pub title: String,
+    pub unit: String,
+    pub groups: Vec<svg::Group>,
 }
 
 impl Report {
@@ -257,10 +283,16 @@ impl Report {
 
     /// Fills `ratio_vs_none` from the "none" case with the same family, link, test and sizes.
     pub fn compute_ratios(&mut self) {
+        self.compute_ratios_against("none");
+    }
+
+    /// Fills `ratio_vs_none` from the case of mode `base` with the same family, link, test and
+    /// sizes (e.g. "filter off").
+    pub fn compute_ratios_against(&mut self, base: &str) {
         let base: Vec<(String, f64)> = self
             .cases
             .iter()
-            .filter(|c| c.mode == "none")
+            .filter(|c| c.mode == base)
             .filter_map(|c| c.summary.map(|s| (c.label(), s.mean)))
             .collect();
         for c in &mut self.cases {

@@ -145,32 +145,36 @@ fn groups(
 pub fn plots(r: &Report) -> Vec<(String, String)> {
     let mean = |c: &Case| c.summary.map(|s| (s.mean, s.ci95));
     let sd = |c: &Case| c.cpu.as_ref().and_then(|u| u.sd_machine).map(|v| (v, 0.0));
-    vec![
+    let standard = [
         (
-            "throughput.svg".into(),
-            bar_chart(
-                "STREAM throughput per mode",
-                "Mbit/s",
-                &groups(r, &mean, &|c| c.test.is_stream()),
-            ),
+            "throughput.svg",
+            "STREAM throughput per mode",
+            "Mbit/s",
+            groups(r, &mean, &|c| c.test.is_stream()),
         ),
         (
-            "transactions.svg".into(),
-            bar_chart(
-                "RR transaction rate per mode",
-                "transactions/s",
-                &groups(r, &mean, &|c| !c.test.is_stream()),
-            ),
+            "transactions.svg",
+            "RR transaction rate per mode",
+            "transactions/s",
+            groups(r, &mean, &|c| !c.test.is_stream()),
         ),
         (
-            "service_demand.svg".into(),
-            bar_chart(
-                "STREAM service demand per mode (machine)",
-                "CPU µs per KB",
-                &groups(r, &sd, &|c| c.test.is_stream()),
-            ),
+            "service_demand.svg",
+            "STREAM service demand per mode (machine)",
+            "CPU µs per KB",
+            groups(r, &sd, &|c| c.test.is_stream()),
         ),
-    ]
+    ];
+    // A report with scenario charts keeps only the standard plots that have bars.
+    let mut out: Vec<(String, String)> = standard
+        .into_iter()
+        .filter(|(_, _, _, g)| r.charts.is_empty() || !g.is_empty())
+        .map(|(file, title, unit, g)| (file.to_string(), bar_chart(title, unit, &g)))
+        .collect();
+    for c in &r.charts {
+        out.push((c.file.clone(), bar_chart(&c.title, &c.unit, &c.groups)));
+    }
+    out
 }
 
 /// A self-contained page: the plots inline and the Markdown report in a `<pre>`.

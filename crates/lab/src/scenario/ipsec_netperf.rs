@@ -109,6 +109,20 @@ pub trait ModeGuard: std::fmt::Debug {
 /// h2 with TUN and SAs for `mode`, route h1↔h2 through it, and return a guard owning the nodes.
 pub trait ModeHook: std::fmt::Debug {
     fn setup(&self, mode: Mode, topo: &Topology) -> Result<Box<dyn ModeGuard>, LabError>;
+
+    /// Like `setup`, with a packet filter (`[filter]` table) in the nodes of `filter.hosts`
+    /// (scenario `filter-rules`). Hooks without nodes cannot: the mode is pending.
+    fn setup_filtered(
+        &self,
+        mode: Mode,
+        _topo: &Topology,
+        _filter: &super::node_hook::NodeFilter,
+    ) -> Result<Box<dyn ModeGuard>, LabError> {
+        Err(LabError::ModePending {
+            mode: format!("{mode} with a hipsec filter"),
+            reason: "this hook starts no hipsec nodes".into(),
+        })
+    }
 }
 
 /// The plain network: nothing to set up.
@@ -369,6 +383,9 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
         pending,
         seed: Some(SeedFigures::load(&opts.seed_path(), SEED_TABLE)),
         notes,
+        sections: Vec::new(),
+        charts: Vec::new(),
+        extra: None,
     };
     report.compute_ratios();
     Ok(report)

@@ -1,6 +1,7 @@
 //! Scenarios (one per seed) and the public entry points the `hipsec lab` CLI calls: `list()`,
 //! `run(name, opts)` with `RunOptions` (a `clap::Args` to flatten), and a progress/ETA line.
 
+pub mod filter_rules;
 pub mod ipsec_netperf;
 pub mod node_hook;
 
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use ipsec_netperf::{EspSuite, Mode, ModeGuard, ModeHook, PlainOnly};
-pub use node_hook::{EspCarrier, NodeHook};
+pub use node_hook::{EspCarrier, FilterEngine, NodeFilter, NodeHook};
 
 /// One line of `hipsec lab list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +37,12 @@ pub fn list() -> Vec<ScenarioInfo> {
         ),
         s("mip6-binding", "000", "Mobile IPv6 home agent binding cache (planned)", false),
         s("hip-bex", "001", "HIP base exchange phase times (planned)", false),
-        s("filter-rules", "002", "packet filter cost versus rule count (planned)", false),
+        s(
+            "filter-rules",
+            "002",
+            "packet filter cost versus rule count: hipsec classifier and linear, nftables chain and sets; 0 to 100000 rules",
+            true,
+        ),
         s("rekey-bandwidth", "003", "IKEv2 rekey delay and bandwidth (planned)", false),
     ]
 }
@@ -125,6 +131,7 @@ pub fn run_with(
 ) -> Result<RunSummary, LabError> {
     let report = match name {
         "ipsec-netperf" => ipsec_netperf::run(opts, hook).map_err(crate::sys::map_interrupted)?,
+        "filter-rules" => filter_rules::run(opts, hook).map_err(crate::sys::map_interrupted)?,
         _ => {
             let known: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
             return Err(LabError::UnknownScenario { name: name.into(), known: known.join(", ") });

@@ -74,7 +74,27 @@ impl NodeHook {
 
 impl ModeHook for NodeHook {
     fn setup(&self, mode: Mode, topo: &Topology) -> Result<Box<dyn ModeGuard>, LabError> {
-        if mode == Mode::None {
+        self.setup_with(mode, topo, None)
+    }
+
+    fn setup_filtered(
+        &self,
+        mode: Mode,
+        topo: &Topology,
+        filter: &NodeFilter,
+    ) -> Result<Box<dyn ModeGuard>, LabError> {
+        self.setup_with(mode, topo, Some(filter))
+    }
+}
+
+impl NodeHook {
+    fn setup_with(
+        &self,
+        mode: Mode,
+        topo: &Topology,
+        filter: Option<&NodeFilter>,
+    ) -> Result<Box<dyn ModeGuard>, LabError> {
+        if mode == Mode::None && filter.is_none() {
             return Ok(Box::new(NoProtection));
         }
         if !self.exe.is_file() {
@@ -83,8 +103,79 @@ impl ModeHook for NodeHook {
                 reason: format!("no hipsec binary at {}", self.exe.display()),
             });
         }
-        let guard = NodeGuard::start(self, mode, topo)?;
+        let guard = NodeGuard::start(self, mode, topo, filter)?;
         Ok(Box::new(guard))
+    }
+}
+
+/// Which evaluator a node's `[filter]` table selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FilterEngine {
+    /// `filter::Classifier` (tuple-space search, flat in the rule count).
+    Classifier,
+    /// `filter::LinearFilter` (the reference, rule by rule).
+    Linear,
+}
+
+impl FilterEngine {
+    /// The config value (`engine = "..."`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilterEngine::Classifier => "classifier",
+            FilterEngine::Linear => "linear",
+        }
+    }
+}
+
+/// A `[filter]` table for the nodes of some hosts:
+/// `[filter]` / `rules = "/path/rules.txt"` / `engine = "classifier" | "linear"`; the node applies
+/// it to packets entering from and leaving to its TUN device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFilter {
+    /// The rule file (filter's rule language).
+    pub rules: PathBuf,
+    pub engine: FilterEngine,
+    /// Roles whose nodes get the table (e.g. `["h2"]`); the other nodes run without a filter.
+    pub hosts: Vec<String>,
+}
+
+impl NodeFilter {
+    /// The TOML table appended to a node config.
+    pub fn table(&self) -> String {
+        format!(
+            "\n[filter]\nrules = {}\nengine = \"{}\"\n",
+            toml_string(&self.rules.display().to_string()),
+            self.engine.as_str()
+        )
+    }
+}
+
+/// A TOML basic string (quotes and backslashes escaped).
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// True if `e` says a node refused its config because it does not know the `[filter]` table
+/// (e.g. `unknown field `filter``): the node predates the filter integration.
+pub fn filter_unsupported(e: &LabError) -> bool {
+    match e {
+        LabError::Node { detail, .. } => {
+            let d = detail.to_ascii_lowercase();
+            d.contains("filter") && (d.contains("unknown field") || d.contains("unknown key"))
+        }
+        _ => false,
     }
 }
 
@@ -217,7 +308,12 @@ fn tail(path: &Path, n: usize) -> String {
 }
 
 impl NodeGuard {
-    fn start(hook: &NodeHook, mode: Mode, topo: &Topology) -> Result<NodeGuard, LabError> {
+    fn start(
+        hook: &NodeHook,
+        mode: Mode,
+        topo: &Topology,
+        filter: Option<&NodeFilter>,
+    ) -> Result<NodeGuard, LabError> {
         let carrier = hook.carrier(mode);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("hlab-node-{}-{seq}", std::process::id()));
@@ -227,7 +323,7 @@ impl NodeGuard {
             mode: mode.to_string(),
             dir,
             nodes: Vec::new(),
-            note: describe(mode, carrier),
+            note: describe(mode, carrier, filter),
         };
         for family in [Family::V4, Family::V6] {
             let outer = [topo.addr("h1", family)?, topo.addr("h2", family)?];
@@ -235,7 +331,10 @@ impl NodeGuard {
                 let tag = format!("{role}-{}", family.to_string().to_ascii_lowercase());
                 let socket = guard.dir.join(format!("{tag}.sock"));
                 let cfg = guard.dir.join(format!("{tag}.toml"));
-                let text = config(mode, carrier, family, side, outer, &socket);
+                let mut text = config(mode, carrier, family, side, outer, &socket);
+                if let Some(f) = filter.filter(|f| f.hosts.iter().any(|h| h == role)) {
+                    text += &f.table();
+                }
                 std::fs::write(&cfg, text)
                     .map_err(|e| LabError::io(format!("writing {}", cfg.display()), e))?;
                 let proc = guard.spawn(
@@ -374,7 +473,7 @@ impl NodeGuard {
 }
 
 /// One line for the report: what protects the traffic in `mode`.
-fn describe(mode: Mode, carrier: EspCarrier) -> String {
+fn describe(mode: Mode, carrier: EspCarrier, filter: Option<&NodeFilter>) -> String {
     let esp_carrier = match carrier {
         EspCarrier::Raw => "raw IP (protocol 50)",
         EspCarrier::Udp => "UDP 4500 (RFC 3948)",
@@ -387,8 +486,11 @@ fn describe(mode: Mode, carrier: EspCarrier) -> String {
             "a bundle: ESP tunnel mode, then AH transport mode (HMAC-SHA-256-128) over the outer header, raw IP".to_string()
         }
     };
+    let filter = filter.map_or(String::new(), |f| {
+        format!("; [filter] engine {} in the nodes of {}", f.engine.as_str(), f.hosts.join(", "))
+    });
     format!(
-        "{mode}: {what}; one hipsec node pair per family (TUN 10.99.0.0/24 and fd00:99::/64, outer h1/h2 addresses of the same family)"
+        "{mode}: {what}; one hipsec node pair per family (TUN 10.99.0.0/24 and fd00:99::/64, outer h1/h2 addresses of the same family){filter}"
     )
 }
 
