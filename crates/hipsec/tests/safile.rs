@@ -236,3 +236,12 @@ fn esp_field_combinations() {
     let e = err(&one(&format!("{ah}auth = \"none\"\n")));
     assert!(e.contains("field \"auth\": unknown algorithm \"none\""), "{e}");
 }
+
+#[test]
+fn node_fields_are_refused() {
+    let e = err(&gcm("direction = \"out\"\n"));
+    assert_eq!(
+        e,
+        "sa.toml:9:13: field \"direction\": not used here: \"direction\" and \"name\" are for the node config"
+    );
+}

@@ -2,9 +2,11 @@
 //! keyed SAs and the SPD (RFC 4301 §4.4.1 selectors, §4.4.2 SA fields). Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
-use crate::config_sa::{self, RawSa, SaConf};
+use crate::config_sa::{self, SaConf};
+use crate::safile::{Problem, RawSa};
 use ipsec::spd::{Prefix, Selector};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -94,7 +96,7 @@ pub struct PolicyConf {
     pub line: usize,
 }
 
-/// Why a configuration file was refused.
+/// Why a configuration file (or an SA file, `crate::safile`) was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
@@ -127,9 +129,15 @@ pub enum ConfigError {
         /// 1-based column.
         col: usize,
         /// Field name as written in the file.
-        field: String,
+        field: &'static str,
         /// What is wrong.
-        problem: String,
+        problem: Problem,
+    },
+    /// An SA file without any `[[sa]]` (the node config may have none).
+    #[error("{file}: no [[sa]] entries")]
+    Empty {
+        /// File name.
+        file: String,
     },
 }
 
@@ -145,7 +153,7 @@ impl ConfigError {
     pub fn line(&self) -> Option<usize> {
         match self {
             ConfigError::Field { line, .. } | ConfigError::Toml { line, .. } => Some(*line),
-            ConfigError::Io { .. } => None,
+            ConfigError::Io { .. } | ConfigError::Empty { .. } => None,
         }
     }
 }
@@ -207,7 +215,7 @@ struct RawPolicy {
     sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
-/// Positions in the text, for error messages.
+/// The text being parsed, for positions in error messages.
 #[derive(Debug)]
 pub(crate) struct Ctx<'a> {
     pub file: &'a str,
@@ -222,24 +230,43 @@ impl Ctx<'_> {
         (line, col)
     }
 
-    /// Line of the `[[table]]` header an array element belongs to.
+    /// Line of the `[[table]]` header of an array element: toml spans such an element from its header.
     pub fn header_line(&self, offset: usize) -> usize {
-        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
-        match before.rfind("[[") {
-            Some(h) => self.line_col(h).0,
-            None => self.line_col(offset).0,
-        }
+        self.line_col(offset).0
     }
 
-    pub fn err(&self, span: Range<usize>, field: &str, problem: impl ToString) -> ConfigError {
+    /// The whole text as `T`; syntax, unknown or missing fields and wrong types are `Toml` errors.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        toml::from_str(self.text).map_err(|e| {
+            let (line, col) = self.line_col(e.span().map_or(0, |s| s.start));
+            ConfigError::Toml {
+                file: self.file.to_string(),
+                line,
+                col,
+                message: e.message().trim().to_string(),
+            }
+        })
+    }
+
+    /// A `Field` error at `span`.
+    pub fn field_err(
+        &self,
+        span: Range<usize>,
+        field: &'static str,
+        problem: Problem,
+    ) -> ConfigError {
         let (line, col) = self.line_col(span.start);
-        ConfigError::Field {
-            file: self.file.to_string(),
-            line,
-            col,
-            field: field.to_string(),
-            problem: problem.to_string(),
-        }
+        ConfigError::Field { file: self.file.to_string(), line, col, field, problem }
+    }
+
+    /// A `Field` error at `span`, described in words.
+    pub fn err(
+        &self,
+        span: Range<usize>,
+        field: &'static str,
+        problem: impl ToString,
+    ) -> ConfigError {
+        self.field_err(span, field, Problem::Other(problem.to_string()))
     }
 }
 
@@ -256,15 +283,7 @@ pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
 /// Parses and checks configuration text; `file` names it in error messages.
 pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     let ctx = Ctx { file, text };
-    let raw: RawFile = toml::from_str(text).map_err(|e| {
-        let (line, col) = ctx.line_col(e.span().map_or(0, |s| s.start));
-        ConfigError::Toml {
-            file: file.to_string(),
-            line,
-            col,
-            message: e.message().trim().to_string(),
-        }
-    })?;
+    let raw: RawFile = ctx.deserialize()?;
     let interface = interface(&ctx, &raw.interface)?;
     let transport = network(&ctx, raw.network.get_ref())?;
     let sas = config_sa::parse_all(&ctx, &raw.sa)?;
@@ -338,7 +357,7 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
             Ok(Transport::Udp { local, peer })
         }
         "raw" => {
-            let addr = |s: &Spanned<String>, f: &str| {
+            let addr = |s: &Spanned<String>, f: &'static str| {
                 s.get_ref().parse::<IpAddr>().map_err(|_| {
                     ctx.err(s.span(), f, format!("{:?} is not an IP address", s.get_ref()))
                 })
@@ -358,7 +377,11 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
 }
 
 /// `ADDR:PORT`, `[V6]:PORT`, or a bare address (port 4500).
-fn endpoint(ctx: &Ctx<'_>, s: &Spanned<String>, field: &str) -> Result<SocketAddr, ConfigError> {
+fn endpoint(
+    ctx: &Ctx<'_>,
+    s: &Spanned<String>,
+    field: &'static str,
+) -> Result<SocketAddr, ConfigError> {
     let t = s.get_ref().trim();
     if let Ok(a) = t.parse::<SocketAddr>() {
         return Ok(a);
@@ -375,7 +398,7 @@ fn policy(
 ) -> Result<PolicyConf, ConfigError> {
     let line = ctx.header_line(p.span().start);
     let r = p.get_ref();
-    let prefix = |s: &Spanned<String>, f: &str| -> Result<Prefix, ConfigError> {
+    let prefix = |s: &Spanned<String>, f: &'static str| -> Result<Prefix, ConfigError> {
         s.get_ref().parse::<Prefix>().map_err(|e| ctx.err(s.span(), f, e))
     };
     let src = prefix(&r.src, "src")?;
@@ -389,7 +412,7 @@ fn policy(
             ctx.err(v.span(), "proto", "want any, tcp, udp, icmp, icmpv6, sctp or 0..=255")
         })?,
     };
-    let ports = |v: &Option<Spanned<toml::Value>>, f: &str| -> Result<_, ConfigError> {
+    let ports = |v: &Option<Spanned<toml::Value>>, f: &'static str| -> Result<_, ConfigError> {
         let Some(v) = v else { return Ok(None) };
         if !matches!(proto, Some(6 | 17 | 132)) {
             return Err(ctx.err(v.span(), f, "ports need proto = \"tcp\", \"udp\" or \"sctp\""));

@@ -157,3 +157,32 @@ fn filter_table_is_checked_at_load() {
     assert!(e.contains("\"rules\"") && e.contains("missing.rules"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `line` of an SA or policy is the line of its own `[[...]]` header (toml spans start there).
+#[test]
+fn sa_and_policy_lines_are_their_headers() {
+    let c = parse("example.toml", EXAMPLE).unwrap();
+    let headers: Vec<usize> = EXAMPLE
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("[["))
+        .map(|(i, _)| i + 1)
+        .collect();
+    let lines: Vec<usize> =
+        c.sas.iter().map(|s| s.line).chain(c.policies.iter().map(|p| p.line)).collect();
+    assert_eq!(lines, headers);
+}
+
+/// The node runs the SA file's format with `Options::NODE`: ESP needs integrity, SAs a direction.
+#[test]
+fn node_only_sa_rules() {
+    let no_auth = edited("aead = \"aes128gcm\"", "enc = \"aes128cbc\"").replacen(
+        "key = \"0x000102030405060708090a0b0c0d0e0f_a0a1a2a3\"",
+        "enc-key = \"000102030405060708090a0b0c0d0e0f\"",
+        1,
+    );
+    let e = err_of(&no_auth).to_string();
+    assert!(e.contains("field \"auth\": missing: aes128cbc is ESP without integrity"), "{e}");
+    let e = err_of(&edited("direction = \"in\"\n", "")).to_string();
+    assert!(e.contains("field \"direction\": missing"), "{e}");
+}

@@ -37,6 +37,10 @@ pub struct Outbound {
     pub(crate) counters: NodeCounters,
     /// Packet filter applied before protection (issue 5).
     pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
+    /// The tunnel's MTU: the largest inner packet that is sealed (the TUN MTU it was opened with).
+    mtu: usize,
+    /// Scratch for an ICMP "too big" answer: virtio-net header + up to 1280 bytes.
+    icmp_buf: Box<[u8]>,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -68,6 +72,8 @@ impl Outbound {
             super_buf: vec![0u8; VNET_HDR_LEN + 65535].into_boxed_slice(),
             counters: NodeCounters::default(),
             filter: None,
+            mtu: tun_mtu,
+            icmp_buf: vec![0u8; VNET_HDR_LEN + 1280].into_boxed_slice(),
         }
     }
 
@@ -79,6 +85,7 @@ impl Outbound {
         }
         self.counters.tun_rx += n as u64;
         self.counters.batches += 1;
+        let n = self.refuse_too_big(n);
         let n = self.apply_filter(n);
         if n == 0 {
             return Ok(());
@@ -119,6 +126,35 @@ impl Outbound {
             }
         }
         Ok(())
+    }
+
+    /// Path MTU (RFC 1191, RFC 8201): drops the packets longer than the tunnel's MTU that may not
+    /// be fragmented (IPv4 with DF, any IPv6) and answers each with an ICMP "too big" written
+    /// to the TUN device; keeps the others at the front of the buffers and returns how many.
+    /// It runs on single IP packets: TCP super-packets from the TUN offloads were already split
+    /// into MTU-sized segments by [`Outbound::read_tun`], so they never trip it.
+    fn refuse_too_big(&mut self, n: usize) -> usize {
+        let mut kept = 0;
+        for i in 0..n {
+            if !crate::icmp::needs_too_big(self.bufs[i].as_slice(), self.mtu) {
+                self.bufs.swap(kept, i);
+                kept += 1;
+                continue;
+            }
+            self.counters.icmp_too_big += 1;
+            // With offloads every packet written starts with a virtio-net header; all zero:
+            // no checksum or segmentation work asked of the kernel.
+            let head = if self.tun.tcp_gso() { VNET_HDR_LEN } else { 0 };
+            self.icmp_buf[..head].fill(0);
+            let mtu = self.mtu.min(u16::MAX as usize) as u16;
+            let out = &mut self.icmp_buf[head..];
+            if let Some(len) = crate::icmp::too_big(self.bufs[i].as_slice(), mtu, out) {
+                if self.tun.send(&self.icmp_buf[..head + len]).is_err() {
+                    self.counters.tun_write_errors += 1;
+                }
+            }
+        }
+        kept
     }
 
     /// Keeps the packets the filter admits at the front of the buffers; returns how many.

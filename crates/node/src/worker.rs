@@ -69,6 +69,8 @@ counters! {
     runts,
     /// Packets the packet filter blocked (both directions; per-rule hits in `filter`).
     filter_blocked,
+    /// Oversize DF/IPv6 packets dropped before sealing, answered with ICMP "too big" (`icmp`).
+    icmp_too_big,
     /// Packets the SPD said to bypass; not forwarded (no clear-text path in this node).
     bypass_unforwarded,
     /// Protected packets the carrier cannot send (AH over UDP).

@@ -101,6 +101,33 @@ fn sa_keys(suite: Suite, seed: u8) -> String {
     }
 }
 
+/// What protects the tunnel: ESP (the suite), AH alone (HMAC-SHA-256-128, no confidentiality),
+/// or AH+ESP (ESP tunnel inside AH transport).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum Prot {
+    #[default]
+    Esp,
+    Ah,
+    AhEsp,
+}
+
+/// A node configuration: the ESP suite, raw IP or UDP carrier, whether to have the outbound SA
+/// and policy, the protocols, and IPv6 instead of IPv4 for the outer header.
+#[derive(Clone, Copy)]
+struct Opts {
+    suite: Suite,
+    raw: bool,
+    with_out: bool,
+    prot: Prot,
+    outer_v6: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        Opts { suite: Suite::Gcm, raw: false, with_out: true, prot: Prot::Esp, outer_v6: false }
+    }
+}
+
 impl Lab {
     fn new() -> Lab {
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
@@ -134,36 +161,89 @@ impl Lab {
 
     /// Config of side 0 (A) or 1 (B); `with_out` false leaves out the outbound SA and its policy.
     fn config(&self, side: usize, suite: Suite, raw: bool, with_out: bool) -> PathBuf {
-        let me = ["192.0.2.1", "192.0.2.2"][side];
-        let peer = ["192.0.2.1", "192.0.2.2"][1 - side];
+        self.config_opts(side, Opts { suite, raw, with_out, ..Opts::default() })
+    }
+
+    /// Gives the veths 2001:db8::1/64 and ::2/64 (no duplicate address detection, so they are
+    /// usable at once), for an IPv6 outer header.
+    fn add_v6_veth(&self) {
+        for (ns, dev, addr) in
+            [(&self.ns[0], "hv-a", "2001:db8::1/64"), (&self.ns[1], "hv-b", "2001:db8::2/64")]
+        {
+            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev, "nodad"]);
+        }
+    }
+
+    /// Config of side 0 (A) or 1 (B) with the SAs, carrier and outer family of `o`.
+    fn config_opts(&self, side: usize, o: Opts) -> PathBuf {
+        let addrs =
+            if o.outer_v6 { ["2001:db8::1", "2001:db8::2"] } else { ["192.0.2.1", "192.0.2.2"] };
+        let (me, peer) = (addrs[side], addrs[1 - side]);
         let (spi_out, spi_in) = if side == 0 { (0x1001, 0x2001) } else { (0x2001, 0x1001) };
         let (seed_out, seed_in) = if side == 0 { (1, 101) } else { (101, 1) };
-        let (local, peer_ep) = if raw {
-            (me.to_string(), peer.to_string())
-        } else {
-            (format!("{me}:4500"), format!("{peer}:4500"))
+        let (local, peer_ep) = match (o.raw, o.outer_v6) {
+            (true, _) => (me.to_string(), peer.to_string()),
+            (false, false) => (format!("{me}:4500"), format!("{peer}:4500")),
+            (false, true) => (format!("[{me}]:4500"), format!("[{peer}]:4500")),
         };
         let mut t = format!(
             "[interface]\nname = \"hipsec0\"\nmtu = 1500\naddresses = [\"10.0.0.{}/24\"]\n\n\
              [network]\ntransport = \"{}\"\nlocal = \"{local}\"\npeer = \"{peer_ep}\"\n\n\
              [control]\nsocket = \"{}\"\n\n",
             side + 1,
-            if raw { "raw" } else { "udp" },
+            if o.raw { "raw" } else { "udp" },
             self.sock(side).display()
         );
-        let sa = |name: &str, dir: &str, src: &str, dst: &str, spi: u32, seed: u8| {
+        let sa = |name: &str,
+                  dir: &str,
+                  proto: &str,
+                  mode: &str,
+                  src: &str,
+                  dst: &str,
+                  spi: u32,
+                  keys: String| {
             format!(
-                "[[sa]]\nname = \"{name}\"\ndirection = \"{dir}\"\nproto = \"esp\"\nmode = \"tunnel\"\n\
-                 src = \"{src}\"\ndst = \"{dst}\"\nspi = {spi}\n{}\n",
-                sa_keys(suite, seed)
+                "[[sa]]\nname = \"{name}\"\ndirection = \"{dir}\"\nproto = \"{proto}\"\nmode = \"{mode}\"\n\
+                 src = \"{src}\"\ndst = \"{dst}\"\nspi = {spi}\n{keys}\n"
             )
         };
-        if with_out {
-            t += &sa("out", "out", me, peer, spi_out, seed_out);
+        let ah_keys = |seed: u8| {
+            let key: String =
+                (0..32).map(|i| format!("{:02x}", seed.wrapping_add(3 * i))).collect();
+            format!("auth = \"sha256\"\nauth-key = \"0x{key}\"\n")
+        };
+        // The first SA is ESP (or AH alone, in tunnel mode); with AH+ESP an AH SA in transport
+        // mode follows, applied outside ESP (RFC 4301 §4.5 bundle).
+        let (proto, bundle) = match o.prot {
+            Prot::Esp => ("esp", false),
+            Prot::Ah => ("ah", false),
+            Prot::AhEsp => ("esp", true),
+        };
+        let keys = |seed: u8| if proto == "ah" { ah_keys(seed) } else { sa_keys(o.suite, seed) };
+        if o.with_out {
+            t += &sa("out", "out", proto, "tunnel", me, peer, spi_out, keys(seed_out));
+            if bundle {
+                t += &sa(
+                    "ah-out",
+                    "out",
+                    "ah",
+                    "transport",
+                    me,
+                    peer,
+                    spi_out + 1,
+                    ah_keys(seed_out + 7),
+                );
+            }
         }
-        t += &sa("in", "in", peer, me, spi_in, seed_in);
-        if with_out {
-            t += "[[policy]]\nsrc = \"10.0.0.0/24\"\ndst = \"10.0.0.0/24\"\naction = \"protect\"\nsas = [\"out\"]\n";
+        t += &sa("in", "in", proto, "tunnel", peer, me, spi_in, keys(seed_in));
+        if bundle {
+            t += &sa("ah-in", "in", "ah", "transport", peer, me, spi_in + 1, ah_keys(seed_in + 7));
+        }
+        if o.with_out {
+            let sas = if bundle { "\"out\", \"ah-out\"" } else { "\"out\"" };
+            t += &format!(
+                "[[policy]]\nsrc = \"10.0.0.0/24\"\ndst = \"10.0.0.0/24\"\naction = \"protect\"\nsas = [{sas}]\n"
+            );
         }
         let path = self.dir.join(format!("node{side}.toml"));
         std::fs::write(&path, t).unwrap();
@@ -294,12 +374,22 @@ fn tunnel_round_trip(suite: Suite, raw: bool) {
 
 /// The round trip with the nodes' speed-ups set by `tuning` (see `node::worker::Tuning`).
 fn tunnel_round_trip_tuned(suite: Suite, raw: bool, tuning: &'static str) {
+    round_trip_opts(Opts { suite, raw, ..Opts::default() }, tuning);
+}
+
+/// Ping, then 4 MiB of random data over kernel TCP through the tunnel, SHA-256 compared at the
+/// far end, with a capture of the veth checked for the cleartext marker.
+fn round_trip_opts(o: Opts, tuning: &'static str) {
     if !can_run() {
         return;
     }
+    let suite = o.suite;
     let mut lab = Lab::new();
     lab.tuning = tuning;
-    let (ca, cb) = (lab.config(0, suite, raw, true), lab.config(1, suite, raw, true));
+    if o.outer_v6 {
+        lab.add_v6_veth();
+    }
+    let (ca, cb) = (lab.config_opts(0, o), lab.config_opts(1, o));
     lab.start(0, &ca);
     lab.start(1, &cb);
 
@@ -342,10 +432,10 @@ fn tunnel_round_trip_tuned(suite: Suite, raw: bool, tuning: &'static str) {
             cap.len()
         );
         let leaks = cap.windows(MARKER.len()).filter(|w| *w == MARKER).count();
-        if matches!(suite, Suite::NullSha256) {
+        if matches!(suite, Suite::NullSha256) || o.prot == Prot::Ah {
             assert!(
                 leaks > 100,
-                "ESP-NULL carries cleartext, yet the capture shows {leaks} markers"
+                "ESP-NULL and AH carry cleartext, yet the capture shows {leaks} markers"
             );
         } else {
             assert_eq!(leaks, 0, "cleartext marker seen {leaks} times on the veth");
@@ -358,6 +448,16 @@ fn tunnel_round_trip_tuned(suite: Suite, raw: bool, tuning: &'static str) {
     let sb = lab.status(1);
     assert!(sb["engine"]["decapsulated"].as_u64().unwrap() > 1000, "{sb}");
     assert_eq!(sb["drops"]["integrity_failed"], 0, "{sb}");
+    // Every SA of B (with AH+ESP: the ESP and the AH inbound SA) opened the transfer's packets.
+    let sas = sb["sas"].as_array().unwrap();
+    let want_in = if o.prot == Prot::AhEsp { 2 } else { 1 };
+    let busy = sas
+        .iter()
+        .filter(|s| s["direction"] == "in" && s["packets"].as_u64().unwrap() > 1000)
+        .count();
+    assert_eq!(busy, want_in, "{sb}");
+    let want_proto = if o.prot == Prot::Ah { "ah" } else { "esp" };
+    assert!(sas.iter().any(|s| s["proto"] == want_proto && s["mode"] == "tunnel"), "{sb}");
     let workers = sb["workers"].as_array().unwrap();
     let want = if tuning.contains("two-workers") { 2 } else { workers.len().max(1) };
     assert_eq!(workers.len(), want, "{sb}");
@@ -532,4 +632,204 @@ fn filter_blocks_after_decapsulation_and_reloads() {
         .join()
         .unwrap();
     assert!(ok, "after reload to 'pass all', port 5002 passes");
+}
+
+/// Opens an AF_PACKET socket in the calling thread's namespace that sees every packet of
+/// every interface, in both directions, from its IP header on (SOCK_DGRAM).
+fn sniffer() -> std::net::UdpSocket {
+    use socket2::{Domain, Protocol, Socket, Type};
+    // ETH_P_ALL: ETH_P_IP sockets see only received packets, not the ones sent.
+    let eth_p_all = (libc::ETH_P_ALL as u16).to_be() as i32;
+    let s = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(eth_p_all))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    std::net::UdpSocket::from(s)
+}
+
+/// The UDP payload of the first ESP-in-UDP datagram (RFC 3948: non-zero SPI, longer than a
+/// keepalive) from 192.0.2.1 to 192.0.2.2:4500 that `s` sees within `tries` read timeouts.
+fn sniff_esp(s: &std::net::UdpSocket, tries: usize) -> Option<Vec<u8>> {
+    let mut buf = [0u8; 2048];
+    for _ in 0..tries {
+        let Ok(n) = s.recv(&mut buf) else { continue };
+        let p = &buf[..n];
+        let ihl = (p[0] & 0x0f) as usize * 4;
+        if n < ihl + 8 + 16 || p[0] >> 4 != 4 || p[9] != 17 {
+            continue;
+        }
+        let (src, dst, udp) = (&p[12..16], &p[16..20], &p[ihl..]);
+        if src == [192, 0, 2, 1] && dst == [192, 0, 2, 2] && udp[2..4] == 4500u16.to_be_bytes() {
+            let esp = &udp[8..];
+            if esp[..4] != [0, 0, 0, 0] {
+                return Some(esp.to_vec());
+            }
+        }
+    }
+    None
+}
+
+/// Reads B's status until `f` holds (up to 5 s); returns the last status.
+fn wait_status(
+    lab: &Lab,
+    side: usize,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let mut st = lab.status(side);
+    for _ in 0..100 {
+        if f(&st) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        st = lab.status(side);
+    }
+    st
+}
+
+fn replay_drops(st: &serde_json::Value) -> u64 {
+    st["drops"]["replayed"].as_u64().unwrap() + st["drops"]["too_old"].as_u64().unwrap()
+}
+
+/// Replay (RFC 4303 §3.4.3): an ESP-in-UDP datagram captured on the veth and sent again from
+/// A's namespace with a plain UDP socket is dropped by B and counted; nothing reaches B's TUN.
+#[test]
+fn captured_esp_reinjected_is_dropped_as_replay() {
+    if !can_run() {
+        return;
+    }
+    let mut lab = Lab::new();
+    let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
+    lab.start(0, &ca);
+    lab.start(1, &cb);
+    let esp = lab
+        .in_ns(0, || {
+            let s = sniffer();
+            assert!(ping(Ipv4Addr::new(10, 0, 0, 2), 10), "no ping reply");
+            sniff_esp(&s, 50)
+        })
+        .join()
+        .unwrap()
+        .expect("no ESP-in-UDP datagram seen on A's veth");
+    let before = lab.status(1);
+    assert!(before["node"]["tun_tx"].as_u64().unwrap() >= 1, "{before}");
+    lab.in_ns(0, move || {
+        let s = std::net::UdpSocket::bind("192.0.2.1:0").unwrap();
+        s.send_to(&esp, "192.0.2.2:4500").unwrap();
+    })
+    .join()
+    .unwrap();
+    let after = wait_status(&lab, 1, |st| replay_drops(st) > replay_drops(&before));
+    assert_eq!(replay_drops(&after), replay_drops(&before) + 1, "{after}");
+    assert_eq!(after["node"]["tun_tx"], before["node"]["tun_tx"], "replay delivered: {after}");
+    assert_eq!(after["drops"]["integrity_failed"], 0, "{after}");
+}
+
+/// Sets IP_MTU_DISCOVER / IPV6_MTU_DISCOVER to "do": DF set, never fragment locally, and a send
+/// larger than the path MTU the kernel knows fails with EMSGSIZE.
+#[allow(unsafe_code)]
+fn set_pmtudisc_do(s: &std::net::UdpSocket, v6: bool) {
+    use std::os::fd::AsRawFd;
+    let (level, name, val) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_DO)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+    };
+    // SAFETY: `s` is an open socket for the call; the option value is a c_int that outlives it,
+    // and the length passed is its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "setsockopt: {}", std::io::Error::last_os_error());
+}
+
+/// The tunnel MTU node `side` reported at start ("mtu N (link ...").
+fn node_mtu(lab: &Lab, side: usize) -> usize {
+    let log = std::fs::read_to_string(lab.dir.join(format!("node{side}.log"))).unwrap();
+    let at = log.find(" up, mtu ").unwrap() + " up, mtu ".len();
+    log[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Sends datagrams of `len` bytes on `s` (connected, PMTU discovery "do") until the kernel
+/// refuses one with EMSGSIZE (it learned a smaller path MTU from an ICMP "too big"); false if
+/// that does not happen within 5 s.
+fn until_emsgsize(s: &std::net::UdpSocket, len: usize) -> bool {
+    for _ in 0..100 {
+        match s.send(&vec![0x5a; len]) {
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => return true,
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    false
+}
+
+/// Path MTU (RFC 1191, RFC 8201): with A's TUN MTU raised by hand to 1500, above what the tunnel
+/// carries, a 1500-byte UDP packet with DF (and a 1500-byte IPv6 packet) is refused by the node
+/// with an ICMP "fragmentation needed" / ICMPv6 "packet too big" written back to the TUN; A's
+/// kernel learns the tunnel's MTU from it (route cache, EMSGSIZE on the next send).
+#[test]
+fn pmtu_too_big_reaches_the_sender() {
+    if !can_run() {
+        return;
+    }
+    let mut lab = Lab::new();
+    let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
+    lab.start(0, &ca);
+    lab.start(1, &cb);
+    let mtu = node_mtu(&lab, 0);
+    assert!(mtu < 1500 - 28, "tunnel mtu {mtu}");
+    let a = lab.ns[0].clone();
+    sh(&["ip", "-n", &a, "link", "set", "hipsec0", "mtu", "1500"]);
+    sh(&["ip", "-n", &a, "addr", "add", "fd00::1/64", "dev", "hipsec0", "nodad"]);
+    let (v4, v6) = lab
+        .in_ns(0, || {
+            let s4 = std::net::UdpSocket::bind("10.0.0.1:0").unwrap();
+            s4.connect("10.0.0.2:9").unwrap();
+            set_pmtudisc_do(&s4, false);
+            s4.send(&[0x5a; 1500 - 28]).unwrap();
+            let s6 = std::net::UdpSocket::bind("[fd00::1]:0").unwrap();
+            s6.connect("[fd00::2]:9").unwrap();
+            set_pmtudisc_do(&s6, true);
+            s6.send(&[0x5a; 1500 - 48]).unwrap();
+            (until_emsgsize(&s4, 1500 - 28), until_emsgsize(&s6, 1500 - 48))
+        })
+        .join()
+        .unwrap();
+    let st = lab.status(0);
+    assert!(st["node"]["icmp_too_big"].as_u64().unwrap() >= 2, "{st}");
+    assert!(v4, "A's kernel did not learn the IPv4 path MTU: {st}");
+    assert!(v6, "A's kernel did not learn the IPv6 path MTU: {st}");
+    let route = |dst: &str| {
+        let o = Command::new("ip").args(["-n", &a, "route", "get", dst]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let want = format!("mtu {mtu}");
+    for dst in ["10.0.0.2", "fd00::2"] {
+        let r = route(dst);
+        assert!(r.contains(&want), "route to {dst} lacks {want}: {r}");
+    }
+    // Nothing oversize was sealed: B saw no datagram of the probes.
+    assert_eq!(lab.status(1)["node"]["net_rx"], 0);
+}
+
+/// AH alone (RFC 4302, HMAC-SHA-256-128) over raw IP protocol 51: integrity without
+/// confidentiality, so the capture must show the cleartext marker.
+#[test]
+fn ah_sha256_raw() {
+    round_trip_opts(Opts { raw: true, prot: Prot::Ah, ..Opts::default() }, "");
+}
+
+/// AH+ESP: ESP (AES-GCM, tunnel) inside AH (transport) over raw IP, as one SA bundle.
+#[test]
+fn ah_plus_esp_raw() {
+    round_trip_opts(Opts { raw: true, prot: Prot::AhEsp, ..Opts::default() }, "");
+}
+
+/// IPv6 outer header: ESP in UDP between 2001:db8::1 and 2001:db8::2 carrying IPv4.
+#[test]
+fn aes_gcm_udp_ipv6_outer() {
+    round_trip_opts(Opts { outer_v6: true, ..Opts::default() }, "");
 }

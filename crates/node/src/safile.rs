@@ -1,6 +1,8 @@
-//! The SA file: manually keyed Security Associations in TOML, named after `ip xfrm state`
-//! (RFC 4301 §4.4.2 lists what an SA holds). Format and examples: docs/sa-file.md.
+//! `[[sa]]` tables: manually keyed Security Associations in TOML, named after `ip xfrm state`
+//! (RFC 4301 §4.4.2 lists what an SA holds). One parser serves the SA file of the pcap tools and the
+//! node config, whose `config_sa` adds `direction` and `name` on top. Format: docs/sa-file.md.
 
+use crate::config::{ConfigError, Ctx};
 use ipsec::{Lifetime, Mode, SaError, SaParams, SecurityAssociation, Spi, Time};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -115,54 +117,37 @@ pub enum Problem {
         /// Line of the first one.
         line: usize,
     },
+    /// ESP without integrity where the reader requires it ([`Options::require_integrity`]).
+    #[error(
+        "missing: {0} is ESP without integrity, so packets can be forged (RFC 4303 §3.2); add \"auth\""
+    )]
+    IntegrityRequired(String),
     /// The engine refused the SA.
     #[error("{0}")]
     Sa(SaError),
+    /// Any other problem of a config field (the node config's non-SA tables).
+    #[error("{0}")]
+    Other(String),
 }
 
-/// Why an SA file could not be loaded. Every variant names the file; most the line and column.
-#[derive(Debug, thiserror::Error)]
-pub enum SaFileError {
-    /// The file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        /// File name.
-        file: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// TOML syntax, unknown or missing fields, wrong types.
-    #[error("{file}:{line}:{col}: {message}")]
-    Toml {
-        /// File name.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        col: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A field's value is wrong.
-    #[error("{file}:{line}:{col}: field \"{field}\": {problem}")]
-    Field {
-        /// File name.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        col: usize,
-        /// Field name as written in the file.
-        field: &'static str,
-        /// What is wrong.
-        problem: Problem,
-    },
-    /// No `[[sa]]` at all.
-    #[error("{file}: no [[sa]] entries")]
-    Empty {
-        /// File name.
-        file: String,
-    },
+/// Why an SA file could not be loaded: the node config's error, so both name the file, line, column
+/// and field in the same way.
+pub type SaFileError = ConfigError;
+
+/// What a reader of `[[sa]]` tables accepts beyond the common fields, and what it refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Accept `direction` and `name` (the node config reads them); otherwise they are errors.
+    pub node_fields: bool,
+    /// Refuse ESP without integrity instead of accepting it with a [`Note::Insecure`].
+    pub require_integrity: bool,
+}
+
+impl Options {
+    /// The SA file of the pcap tools: confidentiality-only ESP is accepted with a warning.
+    pub const SA_FILE: Options = Options { node_fields: false, require_integrity: false };
+    /// The node config: `direction` and `name`, and ESP must have integrity (RFC 4303 §3.2).
+    pub const NODE: Options = Options { node_fields: true, require_integrity: true };
 }
 
 #[derive(Deserialize)]
@@ -172,13 +157,14 @@ struct RawFile {
     sa: Vec<Spanned<RawSa>>,
 }
 
+/// One `[[sa]]` table as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawSa {
+pub(crate) struct RawSa {
     src: Spanned<String>,
     dst: Spanned<String>,
     proto: Spanned<String>,
-    spi: Spanned<toml::Value>,
+    pub(crate) spi: Spanned<toml::Value>,
     mode: Spanned<String>,
     aead: Option<Spanned<String>>,
     enc: Option<Spanned<String>>,
@@ -192,6 +178,10 @@ struct RawSa {
     #[serde(alias = "replay_window")]
     replay_window: Option<Spanned<i64>>,
     lifetime: Option<RawLifetimes>,
+    /// Node config only: `in` or `out`.
+    pub(crate) direction: Option<Spanned<String>>,
+    /// Node config only: the name policies refer to.
+    pub(crate) name: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -215,62 +205,77 @@ pub fn load(path: &Path) -> Result<Vec<SaEntry>, SaFileError> {
 /// Parses and checks the text of an SA file; `file` is used in error messages.
 pub fn parse(file: &str, text: &str) -> Result<Vec<SaEntry>, SaFileError> {
     let ctx = Ctx { file, text };
-    let raw: RawFile = toml::from_str(text).map_err(|e| {
-        let (line, col) = ctx.line_col(e.span().map_or(0, |s| s.start));
-        SaFileError::Toml {
-            file: file.to_string(),
-            line,
-            col,
-            message: e.message().trim().to_string(),
-        }
-    })?;
+    let raw: RawFile = ctx.deserialize()?;
     if raw.sa.is_empty() {
         return Err(SaFileError::Empty { file: file.to_string() });
     }
     let mut seen: HashMap<(u32, u8), usize> = HashMap::new();
     let mut out = Vec::with_capacity(raw.sa.len());
     for sa in &raw.sa {
-        let line = ctx.header_line(sa.span().start);
-        let entry = ctx.entry(sa.get_ref(), line)?;
+        let entry = entry(&ctx, sa, Options::SA_FILE)?;
         let key = (entry.params.spi.0, entry.params.protocol.number());
         if let Some(&first) = seen.get(&key) {
-            let p = Problem::Duplicate {
-                spi: entry.params.spi,
-                proto: entry.params.protocol.name(),
-                line: first,
-            };
-            return Err(ctx.err(sa.get_ref().spi.span(), "spi", p));
+            return Err(duplicate(&ctx, sa.get_ref(), &entry.params, first));
         }
-        seen.insert(key, line);
+        seen.insert(key, entry.line);
         out.push(entry);
     }
     Ok(out)
 }
 
-struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
+/// Checks one `[[sa]]` table and builds its SA once, as the engine will; `direction` and `name`
+/// are left to the caller (they are only read under [`Options::NODE`]).
+pub(crate) fn entry(
+    ctx: &Ctx<'_>,
+    sa: &Spanned<RawSa>,
+    opts: Options,
+) -> Result<SaEntry, ConfigError> {
+    Reader { ctx, opts }.entry(sa.get_ref(), ctx.header_line(sa.span().start))
 }
 
-impl Ctx<'_> {
-    fn line_col(&self, offset: usize) -> (usize, usize) {
-        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        (line, col)
+/// The error for an SA whose SPI and protocol the SA at line `first` already uses.
+pub(crate) fn duplicate(ctx: &Ctx<'_>, r: &RawSa, p: &SaParams, first: usize) -> ConfigError {
+    let problem = Problem::Duplicate { spi: p.spi, proto: p.protocol.name(), line: first };
+    ctx.field_err(r.spi.span(), "spi", problem)
+}
+
+/// An SPI as written: a 32-bit integer, or a string in decimal or `0x` hex.
+pub(crate) fn spi_number(v: &toml::Value) -> Option<u32> {
+    match v {
+        toml::Value::Integer(i) => u32::try_from(*i).ok(),
+        toml::Value::String(s) => {
+            let t = s.trim();
+            match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                Some(h) => u32::from_str_radix(h, 16).ok(),
+                None => t.parse().ok(),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Reads `[[sa]]` tables under one set of [`Options`].
+struct Reader<'a> {
+    ctx: &'a Ctx<'a>,
+    opts: Options,
+}
+
+impl Reader<'_> {
+    fn err(&self, span: Range<usize>, field: &'static str, problem: Problem) -> ConfigError {
+        self.ctx.field_err(span, field, problem)
     }
 
-    /// The span of an array-of-tables element is its `[[sa]]` header.
-    fn header_line(&self, offset: usize) -> usize {
-        self.line_col(offset).0
-    }
-
-    fn err(&self, span: Range<usize>, field: &'static str, problem: Problem) -> SaFileError {
-        let (line, col) = self.line_col(span.start);
-        SaFileError::Field { file: self.file.to_string(), line, col, field, problem }
-    }
-
-    fn entry(&self, r: &RawSa, line: usize) -> Result<SaEntry, SaFileError> {
+    fn entry(&self, r: &RawSa, line: usize) -> Result<SaEntry, ConfigError> {
+        if !self.opts.node_fields {
+            for (f, name) in [(&r.direction, "direction"), (&r.name, "name")] {
+                if let Some(f) = f {
+                    let p = Problem::NotApplicable(
+                        "\"direction\" and \"name\" are for the node config",
+                    );
+                    return Err(self.err(f.span(), name, p));
+                }
+            }
+        }
         let src = self.addr(&r.src, "src")?;
         let dst = self.addr(&r.dst, "dst")?;
         if src.is_ipv4() != dst.is_ipv4() {
@@ -315,27 +320,20 @@ impl Ctx<'_> {
         Ok(SaEntry { params, line, notes })
     }
 
-    fn addr(&self, s: &Spanned<String>, field: &'static str) -> Result<IpAddr, SaFileError> {
+    fn addr(&self, s: &Spanned<String>, field: &'static str) -> Result<IpAddr, ConfigError> {
         s.get_ref()
             .parse()
             .map_err(|_| self.err(s.span(), field, Problem::BadAddress(s.get_ref().clone())))
     }
 
-    fn spi(&self, v: &Spanned<toml::Value>) -> Result<Spi, SaFileError> {
-        let bad = |shown: String| self.err(v.span(), "spi", Problem::BadSpi(shown));
-        let n = match v.get_ref() {
-            toml::Value::Integer(i) => u32::try_from(*i).map_err(|_| bad(i.to_string()))?,
-            toml::Value::String(s) => {
-                let t = s.trim();
-                let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                    Some(h) => u32::from_str_radix(h, 16),
-                    None => t.parse::<u32>(),
-                };
-                parsed.map_err(|_| bad(format!("{s:?}")))?
-            }
-            other => return Err(bad(other.to_string())),
-        };
-        let spi = Spi(n);
+    fn spi(&self, v: &Spanned<toml::Value>) -> Result<Spi, ConfigError> {
+        let spi = spi_number(v.get_ref()).map(Spi).ok_or_else(|| {
+            let shown = match v.get_ref() {
+                toml::Value::String(s) => format!("{s:?}"),
+                other => other.to_string(),
+            };
+            self.err(v.span(), "spi", Problem::BadSpi(shown))
+        })?;
         if !spi.is_valid() {
             return Err(self.err(v.span(), "spi", Problem::Sa(SaError::ReservedSpi(spi))));
         }
@@ -346,11 +344,12 @@ impl Ctx<'_> {
         &self,
         s: &Spanned<String>,
         field: &'static str,
-    ) -> Result<Zeroizing<Vec<u8>>, SaFileError> {
+    ) -> Result<Zeroizing<Vec<u8>>, ConfigError> {
         let t = s.get_ref().trim();
         let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-        let digits: String = digits.chars().filter(|c| *c != '_' && *c != ':').collect();
-        hex::decode(&digits).map(Zeroizing::new).map_err(|e| {
+        let digits: Zeroizing<String> =
+            Zeroizing::new(digits.chars().filter(|c| *c != '_' && *c != ':').collect());
+        hex::decode(digits.as_str()).map(Zeroizing::new).map_err(|e| {
             let why = match e {
                 hex::FromHexError::OddLength => "odd number of hex digits".to_string(),
                 hex::FromHexError::InvalidHexCharacter { c, index } => {
@@ -370,7 +369,7 @@ impl Ctx<'_> {
     fn esp(
         &self,
         r: &RawSa,
-    ) -> Result<(ipsec::sa::Protocol, Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>, Vec<Note>), SaFileError>
+    ) -> Result<(ipsec::sa::Protocol, Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>, Vec<Note>), ConfigError>
     {
         const ENC: &str = "aes128cbc, aes256cbc, 3des, null";
         const AEAD: &str = "aes128gcm, aes256gcm, chacha20poly1305";
@@ -444,6 +443,13 @@ impl Ctx<'_> {
             let suite = EspSuite::new(encr, integ).map_err(|_| {
                 self.err(e.span(), "auth", Problem::Missing("null encryption needs \"auth\""))
             })?;
+            if self.opts.require_integrity && suite.is_insecure() {
+                return Err(self.err(
+                    e.span(),
+                    "auth",
+                    Problem::IntegrityRequired(suite.to_string()),
+                ));
+            }
             let enc_key =
                 self.opt_key(r.enc_key.as_ref(), "enc-key", encr.name(), encr.key_len(), e.span())?;
             let auth_key = self.opt_key(
@@ -471,7 +477,7 @@ impl Ctx<'_> {
     fn ah(
         &self,
         r: &RawSa,
-    ) -> Result<(ipsec::sa::Protocol, Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>, Vec<Note>), SaFileError>
+    ) -> Result<(ipsec::sa::Protocol, Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>, Vec<Note>), ConfigError>
     {
         const AUTH: &str = "sha1, sha256, sha384, sha512, gmac128, gmac256";
         for (f, name) in
@@ -518,7 +524,7 @@ impl Ctx<'_> {
         s: &Spanned<String>,
         field: &'static str,
         known: &'static str,
-    ) -> SaFileError {
+    ) -> ConfigError {
         self.err(s.span(), field, Problem::UnknownAlgorithm { name: s.get_ref().clone(), known })
     }
 
@@ -530,7 +536,7 @@ impl Ctx<'_> {
         got: usize,
         want: usize,
         detail: &str,
-    ) -> Result<(), SaFileError> {
+    ) -> Result<(), ConfigError> {
         if got == want {
             return Ok(());
         }
@@ -546,7 +552,7 @@ impl Ctx<'_> {
         alg: &str,
         want: usize,
         anchor: Range<usize>,
-    ) -> Result<Zeroizing<Vec<u8>>, SaFileError> {
+    ) -> Result<Zeroizing<Vec<u8>>, ConfigError> {
         match s {
             None if want == 0 => Ok(Zeroizing::new(Vec::new())),
             None => Err(self.err(
@@ -563,7 +569,7 @@ impl Ctx<'_> {
     }
 
     /// Maps the engine's refusal to the field it concerns.
-    fn sa_error(&self, r: &RawSa, e: SaError) -> SaFileError {
+    fn sa_error(&self, r: &RawSa, e: SaError) -> ConfigError {
         let key_span = |name: &str| -> (&'static str, Range<usize>) {
             let pick = |o: &Option<Spanned<String>>| o.as_ref().map(|s| s.span());
             match name {
