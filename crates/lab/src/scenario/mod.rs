@@ -56,7 +56,8 @@ pub struct RunOptions {
     /// Long runs with more repetitions (tens of minutes).
     #[arg(long)]
     pub full: bool,
-    /// Only this link rate, e.g. 100mbit or unlimited (default: both).
+    /// Only this link rate, e.g. 100mbit, 1gbit or unlimited (default: ipsec-netperf runs both
+    /// unlimited and 100mbit; filter-rules runs 1gbit).
     #[arg(long, value_name = "RATE")]
     pub link: Option<String>,
     /// Results folder (default: lab-results/SCENARIO-UNIXTIME).
