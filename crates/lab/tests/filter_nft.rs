@@ -142,12 +142,20 @@ fn sock_helper() {
         }
         return;
     }
-    // send
+    // send: UDP probes one after another (several share a source port, and two sockets
+    // cannot bind it at once); TCP probes in parallel, each waiting for its connect.
+    for p in ps.iter().filter(|p| !p.tcp) {
+        let (h1, h2) = addrs(p.v6);
+        let s = UdpSocket::bind(SocketAddr::new(h1, p.sport)).unwrap();
+        for _ in 0..3 {
+            let _ = s.send_to(b"probe", SocketAddr::new(h2, p.dport));
+        }
+    }
     let mut threads = Vec::new();
-    for p in ps {
+    for p in ps.into_iter().filter(|p| p.tcp) {
         threads.push(std::thread::spawn(move || {
-            let (h1, h2) = addrs(p.v6);
-            if p.tcp {
+            let (_, h2) = addrs(p.v6);
+            {
                 let ok = TcpStream::connect_timeout(
                     &SocketAddr::new(h2, p.dport),
                     Duration::from_millis(800),
@@ -159,16 +167,11 @@ fn sock_helper() {
                 })
                 .unwrap_or(false);
                 println!("HLAB sent tcp {} {} {ok}", p.v6, p.dport);
-            } else {
-                let s = UdpSocket::bind(SocketAddr::new(h1, p.sport)).unwrap();
-                for _ in 0..3 {
-                    let _ = s.send_to(b"probe", SocketAddr::new(h2, p.dport));
-                }
             }
         }));
     }
     for t in threads {
-        let _ = t.join();
+        t.join().unwrap();
     }
 }
 
