@@ -206,17 +206,12 @@ Example:
 or without touching the profile, one SA at a time:
   tshark -o esp.enable_encryption_decode:TRUE -o \"uat:esp_sa:$(hipsec pcap wireshark-keys --sa sa.toml | grep -v '^#' | head -1)\" -r sealed.pcap";
 
+/// What `pcap seal` and `pcap open` share: the SA file, the JSON switch and the two captures.
 #[derive(Debug, Args)]
-struct SealArgs {
+struct CaptureArgs {
     /// SA file (TOML, see docs/sa-file.md).
     #[arg(long, value_name = "SAFILE")]
     sa: PathBuf,
-    /// Apply the SA with this SPI (hex 0x... or decimal); repeat to apply several in order.
-    #[arg(long, value_name = "SPI", value_parser = parse_spi)]
-    spi: Vec<u32>,
-    /// Apply every SA of the file to every packet, in file order.
-    #[arg(long, conflicts_with = "spi")]
-    bundle: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -229,19 +224,21 @@ struct SealArgs {
 }
 
 #[derive(Debug, Args)]
+struct SealArgs {
+    #[command(flatten)]
+    capture: CaptureArgs,
+    /// Apply the SA with this SPI (hex 0x... or decimal); repeat to apply several in order.
+    #[arg(long, value_name = "SPI", value_parser = parse_spi)]
+    spi: Vec<u32>,
+    /// Apply every SA of the file to every packet, in file order.
+    #[arg(long, conflicts_with = "spi")]
+    bundle: bool,
+}
+
+#[derive(Debug, Args)]
 struct OpenArgs {
-    /// SA file (TOML, see docs/sa-file.md).
-    #[arg(long, value_name = "SAFILE")]
-    sa: PathBuf,
-    /// Print the summary as JSON on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Input capture (pcap or pcapng).
-    #[arg(value_name = "IN")]
-    input: PathBuf,
-    /// Output capture (pcap, raw IP).
-    #[arg(value_name = "OUT")]
-    output: PathBuf,
+    #[command(flatten)]
+    capture: CaptureArgs,
 }
 
 #[derive(Debug, Args)]
@@ -304,23 +301,23 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Pcap(PcapCommand::Seal(a)) => {
             let job = Job {
-                sa_file: a.sa,
-                input: a.input,
-                output: a.output,
+                sa_file: a.capture.sa,
+                input: a.capture.input,
+                output: a.capture.output,
                 spis: a.spi,
                 bundle: a.bundle,
             };
-            run_pcap(Direction::Seal, job, a.json)
+            run_pcap(Direction::Seal, job, a.capture.json)
         }
         Command::Pcap(PcapCommand::Open(a)) => {
             let job = Job {
-                sa_file: a.sa,
-                input: a.input,
-                output: a.output,
+                sa_file: a.capture.sa,
+                input: a.capture.input,
+                output: a.capture.output,
                 spis: Vec::new(),
                 bundle: false,
             };
-            run_pcap(Direction::Open, job, a.json)
+            run_pcap(Direction::Open, job, a.capture.json)
         }
         Command::Pcap(PcapCommand::WiresharkKeys(a)) => {
             let entries = pcap::load_sas(&a.sa).map_err(|e| e.to_string())?;
