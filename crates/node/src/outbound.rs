@@ -1,6 +1,6 @@
 //! The outbound half of the data path (RFC 4301 §5.1): TUN → SPD → ESP/AH seal in place →
 //! carrier. With TUN offloads a read yields a TCP super-packet that tun-rs splits into
-//! MTU-sized segments; the sealed packets go out as UDP GSO runs in one sendmmsg(2).
+//! MTU-sized segments; the sealed packets go out as UDP GSO runs in one sendmsg(2) each.
 //!
 //! This half owns every outbound SA, so sequence numbers (and so GCM nonces, RFC 4106 §3) are
 //! never shared between threads.
@@ -26,7 +26,7 @@ pub struct Outbound {
     pub(crate) engine: Engine,
     tun: Arc<SyncDevice>,
     carrier: Arc<Carrier>,
-    udp: Option<(UdpBatch, socket2::SockAddr)>,
+    udp: Option<(UdpBatch, std::net::SocketAddr)>,
     bufs: Vec<PacketBuf>,
     sizes: Vec<usize>,
     /// Offset of the UDP payload in each sealed packet (0: do not send).
@@ -56,7 +56,7 @@ impl Outbound {
         engine: Engine,
         tun: Arc<SyncDevice>,
         carrier: Arc<Carrier>,
-        udp: Option<(UdpBatch, socket2::SockAddr)>,
+        udp: Option<(UdpBatch, std::net::SocketAddr)>,
         tun_mtu: usize,
     ) -> Outbound {
         let head = ipsec::buf::DEFAULT_HEADROOM;
@@ -111,7 +111,7 @@ impl Outbound {
         if let Some((udp, dst)) = &mut self.udp {
             let payloads =
                 bufs.iter().zip(send_at).filter(|(_, o)| **o > 0).map(|(b, o)| &b.as_slice()[*o..]);
-            let st = udp.send(dst, payloads);
+            let st = udp.send(*dst, payloads);
             self.counters.net_tx += st.sent;
             self.counters.send_errors += st.errors;
             self.counters.send_syscalls += st.syscalls;

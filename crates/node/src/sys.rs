@@ -30,6 +30,15 @@ pub fn poll_readable(fds: &[RawFd], ready: &mut [bool], timeout_ms: i32) -> io::
     Ok(())
 }
 
+/// Waits until `fd` can be written to (or failed) or `timeout_ms` passes; true if it can.
+#[allow(unsafe_code)]
+pub fn poll_writable(fd: RawFd, timeout_ms: i32) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+    // SAFETY: one live, exclusively borrowed pollfd; poll(2) keeps no pointer after returning.
+    let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    r > 0 && pfd.revents & (libc::POLLOUT | libc::POLLERR) != 0
+}
+
 /// Sets an integer socket option; true on success.
 #[allow(unsafe_code)]
 pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> bool {
