@@ -33,6 +33,12 @@ pub struct BenchTunnelArgs {
     /// Seconds of iperf3 TCP per measurement (tunnel and plain each).
     #[arg(long, default_value_t = 10)]
     pub seconds: u32,
+    /// TCP congestion control of both iperf3 transfers (iperf3 -C): "cubic" (the Linux
+    /// default, CONFIG_DEFAULT_TCP_CONG), "bbr", "reno", ... or "system" for whatever
+    /// net.ipv4.tcp_congestion_control says. Pinned by default so that runs on machines with
+    /// different sysctls compare; the report names the one used.
+    #[arg(long, default_value = "cubic")]
+    pub congestion: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -81,6 +87,8 @@ pub struct Report {
     pub suite: String,
     /// Carrier.
     pub transport: &'static str,
+    /// TCP congestion control of the iperf3 transfers.
+    pub congestion: String,
     /// Seconds of each transfer.
     pub seconds: u32,
     /// The nodes' `HIPSEC_NODE_TUNING` (empty: every speed-up on).
@@ -295,7 +303,13 @@ impl Topo {
     }
 
     /// One iperf3 TCP transfer from A to `dst` (an address of B); returns iperf3's JSON.
-    fn iperf(&mut self, dst: &str, seconds: u32, stop: &AtomicBool) -> Result<Value, String> {
+    fn iperf(
+        &mut self,
+        dst: &str,
+        seconds: u32,
+        congestion: &str,
+        stop: &AtomicBool,
+    ) -> Result<Value, String> {
         let server = Command::new("ip")
             .args(["netns", "exec", &self.ns[1], "iperf3", "-s", "-1", "-B", dst])
             .stdin(Stdio::null())
@@ -307,7 +321,7 @@ impl Topo {
         std::thread::sleep(Duration::from_millis(400));
         let mut client = Command::new("ip")
             .args(["netns", "exec", &self.ns[0], "iperf3", "-c", dst, "-J"])
-            .args(["-t", &seconds.to_string()])
+            .args(["-t", &seconds.to_string(), "-C", congestion])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -337,6 +351,32 @@ impl Topo {
             return Err(format!("iperf3: {e}"));
         }
         Ok(v)
+    }
+}
+
+/// The congestion control to ask iperf3 for: `name` if this kernel offers it, or the system's
+/// default for "system".
+fn congestion_control(name: &str) -> Result<String, String> {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"))
+            .map(|s| s.trim().to_string())
+            .map_err(|e| format!("/proc/sys/net/ipv4/{f}: {e}"))
+    };
+    if name == "system" {
+        return read("tcp_congestion_control");
+    }
+    let offered = |avail: &str| avail.split_whitespace().any(|a| a == name);
+    let avail = read("tcp_available_congestion_control")?;
+    if offered(&avail) {
+        return Ok(name.to_string());
+    }
+    // A module not loaded yet (tcp_bbr, say) is not listed until it is loaded.
+    let _ = Command::new("modprobe").args(["-q", &format!("tcp_{name}")]).status();
+    let avail = read("tcp_available_congestion_control")?;
+    if offered(&avail) {
+        Ok(name.to_string())
+    } else {
+        Err(format!("--congestion {name:?}: this kernel offers {avail} (or \"system\")"))
     }
 }
 
@@ -374,6 +414,7 @@ fn measure(
     topo: &mut Topo,
     dst: Ipv4Addr,
     seconds: u32,
+    congestion: &str,
     stop: &AtomicBool,
     around: &mut dyn FnMut(bool),
 ) -> Result<PathResult, String> {
@@ -383,7 +424,7 @@ fn measure(
     }
     let (b0, t0) = machine_jiffies();
     around(true);
-    let v = topo.iperf(&dst.to_string(), seconds, stop)?;
+    let v = topo.iperf(&dst.to_string(), seconds, congestion, stop)?;
     around(false);
     let (b1, t1) = machine_jiffies();
     let end = &v["end"];
@@ -411,6 +452,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
     if Command::new("iperf3").arg("--version").output().is_err() {
         return Err("iperf3 not found (apt-get install iperf3)".into());
     }
+    let congestion = congestion_control(&args.congestion)?;
     let load = load_avg();
     remove_stale();
     eprintln!("bench tunnel: setting up namespaces (load average {load:.2})");
@@ -420,23 +462,37 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         topo.start_node(1, &topo.config(1, &args.suite)?)?,
     ];
     eprintln!("bench tunnel: plain veth, iperf3 {} s", args.seconds);
-    let plain = measure(&mut topo, Ipv4Addr::new(192, 0, 2, 2), args.seconds, stop, &mut |_| {})?;
+    let plain = measure(
+        &mut topo,
+        Ipv4Addr::new(192, 0, 2, 2),
+        args.seconds,
+        &congestion,
+        stop,
+        &mut |_| {},
+    )?;
     eprintln!("bench tunnel: hipsec tunnel ({}), iperf3 {} s", args.suite, args.seconds);
     let mut cpu0 = [0.0f64; 2];
     let mut cpu1 = [0.0f64; 2];
     let mut th0: Vec<Vec<(u32, String, f64)>> = vec![Vec::new(), Vec::new()];
     let mut th1 = th0.clone();
-    let tunnel = measure(&mut topo, Ipv4Addr::new(10, 99, 0, 2), args.seconds, stop, &mut |b| {
-        for (i, &pid) in pids.iter().enumerate() {
-            let c = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
-            let t = node::netns::thread_cpu_seconds(pid).unwrap_or_default();
-            if b {
-                (cpu0[i], th0[i]) = (c, t);
-            } else {
-                (cpu1[i], th1[i]) = (c, t);
+    let tunnel = measure(
+        &mut topo,
+        Ipv4Addr::new(10, 99, 0, 2),
+        args.seconds,
+        &congestion,
+        stop,
+        &mut |b| {
+            for (i, &pid) in pids.iter().enumerate() {
+                let c = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
+                let t = node::netns::thread_cpu_seconds(pid).unwrap_or_default();
+                if b {
+                    (cpu0[i], th0[i]) = (c, t);
+                } else {
+                    (cpu1[i], th1[i]) = (c, t);
+                }
             }
-        }
-    })?;
+        },
+    )?;
     let mut nodes = Vec::new();
     for (i, side) in ["a", "b"].into_iter().enumerate() {
         let threads = th1[i]
@@ -473,6 +529,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
     Ok(Report {
         suite: args.suite.clone(),
         transport: "udp",
+        congestion,
         seconds: args.seconds,
         node_tuning: std::env::var("HIPSEC_NODE_TUNING").unwrap_or_default(),
         load_at_start: load,
@@ -497,8 +554,9 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "hipsec bench tunnel: {} over UDP, iperf3 TCP {} s each, {} CPUs, load average {:.2} at start",
-        r.suite, r.seconds, r.cpus, r.load_at_start
+        "hipsec bench tunnel: {} over UDP, iperf3 TCP ({}) {} s each, {} CPUs, load average {:.2} \
+         at start",
+        r.suite, r.congestion, r.seconds, r.cpus, r.load_at_start
     );
     println!(
         "{:<16} {:>8} {:>9} {:>8} {:>13} {:>10} {:>8}",
