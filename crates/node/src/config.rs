@@ -1,5 +1,6 @@
 //! The node configuration file (TOML): interface, transport endpoints, control socket, manually
-//! keyed SAs and the SPD (RFC 4301 §4.4.1 selectors, §4.4.2 SA fields). Example: docs/node-example.toml.
+//! keyed SAs and the SPD (RFC 4301 §4.4.1 selectors, §4.4.2 SA fields), and the operations
+//! sections `[metrics]` and `[log]`. Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
 use crate::config_sa::{self, SaConf};
@@ -32,6 +33,10 @@ pub struct NodeConfig {
     pub policies: Vec<PolicyConf>,
     /// Packet filter on the TUN side, if any (issue 5).
     pub filter: Option<crate::filter_stage::FilterConf>,
+    /// Address of the Prometheus metrics endpoint (`[metrics] listen`), if any.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Log format and level (`[log]`; text at info when absent).
+    pub log: crate::log::LogConf,
 }
 
 /// The TUN interface.
@@ -169,6 +174,8 @@ struct RawFile {
     #[serde(default)]
     policy: Vec<Spanned<RawPolicy>>,
     filter: Option<RawFilter>,
+    metrics: Option<RawMetrics>,
+    log: Option<RawLog>,
 }
 
 #[derive(Deserialize)]
@@ -176,6 +183,19 @@ struct RawFile {
 struct RawFilter {
     rules: Spanned<String>,
     engine: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    listen: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLog {
+    format: Option<Spanned<String>>,
+    level: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -292,6 +312,8 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         policies.push(policy(&ctx, p, &sas)?);
     }
     let filter = raw.filter.as_ref().map(|f| filter_conf(&ctx, f)).transpose()?;
+    let metrics_listen = raw.metrics.as_ref().map(|m| metrics_listen(&ctx, m)).transpose()?;
+    let log = raw.log.as_ref().map(|l| log_conf(&ctx, l)).transpose()?.unwrap_or_default();
     Ok(NodeConfig {
         file: PathBuf::from(file),
         interface,
@@ -300,7 +322,35 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         sas,
         policies,
         filter,
+        metrics_listen,
+        log,
     })
+}
+
+/// `[metrics] listen`: `ADDR:PORT` or `[V6ADDR]:PORT`, port not 0 (a scraper must know it).
+/// Whether it can be bound is found out at start (`crate::run_tuned`), which refuses to run
+/// without it.
+fn metrics_listen(ctx: &Ctx<'_>, r: &RawMetrics) -> Result<SocketAddr, ConfigError> {
+    let t = r.listen.get_ref().trim();
+    t.parse::<SocketAddr>().ok().filter(|a| a.port() != 0).ok_or_else(|| {
+        ctx.err(r.listen.span(), "listen", format!("{t:?} is not ADDR:PORT or [V6ADDR]:PORT"))
+    })
+}
+
+/// `[log]`: `format` ("text" or "json", default text) and `level` ("debug", "info" or "warn",
+/// default info).
+fn log_conf(ctx: &Ctx<'_>, r: &RawLog) -> Result<crate::log::LogConf, ConfigError> {
+    use crate::log::{Level, LogConf, LogFormat};
+    let mut c = LogConf::default();
+    if let Some(f) = &r.format {
+        c.format = LogFormat::from_name(f.get_ref())
+            .ok_or_else(|| ctx.err(f.span(), "format", "want \"text\" or \"json\""))?;
+    }
+    if let Some(l) = &r.level {
+        c.level = Level::from_name(l.get_ref())
+            .ok_or_else(|| ctx.err(l.span(), "level", "want \"debug\", \"info\" or \"warn\""))?;
+    }
+    Ok(c)
 }
 
 /// `[filter]`: the rule file (relative paths are relative to the config file) and the engine;

@@ -186,3 +186,63 @@ fn node_only_sa_rules() {
     let e = err_of(&edited("direction = \"in\"\n", "")).to_string();
     assert!(e.contains("field \"direction\": missing"), "{e}");
 }
+
+/// `[metrics]` and `[log]`: absent by default; good values parse; each bad one names its field
+/// and line; unknown keys are refused.
+#[test]
+fn metrics_and_log_sections() {
+    use crate::log::{Level, LogConf, LogFormat};
+    let c = parse("t.toml", EXAMPLE).unwrap();
+    assert_eq!(c.metrics_listen, None);
+    assert_eq!(c.log, LogConf { format: LogFormat::Text, level: Level::Info });
+
+    let with = |extra: &str| format!("{EXAMPLE}\n{extra}");
+    let c = parse(
+        "t.toml",
+        &with(
+            "[metrics]\nlisten = \"127.0.0.1:9469\"\n[log]\nformat = \"json\"\nlevel = \"warn\"\n",
+        ),
+    )
+    .unwrap();
+    assert_eq!(c.metrics_listen, Some("127.0.0.1:9469".parse().unwrap()));
+    assert_eq!(c.log, LogConf { format: LogFormat::Json, level: Level::Warn });
+    let c =
+        parse("t.toml", &with("[metrics]\nlisten = \"[::1]:9000\"\n[log]\nlevel = \"debug\"\n"))
+            .unwrap();
+    assert_eq!(c.metrics_listen, Some("[::1]:9000".parse().unwrap()));
+    assert_eq!(c.log, LogConf { format: LogFormat::Text, level: Level::Debug });
+
+    let cases: &[(&str, &str)] = &[
+        ("[metrics]\nlisten = \"127.0.0.1\"\n", "listen"),
+        ("[metrics]\nlisten = \"127.0.0.1:0\"\n", "listen"),
+        ("[metrics]\nlisten = \"localhost:9469\"\n", "listen"),
+        ("[metrics]\nlisten = \"::1:9469\"\n", "listen"),
+        ("[log]\nformat = \"xml\"\n", "format"),
+        ("[log]\nformat = \"JSON\"\n", "format"),
+        ("[log]\nlevel = \"error\"\n", "level"),
+    ];
+    for (extra, field) in cases {
+        let text = with(extra);
+        let e = err_of(&text);
+        let msg = e.to_string();
+        assert_eq!(e.field(), Some(*field), "{extra:?}: {msg}");
+        assert!(msg.starts_with("t.toml:") && msg.contains(&format!("\"{field}\"")), "{msg}");
+        let bad_line = extra.lines().last().unwrap_or("");
+        assert_eq!(e.line(), Some(line_of(&text, bad_line)), "{extra:?}: {msg}");
+    }
+    // Unknown keys and a missing `listen` are TOML errors that name the key; a wrong type is
+    // one on the value's line.
+    for (extra, key) in [
+        ("[metrics]\nlisten = \"127.0.0.1:9469\"\npath = \"/m\"\n", "path"),
+        ("[metrics]\n", "listen"),
+        ("[log]\ncolour = true\n", "colour"),
+    ] {
+        let e = err_of(&with(extra));
+        assert!(matches!(e, ConfigError::Toml { .. }), "{extra:?}: {e}");
+        assert!(e.to_string().contains(&format!("`{key}`")), "{extra:?}: {e}");
+    }
+    let text = with("[metrics]\nlisten = 9469\n");
+    let e = err_of(&text);
+    assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+    assert_eq!(e.line(), Some(line_of(&text, "listen = 9469")), "{e}");
+}

@@ -176,13 +176,19 @@ pub fn merge(parts: &[Value]) -> Value {
 }
 
 /// The `status` document from the workers' snapshots: merged SAs and counters, and per worker
-/// its role, CPU seconds and counters (its load).
-pub fn status_json(workers: &[Value], now: Time) -> String {
+/// its role, CPU seconds and counters (its load). Also the source of the Prometheus metrics
+/// (`crate::metrics::render`).
+pub fn status_value(workers: &[Value], now: Time) -> Value {
     let mut doc = merge(workers);
     doc["uptime_s"] = json!(now.0 as f64 / 1e6);
     doc["workers"] = workers
         .iter()
         .map(|w| json!({ "role": w["role"], "cpu_s": w["cpu_s"], "node": w["node"] }))
         .collect();
-    doc.to_string()
+    doc
+}
+
+/// [`status_value`] as JSON text.
+pub fn status_json(workers: &[Value], now: Time) -> String {
+    status_value(workers, now).to_string()
 }

@@ -14,6 +14,8 @@ pub mod encap;
 pub mod filter_stage;
 pub mod icmp;
 pub mod inbound;
+pub mod log;
+pub mod metrics;
 pub mod net;
 pub mod netns;
 pub mod outbound;
@@ -23,6 +25,7 @@ pub mod tun;
 pub mod udp;
 pub mod worker;
 
+use crate::log::{Level, log_event};
 use config::{ConfigError, NodeConfig, PolicyAction, Transport};
 use config_sa::Direction;
 use ipsec::spd::{Action, SpdEntry};
@@ -174,6 +177,8 @@ pub fn run_tuned(
     tuning: worker::Tuning,
 ) -> Result<(), NodeError> {
     let start = Instant::now();
+    // Set once per process: the first node's `[log]` counts (a process runs one node).
+    log::init(c.log);
     let (out_engine, _) = build_engine_for(c, Time(0), true, false)?;
     let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true)?;
     let overhead = wire_overhead(c);
@@ -185,6 +190,11 @@ pub fn run_tuned(
     if tuning.big_buffers {
         carrier.force_buffers(tuning.socket_buffer);
     }
+    // Bound before the TUN device is made: an address in use stops the node with nothing to undo.
+    let metrics = c
+        .metrics_listen
+        .map(|a| metrics::MetricsServer::bind(a).map_err(io_err(format!("metrics listener {a}"))))
+        .transpose()?;
     let control = match &c.control_socket {
         Some(p) => Some(
             control::ControlServer::bind(p)
@@ -198,15 +208,13 @@ pub fn run_tuned(
     let tun_fd = dev.as_raw_fd();
     let dev = Arc::new(dev);
     let carrier_fds = carrier.fds();
-    // Batched UDP: sends block while the socket buffer is full (backpressure instead of loss);
-    // receives never block (MSG_DONTWAIT).
+    // Batched UDP (quinn-udp): sends wait while the socket buffer is full (backpressure
+    // instead of loss); receives never block.
     let (udp_out, udp_in) = match carrier.udp() {
         Some((sock, peer)) if tuning.mmsg => {
-            sock.set_nonblocking(false).map_err(io_err("carrier socket"))?;
-            let fd = sock.as_raw_fd();
-            let tx = udp::UdpBatch::sender(fd, tuning.gso);
-            let rx = udp::UdpBatch::receiver(fd, tuning.gro);
-            (Some((tx, socket2::SockAddr::from(peer))), Some(rx))
+            let tx = udp::UdpBatch::sender(sock, tuning.gso).map_err(io_err("carrier socket"))?;
+            let rx = udp::UdpBatch::receiver(sock, tuning.gro).map_err(io_err("carrier socket"))?;
+            (Some((tx, peer)), Some(rx))
         }
         _ => (None, None),
     };
@@ -226,15 +234,21 @@ pub fn run_tuned(
     };
     out.filter = filter.clone();
     inb.filter = filter.clone();
-    eprintln!(
-        "hipsec-node: {} up, mtu {mtu} (link {} - overhead {overhead}), {} SAs, {} policies; \
-         {} worker(s), mmsg {}, udp gso {gso}, udp gro {gro}, tun offload {offload}",
-        c.interface.name,
-        c.interface.link_mtu,
-        c.sas.len(),
-        c.policies.len(),
-        tuning.workers,
-        mmsg,
+    log_event!(
+        Level::Info,
+        "up",
+        "interface" => c.interface.name,
+        "mtu" => mtu,
+        "link_mtu" => c.interface.link_mtu,
+        "overhead" => overhead,
+        "sas" => c.sas.len(),
+        "policies" => c.policies.len(),
+        "workers" => tuning.workers,
+        "mmsg" => mmsg,
+        "udp_gso" => gso,
+        "udp_gro" => gro,
+        "tun_offload" => offload,
+        "metrics" => metrics.as_ref().and_then(|m| m.local_addr().ok()).map(|a| a.to_string()),
     );
     let workers = if tuning.workers >= 2 {
         vec![
@@ -249,11 +263,13 @@ pub fn run_tuned(
             start,
         }]
     };
-    let r = worker::run_all(workers, control.as_ref(), filter.as_ref(), stop, start)
-        .map_err(io_err("data path"));
+    let r =
+        worker::run_all(workers, control.as_ref(), metrics.as_ref(), filter.as_ref(), stop, start)
+            .map_err(io_err("data path"));
     drop(control);
+    drop(metrics);
     drop(dev);
-    eprintln!("hipsec-node: {} removed, stopped", c.interface.name);
+    log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
     r
 }
 

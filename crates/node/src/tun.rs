@@ -34,7 +34,13 @@ pub fn open(
     let (dev, on) = match build(offload) {
         Ok(d) => (d, offload),
         Err(e) if offload => {
-            eprintln!("hipsec-node: TUN offloads refused ({e}); running without them");
+            crate::log::log_event!(
+                crate::log::Level::Warn,
+                "tun-offload-refused",
+                "interface" => c.name,
+                "error" => e.to_string(),
+                "action" => "running without offloads"
+            );
             (build(false)?, false)
         }
         Err(e) => return Err(e),

@@ -15,9 +15,11 @@
 
 use crate::control::{self, ControlServer};
 use crate::inbound::Inbound;
+use crate::log::{Level, log_event};
+use crate::metrics::MetricsServer;
 use crate::outbound::Outbound;
 use crate::sys;
-use ipsec::{Engine, Time};
+use ipsec::{Engine, SaEvent, Time};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io;
@@ -34,12 +36,15 @@ const POLL_MS: i32 = 100;
 pub type InboundAddrs = HashMap<(u32, u8), (IpAddr, IpAddr)>;
 
 macro_rules! counters {
-    ($($(#[$m:meta])* $f:ident,)*) => {
+    ($($(#[doc = $doc:literal])* $f:ident,)*) => {
         /// Counters of the node (the engine counts its own drops).
         #[derive(Debug, Clone, Default)]
-        pub struct NodeCounters { $($(#[$m])* pub $f: u64,)* }
+        pub struct NodeCounters { $($(#[doc = $doc])* pub $f: u64,)* }
 
         impl NodeCounters {
+            /// `(field, doc comment)` of every counter: the metrics' help text (`crate::metrics`).
+            pub const HELP: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($f), concat!($($doc),*)),)*];
             /// As JSON.
             pub fn to_json(&self) -> Value {
                 json!({ $(stringify!($f): self.$f,)* })
@@ -215,6 +220,7 @@ impl Board {
 pub fn run_all(
     workers: Vec<Worker>,
     control: Option<&ControlServer>,
+    metrics: Option<&MetricsServer>,
     filter: Option<&crate::filter_stage::SharedFilter>,
     stop: &AtomicBool,
     start: Instant,
@@ -245,14 +251,27 @@ pub fn run_all(
                 }
             }
         }
-        let fds: Vec<RawFd> = control.iter().map(|c| c.fd()).collect();
+        // The control socket first (if any), then the metrics listener (if any).
+        let fds: Vec<RawFd> =
+            control.iter().map(|c| c.fd()).chain(metrics.iter().map(|m| m.fd())).collect();
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
                 std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
                 continue;
             }
-            if sys::poll_readable(&fds, &mut ready, POLL_MS).is_ok() && ready[0] {
+            if sys::poll_readable(&fds, &mut ready, POLL_MS).is_err() {
+                continue;
+            }
+            if let Some(m) = metrics.filter(|_| ready.last() == Some(&true)) {
+                // The same snapshot as `status`, so metrics and status never disagree.
+                m.serve(|| {
+                    let now = Time(start.elapsed().as_micros() as u64);
+                    crate::metrics::render(&control::status_value(&board.collect(), now))
+                });
+            }
+            // With a control socket, ready[0] is its readiness.
+            if ready[0] {
                 if let Some(c) = control {
                     c.serve(|cmd| match cmd {
                         "status" => {
@@ -357,7 +376,7 @@ impl Worker {
                 for e in self.engines_mut() {
                     e.poll(now);
                     for ev in e.drain_events() {
-                        eprintln!("hipsec-node: {ev:?}");
+                        log_sa_event(&ev);
                     }
                 }
             }
@@ -393,6 +412,24 @@ impl Worker {
         v["role"] = json!(role);
         v["cpu_s"] = json!(crate::netns::thread_self_cpu_seconds().unwrap_or(f64::NAN));
         v
+    }
+}
+
+/// Logs an SA lifetime event (RFC 4301 §4.4.2.1): soft is the time to rekey, hard stops the SA.
+fn log_sa_event(ev: &SaEvent) {
+    match ev {
+        SaEvent::SoftExpired { spi, limit } => log_event!(
+            Level::Info,
+            "sa-soft-expired",
+            "spi" => spi.to_string(),
+            "limit" => limit
+        ),
+        SaEvent::HardExpired { spi, limit } => log_event!(
+            Level::Warn,
+            "sa-hard-expired",
+            "spi" => spi.to_string(),
+            "limit" => limit
+        ),
     }
 }
 

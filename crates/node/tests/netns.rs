@@ -746,10 +746,10 @@ fn set_pmtudisc_do(s: &std::net::UdpSocket, v6: bool) {
     assert_eq!(r, 0, "setsockopt: {}", std::io::Error::last_os_error());
 }
 
-/// The tunnel MTU node `side` reported at start ("mtu N (link ...").
+/// The tunnel MTU node `side` reported at start (its `up` log line: "... mtu=N ...").
 fn node_mtu(lab: &Lab, side: usize) -> usize {
     let log = std::fs::read_to_string(lab.dir.join(format!("node{side}.log"))).unwrap();
-    let at = log.find(" up, mtu ").unwrap() + " up, mtu ".len();
+    let at = log.find(" mtu=").unwrap() + " mtu=".len();
     log[at..].split(' ').next().unwrap().parse().unwrap()
 }
 
