@@ -3,7 +3,7 @@
 //! sections `[metrics]` and `[log]`. Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
-use crate::config_sa::{self, SaConf};
+use crate::config_sa::{self, Direction, SaConf};
 use crate::safile::{Problem, RawSa};
 use ipsec::spd::{Prefix, Selector};
 use serde::Deserialize;
@@ -25,6 +25,9 @@ pub struct NodeConfig {
     pub interface: InterfaceConf,
     /// How ESP/AH packets travel.
     pub transport: Transport,
+    /// Device that packets the SPD bypasses leave by, in clear (`[network] bypass-device`);
+    /// without it they are dropped and counted (`bypass_unforwarded`).
+    pub bypass_device: Option<String>,
     /// Control socket path, if any.
     pub control_socket: Option<PathBuf>,
     /// SAs, in file order.
@@ -97,6 +100,10 @@ pub struct PolicyConf {
     pub selector: Selector,
     /// Action.
     pub action: PolicyAction,
+    /// Inbound SAs (indices into [`NodeConfig::sas`]) that may carry the reverse traffic of a
+    /// protect policy (`in-sas`); empty: any inbound SA of the node. See
+    /// [`crate::build_engine_for`] for the inbound SPD made from it (RFC 4301 §5.2).
+    pub in_sas: Vec<usize>,
     /// Line of its `[[policy]]` header.
     pub line: usize,
 }
@@ -208,11 +215,12 @@ struct RawInterface {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawNetwork {
     transport: Option<Spanned<String>>,
     local: Spanned<String>,
     peer: Spanned<String>,
+    bypass_device: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +241,7 @@ struct RawPolicy {
     dst_ports: Option<Spanned<toml::Value>>,
     action: Spanned<String>,
     sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    in_sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 /// The text being parsed, for positions in error messages.
@@ -306,6 +315,28 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     let raw: RawFile = ctx.deserialize()?;
     let interface = interface(&ctx, &raw.interface)?;
     let transport = network(&ctx, raw.network.get_ref())?;
+    let bypass_device = match &raw.network.get_ref().bypass_device {
+        None => None,
+        Some(d) => {
+            let n = d.get_ref();
+            if n.is_empty() || n.len() > 15 || n.contains(['/', ' ', '\0']) {
+                return Err(ctx.err(
+                    d.span(),
+                    "bypass-device",
+                    "want a device name of 1..=15 bytes",
+                ));
+            }
+            // Sent back into the TUN device, a bypassed packet would come round again forever.
+            if *n == interface.name {
+                return Err(ctx.err(
+                    d.span(),
+                    "bypass-device",
+                    "must not be the TUN device itself",
+                ));
+            }
+            Some(n.clone())
+        }
+    };
     let sas = config_sa::parse_all(&ctx, &raw.sa)?;
     let mut policies = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {
@@ -318,6 +349,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         file: PathBuf::from(file),
         interface,
         transport,
+        bypass_device,
         control_socket: raw.control.map(|c| PathBuf::from(c.socket)),
         sas,
         policies,
@@ -483,13 +515,16 @@ fn policy(
             }
             let mut idx = Vec::new();
             for s in list.get_ref() {
-                idx.push(config_sa::resolve_outbound(ctx, s, sas)?);
+                idx.push(config_sa::resolve(ctx, s, sas, Direction::Out, "sas")?);
             }
             PolicyAction::Protect(idx)
         }
         a @ ("bypass" | "discard") => {
             if let Some(s) = &r.sas {
                 return Err(ctx.err(s.span(), "sas", format!("{a} takes no SAs")));
+            }
+            if let Some(s) = &r.in_sas {
+                return Err(ctx.err(s.span(), "in-sas", format!("{a} takes no SAs")));
             }
             if a == "bypass" { PolicyAction::Bypass } else { PolicyAction::Discard }
         }
@@ -501,7 +536,21 @@ fn policy(
             ));
         }
     };
-    Ok(PolicyConf { selector: Selector { src, dst, proto, src_ports, dst_ports }, action, line })
+    let mut in_sas = Vec::new();
+    if let Some(list) = &r.in_sas {
+        if list.get_ref().is_empty() {
+            return Err(ctx.err(list.span(), "in-sas", "leave in-sas out for any inbound SA"));
+        }
+        for s in list.get_ref() {
+            in_sas.push(config_sa::resolve(ctx, s, sas, Direction::In, "in-sas")?);
+        }
+    }
+    Ok(PolicyConf {
+        selector: Selector { src, dst, proto, src_ports, dst_ports },
+        action,
+        in_sas,
+        line,
+    })
 }
 
 fn protocol(v: &toml::Value, v6: bool) -> Option<Option<u8>> {

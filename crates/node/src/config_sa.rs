@@ -69,14 +69,15 @@ fn direction(ctx: &Ctx<'_>, s: &Spanned<RawSa>) -> Result<Direction, ConfigError
     }
 }
 
-/// Finds the outbound SA a policy names, by `name` or by SPI.
-pub(crate) fn resolve_outbound(
+/// Finds the SA a policy names in `field`, by `name` or by SPI; it must go in direction `dir`.
+pub(crate) fn resolve(
     ctx: &Ctx<'_>,
     s: &Spanned<toml::Value>,
     sas: &[SaConf],
+    dir: Direction,
+    field: &'static str,
 ) -> Result<usize, ConfigError> {
-    let by_spi =
-        |spi: u32| sas.iter().position(|c| c.direction == Direction::Out && c.params.spi.0 == spi);
+    let by_spi = |spi: u32| sas.iter().position(|c| c.direction == dir && c.params.spi.0 == spi);
     let found = match s.get_ref() {
         toml::Value::String(n) => sas
             .iter()
@@ -85,9 +86,10 @@ pub(crate) fn resolve_outbound(
         v => safile::spi_number(v).and_then(by_spi),
     };
     let i =
-        found.ok_or_else(|| ctx.err(s.span(), "sas", format!("no SA named {}", s.get_ref())))?;
-    if sas[i].direction != Direction::Out {
-        return Err(ctx.err(s.span(), "sas", "policies protect with outbound SAs only"));
+        found.ok_or_else(|| ctx.err(s.span(), field, format!("no SA named {}", s.get_ref())))?;
+    if sas[i].direction != dir {
+        let want = if dir == Direction::Out { "outbound" } else { "inbound" };
+        return Err(ctx.err(s.span(), field, format!("{field} lists {want} SAs only")));
     }
     Ok(i)
 }

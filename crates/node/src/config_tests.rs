@@ -246,3 +246,27 @@ fn metrics_and_log_sections() {
     assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
     assert_eq!(e.line(), Some(line_of(&text, "listen = 9469")), "{e}");
 }
+
+#[test]
+fn bypass_device() {
+    let with = |d: &str| {
+        edited(
+            "peer = \"192.0.2.2:4500\"",
+            &format!("peer = \"192.0.2.2:4500\"\nbypass-device = {d}"),
+        )
+    };
+    let c = parse("t.toml", &with("\"eth0\"")).unwrap();
+    assert_eq!(c.bypass_device.as_deref(), Some("eth0"));
+    assert_eq!(parse("t.toml", EXAMPLE).unwrap().bypass_device, None);
+    for (bad, why) in [
+        ("\"hipsec0\"", "TUN device itself"),
+        ("\"\"", "1..=15 bytes"),
+        ("\"a-very-long-device-name\"", "1..=15 bytes"),
+    ] {
+        let t = with(bad);
+        let e = err_of(&t).to_string();
+        let line = line_of(&t, "bypass-device");
+        assert!(e.contains(&format!("t.toml:{line}:")), "{e}");
+        assert!(e.contains("\"bypass-device\"") && e.contains(why), "{e}");
+    }
+}

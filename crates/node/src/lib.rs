@@ -7,6 +7,7 @@
 //! their SAs are split between threads is explained in `worker`.
 #![deny(unsafe_code)]
 
+pub mod clear;
 pub mod config;
 pub mod config_sa;
 pub mod control;
@@ -28,7 +29,7 @@ pub mod worker;
 use crate::log::{Level, log_event};
 use config::{ConfigError, NodeConfig, PolicyAction, Transport};
 use config_sa::Direction;
-use ipsec::spd::{Action, SpdEntry};
+use ipsec::spd::{Action, Selector, SpdEntry};
 use ipsec::{Engine, EngineError, SecurityAssociation, Time};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -109,8 +110,15 @@ pub fn build_engine(
     build_engine_for(c, now, true, true)
 }
 
-/// Builds an engine holding only the outbound SAs and the SPD (`out`), only the inbound SAs
-/// (`inb`), or both: each worker half gets the SAs it alone uses.
+/// Builds an engine holding only the outbound SAs and the SPD (`out`), only the inbound SAs and
+/// the inbound SPD (`inb`), or both: each worker half gets the SAs it alone uses.
+///
+/// The inbound SPD mirrors the configured policies (source and destination swapped, RFC 4301
+/// §4.4.1: a policy for traffic to a peer also names the traffic from it): after ESP/AH is
+/// removed, the inner packet must match a mirrored protect entry that lists the SA it came in
+/// on (its `in-sas`, or any inbound SA), else it is dropped as `inbound_policy_mismatch`
+/// (RFC 4301 §5.2 step 4): a peer cannot inject inner addresses its policy does not cover.
+/// A config without policies checks nothing inbound.
 pub fn build_engine_for(
     c: &NodeConfig,
     now: Time,
@@ -120,6 +128,7 @@ pub fn build_engine_for(
     let file = c.file.display().to_string();
     let mut engine = Engine::new(crypto::default_provider());
     let mut handles = vec![None; c.sas.len()];
+    let mut in_handles = vec![None; c.sas.len()];
     let mut in_addrs = HashMap::new();
     for (i, s) in c.sas.iter().enumerate() {
         let err = |source| NodeError::Engine { file: file.clone(), line: s.line, source };
@@ -128,7 +137,7 @@ pub fn build_engine_for(
             Direction::In if !inb => {}
             Direction::Out => handles[i] = Some(engine.add_outbound(&s.params, now).map_err(err)?),
             Direction::In => {
-                engine.add_inbound(&s.params, now).map_err(err)?;
+                in_handles[i] = Some(engine.add_inbound(&s.params, now).map_err(err)?.0);
                 let key = (s.params.spi.0, s.params.protocol.number());
                 in_addrs.insert(key, (s.params.src, s.params.dst));
             }
@@ -144,6 +153,35 @@ pub fn build_engine_for(
         };
         engine
             .add_policy(SpdEntry { selector: p.selector.clone(), action })
+            .map_err(|source| NodeError::Engine { file: file.clone(), line: p.line, source })?;
+    }
+    for p in c.policies.iter().filter(|_| inb) {
+        let action = match &p.action {
+            PolicyAction::Bypass => Action::Bypass,
+            PolicyAction::Discard => Action::Discard,
+            PolicyAction::Protect(_) => {
+                let hs: Vec<usize> = if p.in_sas.is_empty() {
+                    in_handles.iter().flatten().copied().collect()
+                } else {
+                    p.in_sas.iter().filter_map(|&i| in_handles[i]).collect()
+                };
+                if hs.is_empty() {
+                    // No inbound SA: nothing can arrive protected for this entry anyway.
+                    continue;
+                }
+                Action::Protect(hs)
+            }
+        };
+        let sel = &p.selector;
+        let mirrored = Selector {
+            src: sel.dst,
+            dst: sel.src,
+            proto: sel.proto,
+            src_ports: sel.dst_ports,
+            dst_ports: sel.src_ports,
+        };
+        engine
+            .add_inbound_policy(SpdEntry { selector: mirrored, action })
             .map_err(|source| NodeError::Engine { file: file.clone(), line: p.line, source })?;
     }
     Ok((engine, in_addrs))
@@ -233,6 +271,10 @@ pub fn run_tuned(
         None => None,
     };
     out.filter = filter.clone();
+    out.clear = match &c.bypass_device {
+        Some(d) => Some(clear::ClearPath::open(d).map_err(io_err(format!("bypass-device {d}")))?),
+        None => None,
+    };
     inb.filter = filter.clone();
     log_event!(
         Level::Info,
@@ -282,3 +324,6 @@ pub fn status(socket: &Path) -> Result<String, NodeError> {
 pub fn command(socket: &Path, cmd: &str) -> Result<String, NodeError> {
     control::query(socket, cmd).map_err(io_err(format!("control socket {}", socket.display())))
 }
+
+#[cfg(test)]
+mod spd_tests;

@@ -37,6 +37,8 @@ pub struct Outbound {
     pub(crate) counters: NodeCounters,
     /// Packet filter applied before protection (issue 5).
     pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
+    /// Where bypassed packets leave in clear (`[network] bypass-device`); None: dropped.
+    pub(crate) clear: Option<crate::clear::ClearPath>,
     /// The tunnel's MTU: the largest inner packet that is sealed (the TUN MTU it was opened with).
     mtu: usize,
     /// Scratch for an ICMP "too big" answer: virtio-net header + up to 1280 bytes.
@@ -72,6 +74,7 @@ impl Outbound {
             super_buf: vec![0u8; VNET_HDR_LEN + 65535].into_boxed_slice(),
             counters: NodeCounters::default(),
             filter: None,
+            clear: None,
             mtu: tun_mtu,
             icmp_buf: vec![0u8; VNET_HDR_LEN + 1280].into_boxed_slice(),
         }
@@ -102,7 +105,12 @@ impl Outbound {
                         _ => self.counters.unsendable += 1,
                     }
                 }
-                Ok(Processed::Bypassed) => self.counters.bypass_unforwarded += 1,
+                Ok(Processed::Bypassed) => match &self.clear {
+                    Some(c) if c.send(self.bufs[i].as_slice()).is_ok() => {
+                        self.counters.bypass_forwarded += 1
+                    }
+                    _ => self.counters.bypass_unforwarded += 1,
+                },
                 // Counted by the engine; nothing is sent (fail closed).
                 Ok(Processed::Decapsulated { .. }) | Err(_) => {}
             }

@@ -76,7 +76,9 @@ counters! {
     filter_blocked,
     /// Oversize DF/IPv6 packets dropped before sealing, answered with ICMP "too big" (`icmp`).
     icmp_too_big,
-    /// Packets the SPD said to bypass; not forwarded (no clear-text path in this node).
+    /// Packets the SPD said to bypass, sent in clear by `[network] bypass-device`.
+    bypass_forwarded,
+    /// Packets the SPD said to bypass, dropped: no `bypass-device`, or it refused them.
     bypass_unforwarded,
     /// Protected packets the carrier cannot send (AH over UDP).
     unsendable,
