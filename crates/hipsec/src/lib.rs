@@ -6,6 +6,7 @@ pub mod bench_filter;
 pub mod bench_tunnel;
 pub mod capture;
 pub mod pcap;
+pub mod status;
 /// The SA file of the pcap tools: the same parser as the node config's `[[sa]]` tables.
 pub use node::safile;
 pub mod wireshark;

@@ -32,7 +32,7 @@ enum Command {
     Traffic(lab::traffic::cli::TrafficCli),
     /// Make a running node re-read its packet-filter rules (a bad file keeps the old rules).
     #[command(name = "reload-filter")]
-    ReloadFilter(StatusArgs),
+    ReloadFilter(SocketArgs),
     /// Offline tools on capture files: protect, unprotect, export keys for Wireshark.
     #[command(subcommand)]
     Pcap(PcapCommand),
@@ -56,12 +56,14 @@ Example:
   hipsec status /run/hipsec.sock";
 
 const STATUS_HELP: &str = "\
-Print a running node's status as JSON: every SA (spi, protocol, suite, mode, bytes, packets,
-age, replay window), every drop-reason counter by name, and packet totals. SOCKET is the
-control socket named in the node's config.
+Print a running node's status: every SA (spi, protocol, suite, mode, bytes, packets, age,
+replay window or next sequence number), the drop counters that are not zero, the node's
+counters and each worker's load. --json prints the whole document (every drop reason by name,
+zeros too) for scripts. SOCKET is the control socket named in the node's config.
 
 Example:
-  hipsec status /run/hipsec.sock | jq '.drops'";
+  hipsec status /run/hipsec.sock
+  hipsec status --json /run/hipsec.sock | jq '.drops'";
 
 const LAB_HELP: &str = "\
 hipsec's lab rebuilds each seed study's experiment on this machine (network namespaces, veth
@@ -140,10 +142,20 @@ struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+struct SocketArgs {
+    /// The node's control socket.
+    #[arg(value_name = "SOCKET")]
+    socket: PathBuf,
+}
+
+#[derive(Debug, Args)]
 struct StatusArgs {
     /// The node's control socket.
     #[arg(value_name = "SOCKET")]
     socket: PathBuf,
+    /// Print the status document as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -339,7 +351,16 @@ fn run(cli: Cli) -> Result<(), String> {
             .map(|s| println!("{s}"))
             .map_err(|e| e.to_string()),
         Command::Status(a) => {
-            node::status(&a.socket).map(|s| println!("{s}")).map_err(|e| e.to_string())
+            let s = node::status(&a.socket).map_err(|e| e.to_string())?;
+            if a.json {
+                println!("{s}");
+                Ok(())
+            } else {
+                let doc: serde_json::Value = serde_json::from_str(&s)
+                    .map_err(|e| format!("the node's answer is not JSON: {e}"))?;
+                print!("{}", hipsec::status::render(&doc));
+                Ok(())
+            }
         }
         Command::Bench(BenchCommand::Esp(a)) => bench_esp::run(&a),
         Command::Bench(BenchCommand::Filter(a)) => bench_filter::run(&a),

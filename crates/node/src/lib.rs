@@ -290,7 +290,10 @@ pub fn run_tuned(
         "udp_gso" => gso,
         "udp_gro" => gro,
         "tun_offload" => offload,
-        "metrics" => metrics.as_ref().and_then(|m| m.local_addr().ok()).map(|a| a.to_string()),
+        "metrics" => metrics
+            .as_ref()
+            .and_then(|m| m.local_addr().ok())
+            .map_or_else(|| "off".to_string(), |a| a.to_string()),
     );
     let workers = if tuning.workers >= 2 {
         vec![

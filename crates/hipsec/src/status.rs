@@ -1,0 +1,156 @@
+//! `hipsec status` as a person reads it: the node's JSON status document (the control socket's
+//! answer, `node::control::status_value`) as a few aligned tables, the way `ipsec statusall`
+//! or `wg show` print theirs. `--json` prints the document itself, for scripts.
+
+use serde_json::Value;
+use std::fmt::Write as _;
+
+fn num(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// Bytes with a binary unit (B, KiB, MiB, GiB, TiB).
+fn bytes(n: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = n as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < units.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{n} B") } else { format!("{x:.1} {}", units[u]) }
+}
+
+/// Renders the status document; fields it lacks are shown as "-" or left out, never a panic.
+pub fn render(doc: &Value) -> String {
+    let mut o = String::new();
+    let e = &doc["engine"];
+    let _ = writeln!(
+        o,
+        "uptime {:.0} s; packets protected {}, decapsulated {}, bypassed {}",
+        doc["uptime_s"].as_f64().unwrap_or(0.0),
+        num(&e["protected"]),
+        num(&e["decapsulated"]),
+        num(&e["bypassed"])
+    );
+    let sas = doc["sas"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let _ = writeln!(o, "\nSAs ({}):", sas.len());
+    let _ = writeln!(
+        o,
+        "  {:<3} {:<10} {:<5} {:<18} {:<9} {:<31} {:>10} {:>10} {:>8}  {}",
+        "dir", "spi", "proto", "suite", "mode", "src -> dst", "bytes", "packets", "age s", "state"
+    );
+    for sa in sas {
+        let s = |k: &str| sa[k].as_str().unwrap_or("-").to_string();
+        let state = if sa["expired"].as_bool() == Some(true) {
+            "EXPIRED".to_string()
+        } else if sa["direction"] == "in" {
+            format!("replay window {} top {}", num(&sa["replay_window"]), num(&sa["replay_top"]))
+        } else {
+            format!("seq {}", num(&sa["seq_out"]))
+        };
+        let _ = writeln!(
+            o,
+            "  {:<3} {:<10} {:<5} {:<18} {:<9} {:<31} {:>10} {:>10} {:>8.0}  {state}",
+            s("direction"),
+            s("spi"),
+            s("proto"),
+            s("suite"),
+            s("mode"),
+            format!("{} -> {}", s("src"), s("dst")),
+            bytes(num(&sa["bytes"])),
+            num(&sa["packets"]),
+            sa["age_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let drops: Vec<(&String, u64)> = doc["drops"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k, num(v))).collect())
+        .unwrap_or_default();
+    let total: u64 = drops.iter().map(|d| d.1).sum();
+    let _ =
+        writeln!(o, "\ndrops: {total} ({} reasons counted; all by name with --json)", drops.len());
+    for (k, n) in drops.iter().filter(|d| d.1 > 0) {
+        let _ = writeln!(o, "  {k:<28} {n:>12}");
+    }
+    if let Some(node) = doc["node"].as_object() {
+        let _ = writeln!(o, "\nnode counters (non-zero):");
+        for (k, v) in node.iter().filter(|(_, v)| num(v) > 0) {
+            let _ = writeln!(o, "  {k:<28} {:>12}", num(v));
+        }
+    }
+    if let Some(ws) = doc["workers"].as_array() {
+        let _ = writeln!(o, "\nworkers:");
+        for (i, w) in ws.iter().enumerate() {
+            let cpu = w["cpu_s"].as_f64().map_or("-".to_string(), |c| format!("{c:.2} s CPU"));
+            let _ = writeln!(
+                o,
+                "  {i} {:<5} {cpu}, {} packets from TUN, {} to TUN, {} sent, {} received",
+                w["role"].as_str().unwrap_or("-"),
+                num(&w["node"]["tun_rx"]),
+                num(&w["node"]["tun_tx"]),
+                num(&w["node"]["net_tx"]),
+                num(&w["node"]["net_rx"])
+            );
+        }
+    }
+    if let Some(f) = doc.get("filter").filter(|f| !f.is_null()) {
+        let _ = writeln!(o, "\nfilter: {f}");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_sas_drops_and_workers() {
+        let doc = json!({
+            "uptime_s": 12.5,
+            "engine": { "protected": 10, "decapsulated": 7, "bypassed": 0 },
+            "sas": [
+                { "direction": "out", "spi": "0x00001001", "proto": "esp", "suite": "aes128gcm",
+                  "mode": "tunnel", "src": "192.0.2.1", "dst": "192.0.2.2", "bytes": 3 << 20,
+                  "packets": 10, "age_s": 12.0, "expired": false, "seq_out": 10 },
+                { "direction": "in", "spi": "0x00002001", "proto": "esp", "suite": "aes128gcm",
+                  "mode": "tunnel", "src": "192.0.2.2", "dst": "192.0.2.1", "bytes": 900,
+                  "packets": 7, "age_s": 12.0, "expired": true, "replay_window": 128,
+                  "replay_top": 9 }
+            ],
+            "drops": { "replayed": 2, "no_sa": 0, "integrity_failed": 1 },
+            "node": { "tun_rx": 10, "runts": 0 },
+            "workers": [ { "role": "both", "cpu_s": 0.25,
+                           "node": { "tun_rx": 10, "tun_tx": 7, "net_tx": 10, "net_rx": 9 } } ]
+        });
+        let t = render(&doc);
+        assert!(t.contains("protected 10, decapsulated 7"), "{t}");
+        assert!(t.contains("SAs (2):"), "{t}");
+        assert!(t.contains("0x00001001") && t.contains("3.0 MiB") && t.contains("seq 10"), "{t}");
+        assert!(t.contains("EXPIRED"), "{t}");
+        assert!(t.contains("drops: 3 (3 reasons"), "{t}");
+        assert!(t.contains("replayed") && t.contains("integrity_failed"), "{t}");
+        // Zero counters are left to --json.
+        assert!(!t.contains("no_sa") && !t.contains("runts"), "{t}");
+        assert!(
+            t.contains("0.25 s CPU, 10 packets from TUN, 7 to TUN, 10 sent, 9 received"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn odd_documents_do_not_panic() {
+        for doc in [json!(null), json!({}), json!({"sas": 3, "drops": [1], "workers": {}})] {
+            assert!(render(&doc).contains("SAs (0):"));
+        }
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(5 << 30), "5.0 GiB");
+    }
+}
