@@ -37,8 +37,8 @@ pub fn render(doc: &Value) -> String {
     let _ = writeln!(o, "\nSAs ({}):", sas.len());
     let _ = writeln!(
         o,
-        "  {:<3} {:<10} {:<5} {:<18} {:<9} {:<31} {:>10} {:>10} {:>8}  {}",
-        "dir", "spi", "proto", "suite", "mode", "src -> dst", "bytes", "packets", "age s", "state"
+        "  {:<3} {:<10} {:<5} {:<18} {:<9} {:<31} {:>10} {:>10} {:>8}  state",
+        "dir", "spi", "proto", "suite", "mode", "src -> dst", "bytes", "packets", "age s"
     );
     for sa in sas {
         let s = |k: &str| sa[k].as_str().unwrap_or("-").to_string();
