@@ -338,6 +338,9 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         }
     };
     let sas = config_sa::parse_all(&ctx, &raw.sa)?;
+    if let Transport::Raw { local, peer } = transport {
+        config_sa::check_raw_addresses(&ctx, &raw.sa, &sas, local, peer)?;
+    }
     let mut policies = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {
         policies.push(policy(&ctx, p, &sas)?);

@@ -93,3 +93,40 @@ pub(crate) fn resolve(
     }
     Ok(i)
 }
+
+/// With the raw IP carrier the engine's outer header goes on the wire as it is (IPv4,
+/// IP_HDRINCL) or gives the destination (IPv6), so every SA must carry the carrier's addresses:
+/// `local` → `peer` outbound, `peer` → `local` inbound. An SA between other addresses (say,
+/// transport mode between the TUN addresses) would be routed back into the TUN device and round
+/// again; over UDP the carrier's own header replaces it, so there it is fine.
+pub(crate) fn check_raw_addresses(
+    ctx: &Ctx<'_>,
+    raw: &[Spanned<RawSa>],
+    sas: &[SaConf],
+    local: std::net::IpAddr,
+    peer: std::net::IpAddr,
+) -> Result<(), ConfigError> {
+    for (r, c) in raw.iter().zip(sas) {
+        let (want_src, want_dst) =
+            if c.direction == Direction::Out { (local, peer) } else { (peer, local) };
+        let r = r.get_ref();
+        for (field, span, got, want) in [
+            ("src", r.src.span(), c.params.src, want_src),
+            ("dst", r.dst.span(), c.params.dst, want_dst),
+        ] {
+            if got != want {
+                return Err(ctx.err(
+                    span,
+                    field,
+                    format!(
+                        "{got}: transport = \"raw\" puts the SA's addresses on the wire, so this \
+                         {} SA needs {field} = \"{want}\" (for other addresses use \
+                         transport = \"udp\")",
+                        if c.direction == Direction::Out { "outbound" } else { "inbound" }
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

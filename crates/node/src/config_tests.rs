@@ -270,3 +270,22 @@ fn bypass_device() {
         assert!(e.contains("\"bypass-device\"") && e.contains(why), "{e}");
     }
 }
+
+#[test]
+fn raw_carrier_needs_the_carrier_addresses_in_every_sa() {
+    let raw = edited("transport = \"udp\"", "transport = \"raw\"")
+        .replace("local = \"192.0.2.1:4500\"", "local = \"192.0.2.1\"")
+        .replace("peer = \"192.0.2.2:4500\"", "peer = \"192.0.2.2\"");
+    parse("t.toml", &raw).unwrap();
+    // Transport mode between the TUN addresses would be routed back into the TUN device.
+    let t = raw.replacen("src = \"192.0.2.1\"", "src = \"10.0.0.1\"", 1);
+    let e = err_of(&t).to_string();
+    assert!(e.contains(&format!("t.toml:{}:", line_of(&t, "src = \"10.0.0.1\""))), "{e}");
+    assert!(e.contains("field \"src\"") && e.contains("needs src = \"192.0.2.1\""), "{e}");
+    let t = raw.replacen("dst = \"192.0.2.1\"", "dst = \"192.0.2.9\"", 1);
+    let e = err_of(&t).to_string();
+    assert!(
+        e.contains("field \"dst\"") && e.contains("inbound SA needs dst = \"192.0.2.1\""),
+        "{e}"
+    );
+}

@@ -161,8 +161,8 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(crate) struct RawSa {
-    src: Spanned<String>,
-    dst: Spanned<String>,
+    pub(crate) src: Spanned<String>,
+    pub(crate) dst: Spanned<String>,
     proto: Spanned<String>,
     pub(crate) spi: Spanned<toml::Value>,
     mode: Spanned<String>,

@@ -122,6 +122,9 @@ struct Opts {
     outer_v6: bool,
     /// IPv6 inside the tunnel (fd00::1 and fd00::2) instead of IPv4.
     inner_v6: bool,
+    /// Host to host: ESP in transport mode between the TUN addresses (10.0.0.1 and 10.0.0.2)
+    /// instead of a tunnel-mode SA between the carrier addresses.
+    transport_mode: bool,
 }
 
 impl Default for Opts {
@@ -133,6 +136,7 @@ impl Default for Opts {
             prot: Prot::Esp,
             outer_v6: false,
             inner_v6: false,
+            transport_mode: false,
         }
     }
 }
@@ -231,8 +235,14 @@ impl Lab {
             Prot::AhEsp => ("esp", true),
         };
         let keys = |seed: u8| if proto == "ah" { ah_keys(seed) } else { sa_keys(o.suite, seed) };
+        // Transport mode protects the hosts' own packets: the SA's addresses are theirs.
+        let (mode, me, peer) = if o.transport_mode {
+            ("transport", ["10.0.0.1", "10.0.0.2"][side], ["10.0.0.1", "10.0.0.2"][1 - side])
+        } else {
+            ("tunnel", me, peer)
+        };
         if o.with_out {
-            t += &sa("out", "out", proto, "tunnel", me, peer, spi_out, keys(seed_out));
+            t += &sa("out", "out", proto, mode, me, peer, spi_out, keys(seed_out));
             if bundle {
                 t += &sa(
                     "ah-out",
@@ -246,7 +256,7 @@ impl Lab {
                 );
             }
         }
-        t += &sa("in", "in", proto, "tunnel", peer, me, spi_in, keys(seed_in));
+        t += &sa("in", "in", proto, mode, peer, me, spi_in, keys(seed_in));
         if bundle {
             t += &sa("ah-in", "in", "ah", "transport", peer, me, spi_in + 1, ah_keys(seed_in + 7));
         }
@@ -507,7 +517,8 @@ fn round_trip_opts(o: Opts, tuning: &'static str) {
         .count();
     assert_eq!(busy, want_in, "{sb}");
     let want_proto = if o.prot == Prot::Ah { "ah" } else { "esp" };
-    assert!(sas.iter().any(|s| s["proto"] == want_proto && s["mode"] == "tunnel"), "{sb}");
+    let want_mode = if o.transport_mode { "transport" } else { "tunnel" };
+    assert!(sas.iter().any(|s| s["proto"] == want_proto && s["mode"] == want_mode), "{sb}");
     let workers = sb["workers"].as_array().unwrap();
     let want = if tuning.contains("two-workers") { 2 } else { workers.len().max(1) };
     assert_eq!(workers.len(), want, "{sb}");
@@ -952,4 +963,11 @@ fn bypass_goes_out_in_clear_by_the_bypass_device() {
     assert_eq!(st["engine"]["protected"], 0, "{st}");
     // The protected path is unchanged beside it.
     assert!(lab.in_ns(0, || ping(Ipv4Addr::new(10, 0, 0, 2), 10)).join().unwrap(), "no ping reply");
+}
+
+/// Host to host in transport mode (RFC 4303 §3.1.1): ESP between the TUN addresses, carried in
+/// UDP between the veth addresses (the receiver rebuilds the IP header from its SA).
+#[test]
+fn aes_gcm_udp_transport_mode_host_to_host() {
+    round_trip_opts(Opts { transport_mode: true, ..Opts::default() }, "");
 }
