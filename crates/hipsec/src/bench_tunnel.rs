@@ -39,6 +39,13 @@ pub struct BenchTunnelArgs {
     /// different sysctls compare; the report names the one used.
     #[arg(long, default_value = "cubic")]
     pub congestion: String,
+    /// Data-path lanes of each node ([interface] queues; one SA pair per lane): with more
+    /// than one, use --parallel so that several flows can spread over the TUN queues.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub queues: u32,
+    /// Parallel TCP streams of each iperf3 transfer (iperf3 -P).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallel: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -89,6 +96,10 @@ pub struct Report {
     pub transport: &'static str,
     /// TCP congestion control of the iperf3 transfers.
     pub congestion: String,
+    /// Lanes of each node.
+    pub queues: u32,
+    /// Parallel TCP streams.
+    pub parallel: u32,
     /// Seconds of each transfer.
     pub seconds: u32,
     /// The nodes' `HIPSEC_NODE_TUNING` (empty: every speed-up on).
@@ -233,26 +244,37 @@ impl Topo {
         self.dir.join(format!("node{side}.sock"))
     }
 
-    fn config(&self, side: usize, suite: &str) -> Result<PathBuf, String> {
+    fn config(&self, side: usize, suite: &str, queues: u32) -> Result<PathBuf, String> {
         let me = ["192.0.2.1", "192.0.2.2"][side];
         let peer = ["192.0.2.1", "192.0.2.2"][1 - side];
-        let (spi_out, spi_in) = if side == 0 { (0x1001, 0x2001) } else { (0x2001, 0x1001) };
-        let (seed_out, seed_in) = if side == 0 { (1, 101) } else { (101, 1) };
         let mut t = format!(
-            "[interface]\nname = \"{TUN}\"\nmtu = 1500\naddresses = [\"10.99.0.{}/24\"]\n\n\
+            "[interface]\nname = \"{TUN}\"\nmtu = 1500\nqueues = {queues}\n\
+             addresses = [\"10.99.0.{}/24\"]\n\n\
              [network]\ntransport = \"udp\"\nlocal = \"{me}:4500\"\npeer = \"{peer}:4500\"\n\n\
              [control]\nsocket = \"{}\"\n\n",
             side + 1,
             self.sock(side).display()
         );
-        for (name, dir, src, dst, spi, seed) in
-            [("out", "out", me, peer, spi_out, seed_out), ("in", "in", peer, me, spi_in, seed_in)]
-        {
-            t += &format!(
-                "[[sa]]\nname = \"{name}\"\ndirection = \"{dir}\"\nproto = \"esp\"\n\
-                 mode = \"tunnel\"\nsrc = \"{src}\"\ndst = \"{dst}\"\nspi = {spi}\n{}\n",
-                sa_keys(suite, seed)?
-            );
+        // One SA pair per lane; lane k's inbound SPIs are k mod queues (node::lanes).
+        for lane in 0..queues {
+            let (spi_out, spi_in) = if side == 0 {
+                (0x1000 + lane, 0x2000 + lane)
+            } else {
+                (0x2000 + lane, 0x1000 + lane)
+            };
+            let (seed_out, seed_in) = if side == 0 { (1, 101) } else { (101, 1) };
+            let (seed_out, seed_in) = (seed_out + 7 * lane as u8, seed_in + 7 * lane as u8);
+            for (name, dir, src, dst, spi, seed) in [
+                ("out", "out", me, peer, spi_out, seed_out),
+                ("in", "in", peer, me, spi_in, seed_in),
+            ] {
+                t += &format!(
+                    "[[sa]]\nname = \"{name}\"\nlane = {lane}\ndirection = \"{dir}\"\n\
+                     proto = \"esp\"\nmode = \"tunnel\"\nsrc = \"{src}\"\ndst = \"{dst}\"\n\
+                     spi = {spi}\n{}\n",
+                    sa_keys(suite, seed)?
+                );
+            }
         }
         t += "[[policy]]\nsrc = \"10.99.0.0/24\"\ndst = \"10.99.0.0/24\"\naction = \"protect\"\n\
               sas = [\"out\"]\n";
@@ -308,6 +330,7 @@ impl Topo {
         dst: &str,
         seconds: u32,
         congestion: &str,
+        parallel: u32,
         stop: &AtomicBool,
     ) -> Result<Value, String> {
         let server = Command::new("ip")
@@ -321,7 +344,7 @@ impl Topo {
         std::thread::sleep(Duration::from_millis(400));
         let mut client = Command::new("ip")
             .args(["netns", "exec", &self.ns[0], "iperf3", "-c", dst, "-J"])
-            .args(["-t", &seconds.to_string(), "-C", congestion])
+            .args(["-t", &seconds.to_string(), "-C", congestion, "-P", &parallel.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -415,6 +438,7 @@ fn measure(
     dst: Ipv4Addr,
     seconds: u32,
     congestion: &str,
+    parallel: u32,
     stop: &AtomicBool,
     around: &mut dyn FnMut(bool),
 ) -> Result<PathResult, String> {
@@ -424,7 +448,7 @@ fn measure(
     }
     let (b0, t0) = machine_jiffies();
     around(true);
-    let v = topo.iperf(&dst.to_string(), seconds, congestion, stop)?;
+    let v = topo.iperf(&dst.to_string(), seconds, congestion, parallel, stop)?;
     around(false);
     let (b1, t1) = machine_jiffies();
     let end = &v["end"];
@@ -458,8 +482,8 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
     eprintln!("bench tunnel: setting up namespaces (load average {load:.2})");
     let mut topo = Topo::new()?;
     let pids = [
-        topo.start_node(0, &topo.config(0, &args.suite)?)?,
-        topo.start_node(1, &topo.config(1, &args.suite)?)?,
+        topo.start_node(0, &topo.config(0, &args.suite, args.queues)?)?,
+        topo.start_node(1, &topo.config(1, &args.suite, args.queues)?)?,
     ];
     eprintln!("bench tunnel: plain veth, iperf3 {} s", args.seconds);
     let plain = measure(
@@ -467,6 +491,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         Ipv4Addr::new(192, 0, 2, 2),
         args.seconds,
         &congestion,
+        args.parallel,
         stop,
         &mut |_| {},
     )?;
@@ -480,6 +505,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         Ipv4Addr::new(10, 99, 0, 2),
         args.seconds,
         &congestion,
+        args.parallel,
         stop,
         &mut |b| {
             for (i, &pid) in pids.iter().enumerate() {
@@ -530,6 +556,8 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         suite: args.suite.clone(),
         transport: "udp",
         congestion,
+        queues: args.queues,
+        parallel: args.parallel,
         seconds: args.seconds,
         node_tuning: std::env::var("HIPSEC_NODE_TUNING").unwrap_or_default(),
         load_at_start: load,
@@ -554,9 +582,9 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "hipsec bench tunnel: {} over UDP, iperf3 TCP ({}) {} s each, {} CPUs, load average {:.2} \
-         at start",
-        r.suite, r.congestion, r.seconds, r.cpus, r.load_at_start
+        "hipsec bench tunnel: {} over UDP, {} lane(s), iperf3 TCP ({}, {} stream(s)) {} s each, \
+         {} CPUs, load average {:.2} at start",
+        r.suite, r.queues, r.congestion, r.parallel, r.seconds, r.cpus, r.load_at_start
     );
     println!(
         "{:<16} {:>8} {:>9} {:>8} {:>13} {:>10} {:>8}",

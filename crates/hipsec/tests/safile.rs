@@ -242,6 +242,9 @@ fn node_fields_are_refused() {
     let e = err(&gcm("direction = \"out\"\n"));
     assert_eq!(
         e,
-        "sa.toml:9:13: field \"direction\": not used here: \"direction\" and \"name\" are for the node config"
+        "sa.toml:9:13: field \"direction\": not used here: \"direction\", \"name\" and \"lane\" are for the node config"
     );
+    let e = err(&gcm("lane = 1
+"));
+    assert!(e.starts_with("sa.toml:9:") && e.contains("field \"lane\": not used here"), "{e}");
 }

@@ -51,6 +51,8 @@ pub struct InterfaceConf {
     pub link_mtu: u16,
     /// Addresses with prefix lengths.
     pub addresses: Vec<Prefix>,
+    /// TUN queues, one data-path lane each (`queues`, default 1; see `crate::lanes`).
+    pub queues: usize,
 }
 
 /// The carrier of protected packets.
@@ -212,6 +214,7 @@ struct RawInterface {
     mtu: Option<Spanned<i64>>,
     #[serde(default)]
     addresses: Vec<Spanned<String>>,
+    queues: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -345,6 +348,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     for p in &raw.policy {
         policies.push(policy(&ctx, p, &sas)?);
     }
+    check_lanes(&ctx, &raw, &interface, &transport, &sas, &policies)?;
     let filter = raw.filter.as_ref().map(|f| filter_conf(&ctx, f)).transpose()?;
     let metrics_listen = raw.metrics.as_ref().map(|m| metrics_listen(&ctx, m)).transpose()?;
     let log = raw.log.as_ref().map(|l| log_conf(&ctx, l)).transpose()?.unwrap_or_default();
@@ -360,6 +364,88 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         metrics_listen,
         log,
     })
+}
+
+/// Lanes (`[interface] queues` > 1, see `crate::lanes`): ESP in UDP only (raw sockets would each
+/// get every packet); every SA in a lane below `queues`; an inbound SA's SPI ≡ its lane mod
+/// `queues` (the kernel picks the receiving lane by SPI); and every SA a policy names has a
+/// counterpart of the same name in each lane, since each lane seals with its own SAs (RFC 9611).
+fn check_lanes(
+    ctx: &Ctx<'_>,
+    raw: &RawFile,
+    iface: &InterfaceConf,
+    transport: &Transport,
+    sas: &[SaConf],
+    policies: &[PolicyConf],
+) -> Result<(), ConfigError> {
+    let n = iface.queues;
+    for (r, c) in raw.sa.iter().zip(sas) {
+        let lane_span = r.get_ref().lane.as_ref().map_or(r.span(), |l| l.span());
+        if c.lane >= n {
+            return Err(ctx.err(
+                lane_span,
+                "lane",
+                format!("lane {} but [interface] queues = {n} (lanes 0..{n})", c.lane),
+            ));
+        }
+        if n > 1 && c.direction == Direction::In && c.params.spi.0 as usize % n != c.lane {
+            return Err(ctx.err(
+                r.get_ref().spi.span(),
+                "spi",
+                format!(
+                    "{}: with queues = {n} the receiving lane is SPI mod {n}, so an inbound SA \
+                     of lane {} needs an SPI that leaves {} (this one leaves {})",
+                    c.params.spi,
+                    c.lane,
+                    c.lane,
+                    c.params.spi.0 as usize % n
+                ),
+            ));
+        }
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    if !matches!(transport, Transport::Udp { .. }) {
+        let span = raw.network.get_ref().transport.as_ref().map_or(0..0, |t| t.span());
+        return Err(ctx.err(
+            span,
+            "transport",
+            format!("queues = {n} needs transport = \"udp\" (every raw socket gets every packet)"),
+        ));
+    }
+    for (p, rp) in policies.iter().zip(&raw.policy) {
+        let named: Vec<usize> = match &p.action {
+            PolicyAction::Protect(v) => v.iter().chain(&p.in_sas).copied().collect(),
+            _ => continue,
+        };
+        for i in named {
+            let sa = &sas[i];
+            let field = if sa.direction == Direction::Out { "sas" } else { "in-sas" };
+            let span = rp.span();
+            let Some(name) = &sa.name else {
+                return Err(ctx.err(
+                    span,
+                    field,
+                    format!(
+                        "SA {} has no name: with queues = {n} policies name SAs, and each lane \
+                         has its own SA of that name",
+                        sa.params.spi
+                    ),
+                ));
+            };
+            for lane in 1..n {
+                if crate::lanes::counterpart(sas, i, lane).is_none() {
+                    return Err(ctx.err(
+                        span,
+                        field,
+                        format!("no SA named {name:?} with lane = {lane} (queues = {n})"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `[metrics] listen`: `ADDR:PORT` or `[V6ADDR]:PORT`, port not 0 (a scraper must know it).
@@ -427,7 +513,16 @@ fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigErr
         let p: Prefix = a.get_ref().parse().map_err(|e| ctx.err(a.span(), "addresses", e))?;
         addresses.push(p);
     }
-    Ok(InterfaceConf { name: name.clone(), link_mtu, addresses })
+    let queues = match &r.queues {
+        None => 1,
+        Some(q) => usize::try_from(*q.get_ref())
+            .ok()
+            .filter(|v| (1..=crate::lanes::MAX_LANES).contains(v))
+            .ok_or_else(|| {
+                ctx.err(q.span(), "queues", format!("want 1..={}", crate::lanes::MAX_LANES))
+            })?,
+    };
+    Ok(InterfaceConf { name: name.clone(), link_mtu, addresses, queues })
 }
 
 fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {

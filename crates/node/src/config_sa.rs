@@ -29,6 +29,8 @@ pub struct SaConf {
     pub params: SaParams,
     /// Line of the `[[sa]]` header.
     pub line: usize,
+    /// Data-path lane that owns it (`lane`, default 0; see `crate::lanes`).
+    pub lane: usize,
     /// Legacy notes for the user (insecure SAs are refused, not noted).
     pub notes: Vec<Note>,
 }
@@ -41,9 +43,22 @@ pub(crate) fn parse_all(ctx: &Ctx<'_>, raw: &[Spanned<RawSa>]) -> Result<Vec<SaC
         let direction = direction(ctx, s)?;
         let e = safile::entry(ctx, s, Options::NODE)?;
         let name = r.name.as_ref().map(|n| n.get_ref().clone());
+        let lane = match &r.lane {
+            None => 0,
+            Some(l) => usize::try_from(*l.get_ref())
+                .ok()
+                .filter(|&l| l < crate::lanes::MAX_LANES)
+                .ok_or_else(|| ctx.err(l.span(), "lane", "want a lane number 0.."))?,
+        };
+        // A name is unique per lane: each lane has its own SA of that name (`crate::lanes`).
         if let (Some(n), Some(span)) = (&name, r.name.as_ref().map(|n| n.span())) {
-            if let Some(prev) = out.iter().find(|o| o.name.as_ref() == Some(n)) {
-                return Err(ctx.err(span, "name", format!("already used at line {}", prev.line)));
+            if let Some(prev) = out.iter().find(|o| o.name.as_ref() == Some(n) && o.lane == lane) {
+                let what = if lane == 0 { String::new() } else { format!(" in lane {lane}") };
+                return Err(ctx.err(
+                    span,
+                    "name",
+                    format!("already used{what} at line {}", prev.line),
+                ));
             }
         }
         let key = (direction, e.params.spi, e.params.protocol.number());
@@ -52,7 +67,7 @@ pub(crate) fn parse_all(ctx: &Ctx<'_>, raw: &[Spanned<RawSa>]) -> Result<Vec<SaC
         {
             return Err(safile::duplicate(ctx, r, &e.params, prev.line));
         }
-        out.push(SaConf { name, direction, params: e.params, line: e.line, notes: e.notes });
+        out.push(SaConf { name, direction, params: e.params, line: e.line, lane, notes: e.notes });
     }
     Ok(out)
 }
@@ -78,10 +93,11 @@ pub(crate) fn resolve(
     field: &'static str,
 ) -> Result<usize, ConfigError> {
     let by_spi = |spi: u32| sas.iter().position(|c| c.direction == dir && c.params.spi.0 == spi);
+    // By name: lane 0's SA of that name (the others are its counterparts, `crate::lanes`).
     let found = match s.get_ref() {
         toml::Value::String(n) => sas
             .iter()
-            .position(|c| c.name.as_deref() == Some(n.as_str()))
+            .position(|c| c.name.as_deref() == Some(n.as_str()) && c.lane == 0)
             .or_else(|| safile::spi_number(s.get_ref()).and_then(by_spi)),
         v => safile::spi_number(v).and_then(by_spi),
     };

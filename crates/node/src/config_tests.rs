@@ -289,3 +289,63 @@ fn raw_carrier_needs_the_carrier_addresses_in_every_sa() {
         "{e}"
     );
 }
+
+/// The example made two-lane: lane 1 gets its own SA pair (inbound SPI odd).
+fn two_lanes() -> String {
+    let lane1 = "[[sa]]\nname = \"a-to-b\"\nlane = 1\ndirection = \"out\"\nproto = \"esp\"\n\
+                 mode = \"tunnel\"\nsrc = \"192.0.2.1\"\ndst = \"192.0.2.2\"\nspi = \"0x00001003\"\n\
+                 aead = \"aes128gcm\"\nkey = \"0x303132333435363738393a3b3c3d3e3f_d0d1d2d3\"\n\n\
+                 [[sa]]\nname = \"b-to-a\"\nlane = 1\ndirection = \"in\"\nproto = \"esp\"\n\
+                 mode = \"tunnel\"\nsrc = \"192.0.2.2\"\ndst = \"192.0.2.1\"\nspi = \"0x00002003\"\n\
+                 aead = \"aes128gcm\"\nkey = \"0x404142434445464748494a4b4c4d4e4f_e0e1e2e3\"\n\n";
+    edited("name = \"hipsec0\"", "name = \"hipsec0\"\nqueues = 2")
+        .replacen("spi = \"0x00002001\"", "spi = \"0x00002002\"", 1)
+        .replacen("[[policy]]", &format!("{lane1}[[policy]]"), 1)
+}
+
+#[test]
+fn lanes_parse_and_pair_up_by_name() {
+    let c = parse("t.toml", &two_lanes()).unwrap();
+    assert_eq!(c.interface.queues, 2);
+    let PolicyAction::Protect(v) = &c.policies[1].action else { panic!("not protect") };
+    assert_eq!(c.sas[v[0]].lane, 0);
+    let other = crate::lanes::counterpart(&c.sas, v[0], 1).unwrap();
+    assert_eq!((c.sas[other].lane, c.sas[other].params.spi.0), (1, 0x1003));
+    // Each lane's engine holds only its own SAs.
+    let (e1, addrs) = crate::build_engine_for(&c, ipsec::Time(0), true, true, 1).unwrap();
+    assert_eq!(e1.outbound_sas().map(|s| s.spi().0).collect::<Vec<_>>(), [0x1003]);
+    assert_eq!(addrs.keys().map(|k| k.0).collect::<Vec<_>>(), [0x2003]);
+}
+
+#[test]
+fn lane_errors_name_the_field() {
+    let t = two_lanes();
+    let cases = [
+        // Lane 0's inbound SPI must be even with two lanes.
+        (t.replacen("spi = \"0x00002002\"", "spi = \"0x00002001\"", 1), "spi", "leaves 0"),
+        (t.replacen("lane = 1", "lane = 2", 1), "lane", "queues = 2"),
+        (
+            t.replacen("name = \"a-to-b\"\nlane = 1", "name = \"a-to-c\"\nlane = 1", 1),
+            "sas",
+            "no SA named \"a-to-b\" with lane = 1",
+        ),
+        (
+            t.replacen("transport = \"udp\"", "transport = \"raw\"", 1)
+                .replace("local = \"192.0.2.1:4500\"", "local = \"192.0.2.1\"")
+                .replace("peer = \"192.0.2.2:4500\"", "peer = \"192.0.2.2\""),
+            "transport",
+            "needs transport = \"udp\"",
+        ),
+        (t.replacen("queues = 2", "queues = 0", 1), "queues", "want 1..="),
+        (
+            t.replacen("name = \"b-to-a\"\nlane = 1", "name = \"b-to-a\"\nlane = 0", 1),
+            "name",
+            "already used",
+        ),
+    ];
+    for (text, field, why) in cases {
+        let e = err_of(&text).to_string();
+        assert!(e.contains(&format!("field \"{field}\"")) && e.contains(why), "{field}: {e}");
+        assert!(e.starts_with("t.toml:"), "{e}");
+    }
+}

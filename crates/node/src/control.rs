@@ -183,7 +183,7 @@ pub fn status_value(workers: &[Value], now: Time) -> Value {
     doc["uptime_s"] = json!(now.0 as f64 / 1e6);
     doc["workers"] = workers
         .iter()
-        .map(|w| json!({ "role": w["role"], "cpu_s": w["cpu_s"], "node": w["node"] }))
+        .map(|w| json!({ "lane": w["lane"], "role": w["role"], "cpu_s": w["cpu_s"], "node": w["node"] }))
         .collect();
     doc
 }

@@ -15,6 +15,7 @@ pub mod encap;
 pub mod filter_stage;
 pub mod icmp;
 pub mod inbound;
+pub mod lanes;
 pub mod log;
 pub mod metrics;
 pub mod net;
@@ -107,7 +108,7 @@ pub fn build_engine(
     c: &NodeConfig,
     now: Time,
 ) -> Result<(Engine, worker::InboundAddrs), NodeError> {
-    build_engine_for(c, now, true, true)
+    build_engine_for(c, now, true, true, 0)
 }
 
 /// Builds an engine holding only the outbound SAs and the SPD (`out`), only the inbound SAs and
@@ -124,13 +125,16 @@ pub fn build_engine_for(
     now: Time,
     out: bool,
     inb: bool,
+    lane: usize,
 ) -> Result<(Engine, worker::InboundAddrs), NodeError> {
     let file = c.file.display().to_string();
     let mut engine = Engine::new(crypto::default_provider());
     let mut handles = vec![None; c.sas.len()];
     let mut in_handles = vec![None; c.sas.len()];
     let mut in_addrs = HashMap::new();
-    for (i, s) in c.sas.iter().enumerate() {
+    // Policies name lane 0's SAs; in lane k each stands for its counterpart (`lanes`).
+    let here = |i: usize| lanes::counterpart(&c.sas, i, lane);
+    for (i, s) in c.sas.iter().enumerate().filter(|(_, s)| s.lane == lane) {
         let err = |source| NodeError::Engine { file: file.clone(), line: s.line, source };
         match s.direction {
             Direction::Out if !out => {}
@@ -147,9 +151,9 @@ pub fn build_engine_for(
         let action = match &p.action {
             PolicyAction::Bypass => Action::Bypass,
             PolicyAction::Discard => Action::Discard,
-            PolicyAction::Protect(v) => {
-                Action::Protect(v.iter().filter_map(|&i| handles[i].map(|h| h.0)).collect())
-            }
+            PolicyAction::Protect(v) => Action::Protect(
+                v.iter().filter_map(|&i| here(i).and_then(|j| handles[j]).map(|h| h.0)).collect(),
+            ),
         };
         engine
             .add_policy(SpdEntry { selector: p.selector.clone(), action })
@@ -163,7 +167,7 @@ pub fn build_engine_for(
                 let hs: Vec<usize> = if p.in_sas.is_empty() {
                     in_handles.iter().flatten().copied().collect()
                 } else {
-                    p.in_sas.iter().filter_map(|&i| in_handles[i]).collect()
+                    p.in_sas.iter().filter_map(|&i| here(i).and_then(|j| in_handles[j])).collect()
                 };
                 if hs.is_empty() {
                     // No inbound SA: nothing can arrive protected for this entry anyway.
@@ -217,16 +221,35 @@ pub fn run_tuned(
     let start = Instant::now();
     // Set once per process: the first node's `[log]` counts (a process runs one node).
     log::init(c.log);
-    let (out_engine, _) = build_engine_for(c, Time(0), true, false)?;
-    let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true)?;
+    let lanes = c.interface.queues;
+    let mut engines = Vec::with_capacity(lanes);
+    for lane in 0..lanes {
+        let (out_engine, _) = build_engine_for(c, Time(0), true, false, lane)?;
+        let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true, lane)?;
+        engines.push((out_engine, in_engine, in_addrs));
+    }
     let overhead = wire_overhead(c);
     let mtu = (c.interface.link_mtu as usize)
         .checked_sub(overhead)
         .filter(|&m| m >= 576)
         .ok_or(NodeError::MtuTooSmall { link: c.interface.link_mtu, overhead })?;
-    let carrier = net::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?;
+    // Per lane: the carrier (its receiving socket) and, for lanes >= 1, a socket to send from.
+    let mut carriers: Vec<(net::Carrier, Option<std::net::UdpSocket>)> = match (&c.transport, lanes)
+    {
+        (Transport::Udp { local, peer }, n) if n > 1 => lanes::open_udp(*local, n)
+            .map_err(io_err(format!("carrier sockets (SO_REUSEPORT on {local})")))?
+            .into_iter()
+            .map(|l| (net::Carrier::udp(l.rx, *peer), l.tx))
+            .collect(),
+        _ => vec![(net::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?, None)],
+    };
     if tuning.big_buffers {
-        carrier.force_buffers(tuning.socket_buffer);
+        for (carrier, tx) in &carriers {
+            carrier.force_buffers(tuning.socket_buffer);
+            if let Some(tx) = tx {
+                net::force_buffers(tx, tuning.socket_buffer);
+            }
+        }
     }
     // Bound before the TUN device is made: an address in use stops the node with nothing to undo.
     let metrics = c
@@ -241,41 +264,81 @@ pub fn run_tuned(
         None => None,
     };
     let txq = tuning.big_buffers.then_some(BIG_TX_QUEUE);
-    let (dev, offload) = tun::open(&c.interface, mtu as u16, tuning.tun_offload, txq)
+    let (queues, offload) = tun::open(&c.interface, mtu as u16, tuning.tun_offload, txq)
         .map_err(io_err(format!("tun device {}", c.interface.name)))?;
-    let tun_fd = dev.as_raw_fd();
-    let dev = Arc::new(dev);
-    let carrier_fds = carrier.fds();
-    // Batched UDP (quinn-udp): sends wait while the socket buffer is full (backpressure
-    // instead of loss); receives never block.
-    let (udp_out, udp_in) = match carrier.udp() {
-        Some((sock, peer)) if tuning.mmsg => {
-            let tx = udp::UdpBatch::sender(sock, tuning.gso).map_err(io_err("carrier socket"))?;
-            let rx = udp::UdpBatch::receiver(sock, tuning.gro).map_err(io_err("carrier socket"))?;
-            (Some((tx, peer)), Some(rx))
-        }
-        _ => (None, None),
-    };
-    let carrier = Arc::new(carrier);
-    let mmsg = udp_out.is_some();
-    let (gso, gro) =
-        (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
-    let mut out =
-        outbound::Outbound::new(out_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_out, mtu);
-    let mut inb =
-        inbound::Inbound::new(in_engine, Arc::clone(&dev), Arc::clone(&carrier), udp_in, in_addrs);
     let filter = match &c.filter {
         Some(f) => Some(Arc::new(std::sync::Mutex::new(
             filter_stage::FilterStage::load(f).map_err(NodeError::Filter)?,
         ))),
         None => None,
     };
-    out.filter = filter.clone();
-    out.clear = match &c.bypass_device {
-        Some(d) => Some(clear::ClearPath::open(d).map_err(io_err(format!("bypass-device {d}")))?),
-        None => None,
-    };
-    inb.filter = filter.clone();
+    let mut workers = Vec::new();
+    let (mut mmsg, mut gso, mut gro) = (false, false, false);
+    for (lane, ((dev, (carrier, tx)), (out_engine, in_engine, in_addrs))) in
+        queues.into_iter().zip(carriers.drain(..)).zip(engines).enumerate()
+    {
+        let tun_fd = dev.as_raw_fd();
+        let dev = Arc::new(dev);
+        let carrier_fds = carrier.fds();
+        // Batched UDP (quinn-udp): sends wait while the socket buffer is full (backpressure
+        // instead of loss); receives never block.
+        let (udp_out, udp_in) = match carrier.udp_socket() {
+            Some((sock, peer)) if tuning.mmsg => {
+                let from = tx.as_ref().unwrap_or(sock);
+                let s =
+                    udp::UdpBatch::sender(from, tuning.gso).map_err(io_err("carrier socket"))?;
+                let r =
+                    udp::UdpBatch::receiver(sock, tuning.gro).map_err(io_err("carrier socket"))?;
+                (Some((s, peer)), Some(r))
+            }
+            _ => (None, None),
+        };
+        mmsg = udp_out.is_some();
+        (gso, gro) =
+            (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
+        let carrier = Arc::new(carrier);
+        let mut out = outbound::Outbound::new(
+            out_engine,
+            Arc::clone(&dev),
+            Arc::clone(&carrier),
+            udp_out,
+            mtu,
+        );
+        let mut inb = inbound::Inbound::new(
+            in_engine,
+            Arc::clone(&dev),
+            Arc::clone(&carrier),
+            udp_in,
+            in_addrs,
+        );
+        out.filter = filter.clone();
+        out.clear = match &c.bypass_device {
+            Some(d) => {
+                Some(clear::ClearPath::open(d).map_err(io_err(format!("bypass-device {d}")))?)
+            }
+            None => None,
+        };
+        inb.filter = filter.clone();
+        let slot = workers.len();
+        if tuning.workers >= 2 {
+            workers.push(worker::Worker::new(Some((out, tun_fd)), None, lane, slot, start));
+            workers.push(worker::Worker::new(
+                None,
+                Some((inb, carrier_fds)),
+                lane,
+                slot + 1,
+                start,
+            ));
+        } else {
+            workers.push(worker::Worker::new(
+                Some((out, tun_fd)),
+                Some((inb, carrier_fds)),
+                lane,
+                slot,
+                start,
+            ));
+        }
+    }
     log_event!(
         Level::Info,
         "up",
@@ -285,7 +348,8 @@ pub fn run_tuned(
         "overhead" => overhead,
         "sas" => c.sas.len(),
         "policies" => c.policies.len(),
-        "workers" => tuning.workers,
+        "lanes" => lanes,
+        "workers" => workers.len(),
         "mmsg" => mmsg,
         "udp_gso" => gso,
         "udp_gro" => gro,
@@ -295,25 +359,11 @@ pub fn run_tuned(
             .and_then(|m| m.local_addr().ok())
             .map_or_else(|| "off".to_string(), |a| a.to_string()),
     );
-    let workers = if tuning.workers >= 2 {
-        vec![
-            worker::Worker { out: Some((out, tun_fd)), inb: None, slot: 0, start },
-            worker::Worker { out: None, inb: Some((inb, carrier_fds)), slot: 1, start },
-        ]
-    } else {
-        vec![worker::Worker {
-            out: Some((out, tun_fd)),
-            inb: Some((inb, carrier_fds)),
-            slot: 0,
-            start,
-        }]
-    };
     let r =
         worker::run_all(workers, control.as_ref(), metrics.as_ref(), filter.as_ref(), stop, start)
             .map_err(io_err("data path"));
     drop(control);
     drop(metrics);
-    drop(dev);
     log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
     r
 }

@@ -15,9 +15,9 @@ const EXAMPLE: &str = include_str!("../../../docs/node-example.toml");
 fn example_status() -> Value {
     let c = crate::config::parse("example.toml", EXAMPLE).unwrap_or_else(|e| panic!("{e}"));
     let (out, _) =
-        crate::build_engine_for(&c, Time(0), true, false).unwrap_or_else(|e| panic!("{e}"));
+        crate::build_engine_for(&c, Time(0), true, false, 0).unwrap_or_else(|e| panic!("{e}"));
     let (inb, _) =
-        crate::build_engine_for(&c, Time(0), false, true).unwrap_or_else(|e| panic!("{e}"));
+        crate::build_engine_for(&c, Time(0), false, true, 0).unwrap_or_else(|e| panic!("{e}"));
     let counters = NodeCounters { tun_rx: 7, net_tx: 7, ..Default::default() };
     let mut w0 = control::merge(&[control::engine_json(&out, &counters, Time(1))]);
     w0["role"] = json!("out");

@@ -14,6 +14,20 @@ use wire::proto;
 /// Socket buffer size asked for (the kernel caps it at `net.core.[rw]mem_max`).
 const SOCKET_BUFFER: usize = 4 << 20;
 
+/// Sets a socket's buffers to `bytes` (SO_RCVBUFFORCE/SO_SNDBUFFORCE where allowed, so that
+/// `net.core.[rw]mem_max` does not cap them). Best effort.
+pub fn force_buffers(s: &UdpSocket, bytes: usize) {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX);
+    let fd = s.as_raw_fd();
+    for (force, plain) in
+        [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)]
+    {
+        if !crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, force, v) {
+            crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, v);
+        }
+    }
+}
+
 /// What one receive produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rx {
@@ -95,6 +109,12 @@ impl Carrier {
         }
     }
 
+    /// ESP in UDP on an already bound socket (a lane's, `crate::lanes`).
+    pub fn udp(sock: UdpSocket, peer: SocketAddr) -> Carrier {
+        let local = sock.local_addr().map_or(peer.ip(), |a| a.ip());
+        Carrier::Udp { sock, peer, local }
+    }
+
     /// Whether this carrier can send a packet of IP protocol `protocol` (UDP carries ESP only).
     pub fn can_send(&self, protocol: u8) -> bool {
         match self {
@@ -111,7 +131,7 @@ impl Carrier {
     }
 
     /// The UDP socket and peer, for batched I/O (None for raw IP).
-    pub fn udp(&self) -> Option<(&UdpSocket, SocketAddr)> {
+    pub fn udp_socket(&self) -> Option<(&UdpSocket, SocketAddr)> {
         match self {
             Carrier::Udp { sock, peer, .. } => Some((sock, *peer)),
             Carrier::Raw { .. } => None,
@@ -129,16 +149,8 @@ impl Carrier {
                 v
             }
         };
-        let v = i32::try_from(bytes).unwrap_or(i32::MAX);
         for s in socks {
-            let fd = s.as_raw_fd();
-            for (force, plain) in
-                [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)]
-            {
-                if !crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, force, v) {
-                    crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, v);
-                }
-            }
+            force_buffers(s, bytes);
         }
     }
 

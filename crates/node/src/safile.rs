@@ -182,6 +182,8 @@ pub(crate) struct RawSa {
     pub(crate) direction: Option<Spanned<String>>,
     /// Node config only: the name policies refer to.
     pub(crate) name: Option<Spanned<String>>,
+    /// Node config only: the data-path lane (TUN queue) that owns the SA.
+    pub(crate) lane: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -270,10 +272,16 @@ impl Reader<'_> {
             for (f, name) in [(&r.direction, "direction"), (&r.name, "name")] {
                 if let Some(f) = f {
                     let p = Problem::NotApplicable(
-                        "\"direction\" and \"name\" are for the node config",
+                        "\"direction\", \"name\" and \"lane\" are for the node config",
                     );
                     return Err(self.err(f.span(), name, p));
                 }
+            }
+            if let Some(l) = &r.lane {
+                let p = Problem::NotApplicable(
+                    "\"direction\", \"name\" and \"lane\" are for the node config",
+                );
+                return Err(self.err(l.span(), "lane", p));
             }
         }
         let src = self.addr(&r.src, "src")?;

@@ -33,7 +33,7 @@ fn peer_engine(c: &NodeConfig) -> Engine {
 
 fn through(c: &NodeConfig, src: [u8; 4], dst: [u8; 4]) -> Result<Processed, DropReason> {
     let mut peer = peer_engine(c);
-    let (mut a, _) = build_engine_for(c, Time(0), false, true).unwrap();
+    let (mut a, _) = build_engine_for(c, Time(0), false, true, 0).unwrap();
     let mut b = udp4(src, dst);
     assert!(matches!(peer.outbound(&mut b, Time(0)), Ok(Processed::Protected { .. })));
     a.inbound(&mut b, Time(0))

@@ -39,6 +39,36 @@ pub fn poll_writable(fd: RawFd, timeout_ms: i32) -> bool {
     r > 0 && pfd.revents & (libc::POLLOUT | libc::POLLERR) != 0
 }
 
+/// Makes the reuseport group of `fd` pick the receiving socket by SPI (the first four bytes of
+/// the UDP payload, RFC 3948 §2.2) mod `lanes`: a classic BPF program (SO_ATTACH_REUSEPORT_CBPF,
+/// socket(7)) runs on the datagram's payload and returns the socket's index in the group; a
+/// datagram shorter than four bytes (a NAT-keepalive) aborts the program, which returns 0.
+#[allow(unsafe_code)]
+pub fn attach_reuseport_spi_mod(fd: RawFd, lanes: u32) -> io::Result<()> {
+    let op = |code: u32, k: u32| libc::sock_filter { code: code as u16, jt: 0, jf: 0, k };
+    let mut prog = [
+        // A = ntohl(*(u32 *)payload): the SPI.
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+        // A %= lanes.
+        op(libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K, lanes.max(1)),
+        // Socket index A.
+        op(libc::BPF_RET | libc::BPF_A, 0),
+    ];
+    let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_mut_ptr() };
+    // SAFETY: setsockopt(2) reads the sock_fprog and the three instructions it points at, all
+    // live locals, and copies them into the kernel before returning.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            (&fprog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// Sets an integer socket option; true on success.
 #[allow(unsafe_code)]
 pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> bool {

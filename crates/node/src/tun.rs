@@ -14,18 +14,23 @@ use tun_rs::{DeviceBuilder, ExpandBuffer, SyncDevice};
 /// Bytes of the virtio-net header in front of every packet when offloads are on.
 pub const VNET_HDR_LEN: usize = tun_rs::VIRTIO_NET_HDR_LEN;
 
-/// Creates, configures and brings up the TUN device; non-blocking. `offload` asks for the
-/// virtio-net header and TCP segmentation offloads (falls back to a plain device if the kernel
-/// refuses); `tx_queue_len` sets the device's transmit queue (packets the kernel may queue for
-/// us to read). Returns the device and whether offloads are on.
+/// Creates, configures and brings up the TUN device with `c.queues` queues (IFF_MULTI_QUEUE when
+/// more than one: the kernel spreads flows over them by hash), all non-blocking. `offload` asks
+/// for the virtio-net header and TCP segmentation offloads (falls back to a plain device if the
+/// kernel refuses); `tx_queue_len` sets the device's transmit queue (packets the kernel may
+/// queue for us to read). Returns one device handle per queue and whether offloads are on.
 pub fn open(
     c: &InterfaceConf,
     mtu: u16,
     offload: bool,
     tx_queue_len: Option<u32>,
-) -> io::Result<(SyncDevice, bool)> {
+) -> io::Result<(Vec<SyncDevice>, bool)> {
     let build = |offload: bool| {
-        let mut b = DeviceBuilder::new().name(c.name.as_str()).mtu(mtu).offload(offload);
+        let mut b = DeviceBuilder::new()
+            .name(c.name.as_str())
+            .mtu(mtu)
+            .offload(offload)
+            .multi_queue(c.queues > 1);
         if let Some(q) = tx_queue_len {
             b = b.tx_queue_len(q);
         }
@@ -52,7 +57,14 @@ pub fn open(
         }
     }
     dev.set_nonblocking(true)?;
-    Ok((dev, on))
+    let mut queues = Vec::with_capacity(c.queues);
+    for _ in 1..c.queues {
+        let q = dev.try_clone()?;
+        q.set_nonblocking(true)?;
+        queues.push(q);
+    }
+    queues.insert(0, dev);
+    Ok((queues, on))
 }
 
 /// A packet buffer as tun-rs's GRO wants it: the window starts [`VNET_HDR_LEN`] bytes before the

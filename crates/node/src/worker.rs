@@ -9,7 +9,8 @@
 //! descriptor (one reads, the other writes) and the carrier socket (one sends, the other
 //! receives), which the kernel allows without locks. A bulk TCP transfer loads the sealing thread
 //! on one host and the opening thread on the other, one core each on a two-core machine. More
-//! cores would need per-CPU SAs (RFC 9611): flows hashed to workers, each with its own SA pair.
+//! cores take lanes (`crate::lanes`, `[interface] queues`): flows hashed to TUN queues, each lane
+//! with its own SAs (RFC 9611), its own socket and its worker(s).
 //! With one worker (the default below four cores, see [`Tuning`]) a single thread drives both
 //! halves; each half still has its own engine.
 
@@ -231,13 +232,15 @@ pub fn run_all(
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for mut w in workers {
-            let name = match (&w.out, &w.inb) {
+            let role = match (&w.out, &w.inb) {
                 (Some(_), None) => "hipsec-out",
                 (None, Some(_)) => "hipsec-in",
                 _ => "hipsec-io",
             };
+            // Lanes after the first get their number (`top -H` shows "hipsec-io1").
+            let name = if w.lane == 0 { role.to_string() } else { format!("{role}{}", w.lane) };
             let board = &board;
-            let h = std::thread::Builder::new().name(name.into()).spawn_scoped(s, move || {
+            let h = std::thread::Builder::new().name(name).spawn_scoped(s, move || {
                 let r = w.run(stop, board);
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
@@ -326,6 +329,8 @@ pub struct Worker {
     pub out: Option<(Outbound, RawFd)>,
     /// Carrier → TUN, if this worker has it; with the carrier's descriptors.
     pub inb: Option<(Inbound, Vec<RawFd>)>,
+    /// The lane (TUN queue and carrier socket) it serves.
+    pub lane: usize,
     /// Index of this worker's slot on the board.
     pub slot: usize,
     /// The node's start (time origin of the engines).
@@ -333,6 +338,17 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker of `lane` with the given halves, publishing on board slot `slot`.
+    pub fn new(
+        out: Option<(Outbound, RawFd)>,
+        inb: Option<(Inbound, Vec<RawFd>)>,
+        lane: usize,
+        slot: usize,
+        start: Instant,
+    ) -> Worker {
+        Worker { out, inb, lane, slot, start }
+    }
+
     fn now(&self) -> Time {
         Time(self.start.elapsed().as_micros() as u64)
     }
@@ -411,7 +427,11 @@ impl Worker {
             parts.push(control::engine_json(&i.engine, &i.counters, now));
         }
         let mut v = control::merge(&parts);
+        for sa in v["sas"].as_array_mut().into_iter().flatten() {
+            sa["lane"] = json!(self.lane);
+        }
         v["role"] = json!(role);
+        v["lane"] = json!(self.lane);
         v["cpu_s"] = json!(crate::netns::thread_self_cpu_seconds().unwrap_or(f64::NAN));
         v
     }
