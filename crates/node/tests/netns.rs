@@ -1066,3 +1066,43 @@ fn two_lanes_spread_flows_over_queues_and_sockets() {
         }
     }
 }
+
+/// SIGTERM and SIGINT each stop the node cleanly: exit status 0, the TUN device and the control
+/// socket are gone, and the log's last event says so.
+#[test]
+fn sigterm_and_sigint_remove_the_tun_device() {
+    if !can_run() {
+        return;
+    }
+    for sig in ["-TERM", "-INT"] {
+        let mut lab = Lab::new();
+        let ca = lab.config(0, Suite::Gcm, false, true);
+        lab.start(0, &ca);
+        let has_tun = |ns: &str| {
+            Command::new("ip")
+                .args(["-n", ns, "link", "show", "hipsec0"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(has_tun(&lab.ns[0]));
+        let mut child = lab.nodes.pop().unwrap();
+        sh(&["kill", sig, &child.id().to_string()]);
+        let mut status = None;
+        for _ in 0..50 {
+            if let Ok(Some(s)) = child.try_wait() {
+                status = Some(s);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let status = status.unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("node did not stop on SIG{}", &sig[1..])
+        });
+        assert!(status.success(), "SIG{}: exit {status}", &sig[1..]);
+        assert!(!has_tun(&lab.ns[0]), "hipsec0 still there after SIG{}", &sig[1..]);
+        assert!(!lab.sock(0).exists(), "control socket left behind");
+        let log = std::fs::read_to_string(lab.dir.join("node0.log")).unwrap();
+        assert!(log.lines().last().is_some_and(|l| l.contains("stopped")), "{log}");
+    }
+}
