@@ -166,7 +166,8 @@ fn bad_mode_and_proto() {
     let e = err(&gcm("").replace("\"tunnel\"", "\"beet\""));
     assert_eq!(
         e,
-        "sa.toml:6:8: field \"mode\": \"beet\" is not a mode; use \"tunnel\" or \"transport\""
+        "sa.toml:6:8: field \"mode\": \"beet\" is not a mode; use \"tunnel\" or \"transport\" \
+         (or \"beet\" in a node config)"
     );
     let e = err(&gcm("").replace("\"esp\"", "\"ipcomp\""));
     assert_eq!(

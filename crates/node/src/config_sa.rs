@@ -31,6 +31,9 @@ pub struct SaConf {
     pub line: usize,
     /// Data-path lane that owns it (`lane`, default 0; see `crate::lanes`).
     pub lane: usize,
+    /// BEET mode (RFC 7402 §5): transport mode between inner addresses that never travel; the
+    /// carrier writes its own addresses on the wire and the receiver restores the SA's.
+    pub beet: bool,
     /// Legacy notes for the user (insecure SAs are refused, not noted).
     pub notes: Vec<Note>,
 }
@@ -67,7 +70,15 @@ pub(crate) fn parse_all(ctx: &Ctx<'_>, raw: &[Spanned<RawSa>]) -> Result<Vec<SaC
         {
             return Err(safile::duplicate(ctx, r, &e.params, prev.line));
         }
-        out.push(SaConf { name, direction, params: e.params, line: e.line, lane, notes: e.notes });
+        out.push(SaConf {
+            name,
+            direction,
+            params: e.params,
+            line: e.line,
+            lane,
+            beet: e.beet,
+            notes: e.notes,
+        });
     }
     Ok(out)
 }
@@ -122,7 +133,8 @@ pub(crate) fn check_raw_addresses(
     local: std::net::IpAddr,
     peer: std::net::IpAddr,
 ) -> Result<(), ConfigError> {
-    for (r, c) in raw.iter().zip(sas) {
+    // BEET SAs carry inner addresses by definition; the carrier swaps in its own.
+    for (r, c) in raw.iter().zip(sas).filter(|(_, c)| !c.beet) {
         let (want_src, want_dst) =
             if c.direction == Direction::Out { (local, peer) } else { (peer, local) };
         let r = r.get_ref();

@@ -86,7 +86,7 @@ fn bad_fields_are_named_with_line() {
         ("direction = \"out\"", "direction = \"sideways\"", "direction"),
         ("spi = \"0x00001001\"", "spi = 17", "spi"),
         ("spi = \"0x00002001\"", "spi = \"0x00001001\"\nname2 = 1", "name2"),
-        ("mode = \"tunnel\"", "mode = \"beet\"", "mode"),
+        ("mode = \"tunnel\"", "mode = \"tunel\"", "mode"),
         ("src = \"192.0.2.1\"", "src = \"192.0.2.300\"", "src"),
         ("dst = \"192.0.2.2\"", "dst = \"2001:db8::2\"", "dst"),
         ("aead = \"aes128gcm\"", "aead = \"rot13\"", "aead"),
@@ -348,4 +348,20 @@ fn lane_errors_name_the_field() {
         assert!(e.contains(&format!("field \"{field}\"")) && e.contains(why), "{field}: {e}");
         assert!(e.starts_with("t.toml:"), "{e}");
     }
+}
+
+#[test]
+fn beet_mode() {
+    // ESP in BEET between inner addresses; over raw IP too (the carrier swaps addresses).
+    let t =
+        edited("mode = \"tunnel\"                  # \"tunnel\" (gateways)", "mode = \"beet\" #")
+            .replacen("src = \"192.0.2.1\"", "src = \"2001:20::1\"", 1)
+            .replacen("dst = \"192.0.2.2\"", "dst = \"2001:20::2\"", 1);
+    let c = parse("t.toml", &t).unwrap();
+    assert!(c.sas[0].beet && c.sas[0].params.mode == ipsec::Mode::Transport);
+    assert!(!c.sas[1].beet);
+    // BEET is ESP-only.
+    let ah = t.replacen("proto = \"esp\"", "proto = \"ah\"", 1);
+    let e = err_of(&ah).to_string();
+    assert!(e.contains("field \"mode\"") && e.contains("ESP only"), "{e}");
 }

@@ -274,6 +274,12 @@ pub fn run_tuned(
     };
     let mut workers = Vec::new();
     let (mut mmsg, mut gso, mut gro) = (false, false, false);
+    let beet: Vec<(&'static str, u32)> = c
+        .sas
+        .iter()
+        .filter(|s| s.beet)
+        .map(|s| (if s.direction == Direction::Out { "out" } else { "in" }, s.params.spi.0))
+        .collect();
     for (lane, ((dev, (carrier, tx)), (out_engine, in_engine, in_addrs))) in
         queues.into_iter().zip(carriers.drain(..)).zip(engines).enumerate()
     {
@@ -338,6 +344,9 @@ pub fn run_tuned(
                 start,
             ));
         }
+    }
+    for w in &mut workers {
+        w.beet = beet.clone();
     }
     log_event!(
         Level::Info,

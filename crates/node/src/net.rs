@@ -195,8 +195,32 @@ impl Carrier {
                 UdpPayload::Runt => return Ok(Rx::Runt),
             }
         } else if from.is_ipv4() {
-            // IPv4 raw sockets deliver the IP header too.
-            return Ok(Rx::Packet);
+            // IPv4 raw sockets deliver the IP header too. A BEET SA (RFC 7402 §5) wants its
+            // inner addresses back in place of the carrier's: the header is rebuilt below.
+            let p = buf.as_slice();
+            if p.len() < 20 {
+                return Ok(Rx::Runt);
+            }
+            let ihl = usize::from(p[0] & 0x0f) * 4;
+            let spi_at = ihl + if protocol == proto::AH { 4 } else { 0 };
+            let Some(spi) = p.get(spi_at..).and_then(encap::esp_spi) else {
+                return Ok(Rx::Runt);
+            };
+            let header = (
+                IpAddr::from([p[12], p[13], p[14], p[15]]),
+                IpAddr::from([p[16], p[17], p[18], p[19]]),
+            );
+            match sa_addrs(spi, protocol) {
+                Some((src, dst)) if (src, dst) != header && ihl >= 20 => {
+                    if buf.trim_front(ihl).is_err()
+                        || !encap::prepend_ip_header(buf, src, dst, protocol)
+                    {
+                        return Ok(Rx::Runt);
+                    }
+                    return Ok(Rx::Packet);
+                }
+                _ => return Ok(Rx::Packet),
+            }
         }
         // UDP payload or IPv6 raw payload: the ESP/AH packet alone. AH's SPI sits at offset 4.
         let spi_at = if protocol == proto::AH { 4 } else { 0 };
@@ -223,8 +247,11 @@ impl Carrier {
                 sock.send_to(&p[hdr_len..], *peer)
             }
             Carrier::Raw { esp, ah, hdrincl, peer, .. } => match hdrincl {
-                Some(s) => s.send_to(p, SocketAddr::new(dst, 0)),
-                None => {
+                // The engine's header, as it is: AH's ICV covers it.
+                Some(s) if dst == *peer => s.send_to(p, SocketAddr::new(dst, 0)),
+                // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes the
+                // carrier's header in front of the ESP packet.
+                _ => {
                     let s = if protocol == proto::AH { ah } else { esp };
                     s.send_to(&p[hdr_len..], SocketAddr::new(*peer, 0))
                 }

@@ -24,6 +24,9 @@ pub struct SaEntry {
     pub line: usize,
     /// Legacy and insecurity notes for the user.
     pub notes: Vec<Note>,
+    /// BEET mode (RFC 7402 §5, node config only): ESP in transport mode between the inner
+    /// addresses `src`/`dst`, whose IP header the carrier replaces by its own on the wire.
+    pub beet: bool,
 }
 
 /// Something worth telling the user about an SA that is nonetheless accepted.
@@ -61,9 +64,12 @@ pub enum Problem {
     /// Not "esp" or "ah".
     #[error("{0:?} is not a protocol; use \"esp\" or \"ah\"")]
     BadProto(String),
-    /// Not "tunnel" or "transport".
-    #[error("{0:?} is not a mode; use \"tunnel\" or \"transport\"")]
+    /// Not "tunnel" or "transport" (or, in the node config, "beet").
+    #[error("{0:?} is not a mode; use \"tunnel\" or \"transport\" (or \"beet\" in a node config)")]
     BadMode(String),
+    /// BEET with AH: RFC 7402 defines BEET for ESP only (AH would cover the inner addresses).
+    #[error("BEET is defined for ESP only (RFC 7402 §5)")]
+    BeetNeedsEsp,
     /// SPI not a 32-bit number.
     #[error("{0} is not an SPI: want a 32-bit integer or a hex string like \"0x00001000\"")]
     BadSpi(String),
@@ -290,9 +296,15 @@ impl Reader<'_> {
             return Err(self.err(r.dst.span(), "dst", Problem::MixedVersions { src, dst }));
         }
         let spi = self.spi(&r.spi)?;
-        let mode = match r.mode.get_ref().as_str() {
-            "tunnel" => Mode::Tunnel,
-            "transport" => Mode::Transport,
+        let (mode, beet) = match r.mode.get_ref().as_str() {
+            "tunnel" => (Mode::Tunnel, false),
+            "transport" => (Mode::Transport, false),
+            "beet" if self.opts.node_fields => {
+                if r.proto.get_ref() != "esp" {
+                    return Err(self.err(r.mode.span(), "mode", Problem::BeetNeedsEsp));
+                }
+                (Mode::Transport, true)
+            }
             m => return Err(self.err(r.mode.span(), "mode", Problem::BadMode(m.to_string()))),
         };
         let (protocol, enc_key, auth_key, notes) = match r.proto.get_ref().as_str() {
@@ -325,7 +337,7 @@ impl Reader<'_> {
         };
         SecurityAssociation::new(&params, crypto::default_provider(), Time(0))
             .map_err(|e| self.sa_error(r, e))?;
-        Ok(SaEntry { params, line, notes })
+        Ok(SaEntry { params, line, notes, beet })
     }
 
     fn addr(&self, s: &Spanned<String>, field: &'static str) -> Result<IpAddr, ConfigError> {

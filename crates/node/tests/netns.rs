@@ -125,6 +125,9 @@ struct Opts {
     /// Host to host: ESP in transport mode between the TUN addresses (10.0.0.1 and 10.0.0.2)
     /// instead of a tunnel-mode SA between the carrier addresses.
     transport_mode: bool,
+    /// BEET (RFC 7402 §5): ESP between HIT-like inner addresses 2001:20::1 and ::2 (ORCHIDv2,
+    /// RFC 7343), which never travel: the carrier's addresses are on the wire.
+    beet: bool,
 }
 
 impl Default for Opts {
@@ -137,6 +140,7 @@ impl Default for Opts {
             outer_v6: false,
             inner_v6: false,
             transport_mode: false,
+            beet: false,
         }
     }
 }
@@ -199,8 +203,13 @@ impl Lab {
             (false, false) => (format!("{me}:4500"), format!("{peer}:4500")),
             (false, true) => (format!("[{me}]:4500"), format!("[{peer}]:4500")),
         };
-        let v6_addr =
-            if o.inner_v6 { format!(", \"fd00::{}/64\"", side + 1) } else { String::new() };
+        let v6_addr = if o.beet {
+            format!(", \"2001:20::{}/28\"", side + 1)
+        } else if o.inner_v6 {
+            format!(", \"fd00::{}/64\"", side + 1)
+        } else {
+            String::new()
+        };
         let mut t = format!(
             "[interface]\nname = \"hipsec0\"\nmtu = 1500\naddresses = [\"10.0.0.{}/24\"{v6_addr}]\n\n\
              [network]\ntransport = \"{}\"\nlocal = \"{local}\"\npeer = \"{peer_ep}\"\n\n\
@@ -238,6 +247,8 @@ impl Lab {
         // Transport mode protects the hosts' own packets: the SA's addresses are theirs.
         let (mode, me, peer) = if o.transport_mode {
             ("transport", ["10.0.0.1", "10.0.0.2"][side], ["10.0.0.1", "10.0.0.2"][1 - side])
+        } else if o.beet {
+            ("beet", ["2001:20::1", "2001:20::2"][side], ["2001:20::1", "2001:20::2"][1 - side])
         } else {
             ("tunnel", me, peer)
         };
@@ -262,8 +273,9 @@ impl Lab {
         }
         if o.with_out {
             let sas = if bundle { "\"out\", \"ah-out\"" } else { "\"out\"" };
+            let net = if o.beet { "2001:20::/28" } else { "10.0.0.0/24" };
             t += &format!(
-                "[[policy]]\nsrc = \"10.0.0.0/24\"\ndst = \"10.0.0.0/24\"\naction = \"protect\"\nsas = [{sas}]\n"
+                "[[policy]]\nsrc = \"{net}\"\ndst = \"{net}\"\naction = \"protect\"\nsas = [{sas}]\n"
             );
             if o.inner_v6 {
                 t += &format!(
@@ -444,12 +456,17 @@ fn round_trip_opts(o: Opts, tuning: &'static str) {
     lab.start(0, &ca);
     lab.start(1, &cb);
 
-    assert!(lab.in_ns(0, || ping(Ipv4Addr::new(10, 0, 0, 2), 10)).join().unwrap(), "no ping reply");
-    if o.inner_v6 {
-        let dst = "fd00::2".parse().unwrap();
+    if !o.beet {
+        let reply = lab.in_ns(0, || ping(Ipv4Addr::new(10, 0, 0, 2), 10)).join().unwrap();
+        assert!(reply, "no ping reply");
+    }
+    if o.inner_v6 || o.beet {
+        let dst = if o.beet { "2001:20::2" } else { "fd00::2" }.parse().unwrap();
         assert!(lab.in_ns(0, move || ping6(dst, 10)).join().unwrap(), "no ICMPv6 echo reply");
     }
-    let (listen, target): (SocketAddr, SocketAddr) = if o.inner_v6 {
+    let (listen, target): (SocketAddr, SocketAddr) = if o.beet {
+        ("[2001:20::2]:5001".parse().unwrap(), "[2001:20::2]:5001".parse().unwrap())
+    } else if o.inner_v6 {
         ("[fd00::2]:5001".parse().unwrap(), "[fd00::2]:5001".parse().unwrap())
     } else {
         ("10.0.0.2:5001".parse().unwrap(), "10.0.0.2:5001".parse().unwrap())
@@ -517,7 +534,13 @@ fn round_trip_opts(o: Opts, tuning: &'static str) {
         .count();
     assert_eq!(busy, want_in, "{sb}");
     let want_proto = if o.prot == Prot::Ah { "ah" } else { "esp" };
-    let want_mode = if o.transport_mode { "transport" } else { "tunnel" };
+    let want_mode = if o.beet {
+        "beet"
+    } else if o.transport_mode {
+        "transport"
+    } else {
+        "tunnel"
+    };
     assert!(sas.iter().any(|s| s["proto"] == want_proto && s["mode"] == want_mode), "{sb}");
     let workers = sb["workers"].as_array().unwrap();
     let want = if tuning.contains("two-workers") { 2 } else { workers.len().max(1) };
@@ -1105,4 +1128,23 @@ fn sigterm_and_sigint_remove_the_tun_device() {
         let log = std::fs::read_to_string(lab.dir.join("node0.log")).unwrap();
         assert!(log.lines().last().is_some_and(|l| l.contains("stopped")), "{log}");
     }
+}
+
+/// BEET (RFC 7402 §5) in ESP in UDP over IPv4: HIT-like IPv6 inner addresses, IPv4 on the wire.
+#[test]
+fn beet_udp_ipv6_inner_ipv4_outer() {
+    round_trip_opts(Opts { beet: true, ..Opts::default() }, "");
+}
+
+/// BEET over raw ESP (protocol 50) and IPv4: the kernel writes the carrier's header on the way
+/// out; the receiver replaces it with the SA's inner addresses.
+#[test]
+fn beet_raw_esp_ipv4_outer() {
+    round_trip_opts(Opts { beet: true, raw: true, ..Opts::default() }, "");
+}
+
+/// BEET over raw ESP and IPv6.
+#[test]
+fn beet_raw_esp_ipv6_outer() {
+    round_trip_opts(Opts { beet: true, raw: true, outer_v6: true, ..Opts::default() }, "");
 }
