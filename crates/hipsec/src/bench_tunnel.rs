@@ -39,7 +39,7 @@ pub struct BenchTunnelArgs {
     /// different sysctls compare; the report names the one used.
     #[arg(long, default_value = "cubic")]
     pub congestion: String,
-    /// Data-path lanes of each node ([interface] queues; one SA pair per lane): with more
+    /// Data-path lanes of each node (`[interface] queues`; one SA pair per lane): with more
     /// than one, use --parallel so that several flows can spread over the TUN queues.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub queues: u32,
