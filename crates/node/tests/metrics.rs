@@ -12,30 +12,18 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed setup step should panic with its error
 
+mod common;
+use common::{can_run, sh, stop};
+
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const NODE: &str = env!("CARGO_BIN_EXE_hipsec-node");
 const METRICS: &str = "127.0.0.1:9469";
-
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    if !(root && ip && Path::new("/dev/net/tun").exists()) {
-        eprintln!("SKIPPED metrics netns test: needs root and ip netns (and /dev/net/tun)");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// The namespace, its files and the nodes started in it; all removed on drop, also when the
 /// test panics.
@@ -111,25 +99,6 @@ impl Ns {
     fn scrape(&self) -> std::io::Result<String> {
         self.http("GET /metrics HTTP/1.1\r\nHost: hipsec\r\nAccept: text/plain\r\n\r\n")
     }
-}
-
-/// Sends SIGTERM (clean shutdown) to a child we started, then waits for it (SIGKILL after 5 s).
-fn stop(child: &mut Child) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return;
-    }
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .stderr(Stdio::null())
-        .status();
-    for _ in 0..50 {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 impl Drop for Ns {

@@ -11,6 +11,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed setup step should panic with its error
 
+mod common;
+use common::{can_run, sh, stop};
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -24,34 +27,6 @@ const NODE: &str = env!("CARGO_BIN_EXE_hipsec-node");
 const MARKER: &[u8] = b"HIPSEC-CLEARTEXT-MARKER-7f3a9c";
 const PAYLOAD_LEN: usize = 4 << 20;
 static SEQ: AtomicUsize = AtomicUsize::new(0);
-
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    if !(root && ip && Path::new("/dev/net/tun").exists()) {
-        println!("SKIPPED: needs root and ip netns (and /dev/net/tun)");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Sends SIGTERM (clean shutdown) to a child we started, then waits for it.
-fn stop(child: &mut Child) {
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    for _ in 0..50 {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
 
 /// The topology; everything it made is removed on drop, also when a test panics.
 struct Lab {
