@@ -43,6 +43,10 @@ pub struct BenchTunnelArgs {
     /// than one, use --parallel so that several flows can spread over the TUN queues.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub queues: u32,
+    /// Rounds (each: plain, then tunnel); the table and the top-level JSON figures are the
+    /// round with the median tunnel throughput, `rounds` lists them all.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: u32,
     /// Parallel TCP streams of each iperf3 transfer (iperf3 -P).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub parallel: u32,
@@ -124,6 +128,23 @@ pub struct Report {
     pub throughput_ratio: f64,
     /// tunnel / plain mean RTT.
     pub rtt_ratio: f64,
+    /// Every round, in order; the figures above are those of the median one (`median_round`).
+    pub rounds: Vec<RoundSummary>,
+    /// Index in `rounds` of the round reported above.
+    pub median_round: usize,
+}
+
+/// One round's headline figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundSummary {
+    /// Plain veth, Gbit/s.
+    pub plain_gbps: f64,
+    /// Tunnel, Gbit/s.
+    pub tunnel_gbps: f64,
+    /// tunnel / plain.
+    pub throughput_ratio: f64,
+    /// Both nodes' CPU µs per KB through the tunnel.
+    pub service_demand_us_per_kb: f64,
 }
 
 fn sa_keys(suite: &str, seed: u8) -> Result<String, String> {
@@ -485,49 +506,86 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         topo.start_node(0, &topo.config(0, &args.suite, args.queues)?)?,
         topo.start_node(1, &topo.config(1, &args.suite, args.queues)?)?,
     ];
-    eprintln!("bench tunnel: plain veth, iperf3 {} s", args.seconds);
-    let plain = measure(
-        &mut topo,
-        Ipv4Addr::new(192, 0, 2, 2),
-        args.seconds,
-        &congestion,
-        args.parallel,
-        stop,
-        &mut |_| {},
-    )?;
-    eprintln!("bench tunnel: hipsec tunnel ({}), iperf3 {} s", args.suite, args.seconds);
-    let mut cpu0 = [0.0f64; 2];
-    let mut cpu1 = [0.0f64; 2];
-    let mut th0: Vec<Vec<(u32, String, f64)>> = vec![Vec::new(), Vec::new()];
-    let mut th1 = th0.clone();
-    let tunnel = measure(
-        &mut topo,
-        Ipv4Addr::new(10, 99, 0, 2),
-        args.seconds,
-        &congestion,
-        args.parallel,
-        stop,
-        &mut |b| {
-            for (i, &pid) in pids.iter().enumerate() {
-                let c = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
-                let t = node::netns::thread_cpu_seconds(pid).unwrap_or_default();
-                if b {
-                    (cpu0[i], th0[i]) = (c, t);
-                } else {
-                    (cpu1[i], th1[i]) = (c, t);
+    struct Round {
+        plain: PathResult,
+        tunnel: PathResult,
+        cpu: [f64; 2],
+        threads: Vec<Vec<(String, f64)>>,
+    }
+    let mut rounds: Vec<Round> = Vec::new();
+    for round in 1..=args.rounds {
+        eprintln!(
+            "bench tunnel: round {round}/{}: plain veth, iperf3 {} s",
+            args.rounds, args.seconds
+        );
+        let plain = measure(
+            &mut topo,
+            Ipv4Addr::new(192, 0, 2, 2),
+            args.seconds,
+            &congestion,
+            args.parallel,
+            stop,
+            &mut |_| {},
+        )?;
+        eprintln!(
+            "bench tunnel: round {round}/{}: hipsec tunnel ({}), iperf3 {} s",
+            args.rounds, args.suite, args.seconds
+        );
+        let mut cpu0 = [0.0f64; 2];
+        let mut cpu1 = [0.0f64; 2];
+        let mut th0: Vec<Vec<(u32, String, f64)>> = vec![Vec::new(), Vec::new()];
+        let mut th1 = th0.clone();
+        let tunnel = measure(
+            &mut topo,
+            Ipv4Addr::new(10, 99, 0, 2),
+            args.seconds,
+            &congestion,
+            args.parallel,
+            stop,
+            &mut |b| {
+                for (i, &pid) in pids.iter().enumerate() {
+                    let c = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
+                    let t = node::netns::thread_cpu_seconds(pid).unwrap_or_default();
+                    if b {
+                        (cpu0[i], th0[i]) = (c, t);
+                    } else {
+                        (cpu1[i], th1[i]) = (c, t);
+                    }
                 }
-            }
-        },
-    )?;
-    let mut nodes = Vec::new();
-    for (i, side) in ["a", "b"].into_iter().enumerate() {
-        let threads = th1[i]
-            .iter()
-            .map(|(tid, name, s)| {
-                let before = th0[i].iter().find(|x| x.0 == *tid).map_or(0.0, |x| x.2);
-                (name.clone(), s - before)
+            },
+        )?;
+        let threads = (0..2)
+            .map(|i| {
+                th1[i]
+                    .iter()
+                    .map(|(tid, name, s)| {
+                        let before = th0[i].iter().find(|x| x.0 == *tid).map_or(0.0, |x| x.2);
+                        (name.clone(), s - before)
+                    })
+                    .collect()
             })
             .collect();
+        rounds.push(Round { plain, tunnel, cpu: [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]], threads });
+    }
+    let demand = |r: &Round| {
+        let kb = r.tunnel.bytes as f64 / 1024.0;
+        if kb > 0.0 { (r.cpu[0] + r.cpu[1]) * 1e6 / kb } else { f64::NAN }
+    };
+    // The round with the median tunnel throughput (the lower middle one of an even count).
+    let mut order: Vec<usize> = (0..rounds.len()).collect();
+    order.sort_by(|&a, &b| rounds[a].tunnel.gbps.total_cmp(&rounds[b].tunnel.gbps));
+    let median_round = order[(order.len() - 1) / 2];
+    let summaries = rounds
+        .iter()
+        .map(|r| RoundSummary {
+            plain_gbps: r.plain.gbps,
+            tunnel_gbps: r.tunnel.gbps,
+            throughput_ratio: r.tunnel.gbps / r.plain.gbps,
+            service_demand_us_per_kb: demand(r),
+        })
+        .collect();
+    let mut nodes = Vec::new();
+    for (i, side) in ["a", "b"].into_iter().enumerate() {
         let st: Value = node::status(&topo.sock(i))
             .ok()
             .and_then(|s| serde_json::from_str(&s).ok())
@@ -543,15 +601,15 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
             .unwrap_or_default();
         nodes.push(NodeCpu {
             side,
-            cpu_s: cpu1[i] - cpu0[i],
-            threads,
+            cpu_s: rounds[median_round].cpu[i],
+            threads: rounds[median_round].threads[i].clone(),
             node_counters: st["node"].clone(),
             drops: Value::Object(drops),
         });
     }
     drop(topo);
-    let hipsec_cpu_s: f64 = nodes.iter().map(|n| n.cpu_s).sum();
-    let kb = tunnel.bytes as f64 / 1024.0;
+    let m = rounds.swap_remove(median_round);
+    let hipsec_cpu_s = m.cpu[0] + m.cpu[1];
     Ok(Report {
         suite: args.suite.clone(),
         transport: "udp",
@@ -563,13 +621,15 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
         load_at_start: load,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         bench_pid: std::process::id(),
-        service_demand_us_per_kb: if kb > 0.0 { hipsec_cpu_s * 1e6 / kb } else { f64::NAN },
-        throughput_ratio: tunnel.gbps / plain.gbps,
-        rtt_ratio: tunnel.rtt_ms / plain.rtt_ms,
-        plain,
-        tunnel,
+        service_demand_us_per_kb: demand(&m),
+        throughput_ratio: m.tunnel.gbps / m.plain.gbps,
+        rtt_ratio: m.tunnel.rtt_ms / m.plain.rtt_ms,
+        plain: m.plain,
+        tunnel: m.tunnel,
         nodes,
         hipsec_cpu_s,
+        rounds: summaries,
+        median_round,
     })
 }
 
@@ -583,8 +643,15 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
     }
     println!(
         "hipsec bench tunnel: {} over UDP, {} lane(s), iperf3 TCP ({}, {} stream(s)) {} s each, \
-         {} CPUs, load average {:.2} at start",
-        r.suite, r.queues, r.congestion, r.parallel, r.seconds, r.cpus, r.load_at_start
+         {} round(s), {} CPUs, load average {:.2} at start",
+        r.suite,
+        r.queues,
+        r.congestion,
+        r.parallel,
+        r.seconds,
+        r.rounds.len(),
+        r.cpus,
+        r.load_at_start
     );
     println!(
         "{:<16} {:>8} {:>9} {:>8} {:>13} {:>10} {:>8}",
@@ -611,6 +678,23 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
         r.tunnel.machine_busy * 100.0
     );
     println!("{:<16} {:>8.3} {:>9.2}", "tunnel/plain", r.throughput_ratio, r.rtt_ratio);
+    if r.rounds.len() > 1 {
+        println!(
+            "rounds (the one above is round {} of {}, the median tunnel throughput):",
+            r.median_round + 1,
+            r.rounds.len()
+        );
+        for (i, x) in r.rounds.iter().enumerate() {
+            println!(
+                "  {}: tunnel {:.2} Gbit/s, plain {:.2} Gbit/s, ratio {:.3}, {:.2} µs/KB",
+                i + 1,
+                x.tunnel_gbps,
+                x.plain_gbps,
+                x.throughput_ratio,
+                x.service_demand_us_per_kb
+            );
+        }
+    }
     for n in &r.nodes {
         let th: Vec<String> = n.threads.iter().map(|(t, s)| format!("{t} {s:.2}")).collect();
         println!("node {} threads (CPU s): {}", n.side, th.join(", "));

@@ -284,10 +284,14 @@ Example:
 Kernel TCP (iperf3) through a hipsec ESP-in-UDP tunnel between two network namespaces, and over
 the plain veth between them in the same run: throughput, mean ping RTT, CPU seconds of each
 hipsec node process and the service demand (hipsec CPU us per KB transferred), with the ratios
-tunnel/plain. Needs root and iperf3; removes the namespaces it made on exit and on Ctrl-C.
+tunnel/plain. Three rounds by default (plain then tunnel each, about 75 s in all); the figures
+shown are those of the round with the median tunnel throughput, and every round is listed.
+Needs root and iperf3; removes the namespaces it made on exit and on Ctrl-C.
 
-Example:
-  hipsec bench tunnel --suite aes128gcm --seconds 10")]
+Examples:
+  hipsec bench tunnel
+  hipsec bench tunnel --suite chacha20poly1305 --rounds 5 --json
+  hipsec bench tunnel --queues 2 --parallel 2      # two lanes, two TCP streams")]
     Tunnel(bench_tunnel::BenchTunnelArgs),
 }
 

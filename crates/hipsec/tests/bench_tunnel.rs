@@ -1,4 +1,4 @@
-//! Smoke test of `hipsec bench tunnel --seconds 1 --json`: the report has every field, with
+//! Smoke test of `hipsec bench tunnel --seconds 1 --rounds 2 --json`: the report has every field, with
 //! numbers where numbers belong, and the namespaces are gone afterwards. No timing assertions
 //! (a benchmark, not a timed test). Needs root, `ip netns` and iperf3; otherwise SKIPPED.
 
@@ -23,7 +23,7 @@ fn bench_tunnel_json_shape() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
-        .args(["bench", "tunnel", "--seconds", "1", "--json"])
+        .args(["bench", "tunnel", "--seconds", "1", "--rounds", "2", "--json"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -41,6 +41,14 @@ fn bench_tunnel_json_shape() {
         assert!(r[k].is_number(), "{k} missing: {r}");
     }
     assert_eq!(r["suite"], "aes128gcm");
+    assert_eq!(r["congestion"], "cubic");
+    // Two rounds; the one reported is one of them, with the lower tunnel throughput of the two.
+    let rounds = r["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2);
+    let m = r["median_round"].as_u64().unwrap() as usize;
+    assert_eq!(rounds[m]["tunnel_gbps"], r["tunnel"]["gbps"]);
+    let other = rounds[1 - m]["tunnel_gbps"].as_f64().unwrap();
+    assert!(r["tunnel"]["gbps"].as_f64().unwrap() <= other, "{r}");
     let nodes = r["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2);
     for n in nodes {
