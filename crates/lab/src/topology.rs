@@ -327,18 +327,24 @@ pub struct ChildProc {
 /// program's own).
 pub fn spawn_in(ns: &str, program: &Path, args: &[String]) -> Result<ChildProc, LabError> {
     let cmd = format!("ip netns exec {ns} {} {}", program.display(), args.join(" "));
-    let child = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(program)
-        .args(args)
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(program).args(args);
+    let (child, pid) = spawn_registered(c, &cmd)?;
+    Ok(ChildProc { child: Some(child), pid, cmd })
+}
+
+/// Spawns `c` (described as `cmd` in errors) with stdin closed and stdout/stderr piped, and
+/// registers its pid so that a cleanup on Ctrl-C kills it.
+pub(crate) fn spawn_registered(mut c: Command, cmd: &str) -> Result<(Child, u32), LabError> {
+    let child = c
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|source| LabError::Spawn { cmd: cmd.clone(), source })?;
+        .map_err(|source| LabError::Spawn { cmd: cmd.to_string(), source })?;
     let pid = child.id();
     sys::registry().pids.insert(pid);
-    Ok(ChildProc { child: Some(child), pid, cmd })
+    Ok((child, pid))
 }
 
 impl ChildProc {

@@ -5,21 +5,13 @@
 //! Needs root, the `hipsec` binary (target/<profile>/hipsec or HIPSEC_BIN) and nft; says SKIPPED
 //! without them (under CI a missing binary or nft is a failure).
 
+mod common;
+use common::hipsec_bin;
 use lab::NodeHook;
 use lab::RunOptions;
 use lab::scenario::filter_rules::{Implementation, Plan, Point, nft, run_plan};
 use lab::traffic::runner::RunParams;
 use lab::traffic::{Request, TestKind};
-use std::path::PathBuf;
-
-fn hipsec_bin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HIPSEC_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("hipsec");
-    p.is_file().then_some(p)
-}
 
 #[test]
 fn nft_linear_100_rules_smoke() {

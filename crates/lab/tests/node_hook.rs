@@ -5,22 +5,13 @@
 //! Needs root and the `hipsec` binary (target/<profile>/hipsec, or HIPSEC_BIN); says SKIPPED and
 //! passes without them.
 
+mod common;
+use common::hipsec_bin;
 use lab::scenario::{EspSuite, Mode, ModeHook, NodeHook};
 use lab::topology::{Family, Topology, TopologySpec, list_namespaces};
 use lab::traffic::runner::{CONTROL_PORT, RunParams, Target, TrafficServer, measure};
 use lab::traffic::{Request, TestKind, TrafficBin};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-
-fn hipsec_bin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HIPSEC_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    // target/<profile>/deps/node_hook-HASH → target/<profile>/hipsec
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("hipsec");
-    p.is_file().then_some(p)
-}
 
 fn cpu_of(pids: &[u32]) -> u64 {
     pids.iter().map(|&p| lab::cpu::ProcCpu::read(p).map(|c| c.total_us()).unwrap_or(0)).sum()

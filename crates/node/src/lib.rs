@@ -274,11 +274,13 @@ pub fn run_tuned(
     };
     let mut workers = Vec::new();
     let (mut mmsg, mut gso, mut gro) = (false, false, false);
-    let beet: Vec<(&'static str, u32)> = c
+    let beet: Vec<(&'static str, String)> = c
         .sas
         .iter()
         .filter(|s| s.beet)
-        .map(|s| (if s.direction == Direction::Out { "out" } else { "in" }, s.params.spi.0))
+        .map(|s| {
+            (if s.direction == Direction::Out { "out" } else { "in" }, s.params.spi.to_string())
+        })
         .collect();
     for (lane, ((dev, (carrier, tx)), (out_engine, in_engine, in_addrs))) in
         queues.into_iter().zip(carriers.drain(..)).zip(engines).enumerate()

@@ -118,7 +118,7 @@ impl UdpBatch {
         let max_segs = if self.gso { self.state.max_gso_segments().max(1) } else { 1 };
         // The run being gathered in `gso_buf`: segment size, count, bytes.
         let (mut seg, mut count, mut used) = (0usize, 0usize, 0usize);
-        for p in payloads {
+        for p in payloads.filter(|p| !p.is_empty()) {
             let joins = count > 0
                 && p.len() <= seg
                 && count < max_segs

@@ -335,9 +335,9 @@ pub struct Worker {
     pub slot: usize,
     /// The node's start (time origin of the engines).
     pub start: Instant,
-    /// (direction, SPI) of the BEET SAs, which the engine runs as transport mode: `status`
-    /// names their mode "beet".
-    pub beet: Vec<(&'static str, u32)>,
+    /// (direction, SPI as `status` writes it) of the BEET SAs, which the engine runs as
+    /// transport mode: `status` names their mode "beet".
+    pub beet: Vec<(&'static str, String)>,
 }
 
 impl Worker {
@@ -432,11 +432,7 @@ impl Worker {
         let mut v = control::merge(&parts);
         for sa in v["sas"].as_array_mut().into_iter().flatten() {
             sa["lane"] = json!(self.lane);
-            let spi = sa["spi"]
-                .as_str()
-                .and_then(|s| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-            let dir = sa["direction"].as_str().unwrap_or("");
-            if spi.is_some_and(|spi| self.beet.contains(&(dir, spi))) {
+            if self.beet.iter().any(|(dir, spi)| sa["direction"] == *dir && sa["spi"] == *spi) {
                 sa["mode"] = json!("beet");
             }
         }

@@ -263,6 +263,16 @@ impl Lab {
         path
     }
 
+    /// A lab with both nodes running the default config (AES-GCM, ESP in UDP over IPv4).
+    fn gcm_pair() -> Lab {
+        let mut lab = Lab::new();
+        let (ca, cb) =
+            (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
+        lab.start(0, &ca);
+        lab.start(1, &cb);
+        lab
+    }
+
     /// Starts the node of `side` and waits until its control socket answers.
     fn start(&mut self, side: usize, config: &Path) {
         let log = File::create(self.dir.join(format!("node{side}.log"))).unwrap();
@@ -615,10 +625,7 @@ fn ike_marker_and_keepalive_are_counted() {
     if !can_run() {
         return;
     }
-    let mut lab = Lab::new();
-    let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
-    lab.start(0, &ca);
-    lab.start(1, &cb);
+    let lab = Lab::gcm_pair();
     lab.in_ns(0, || {
         let s = std::net::UdpSocket::bind("192.0.2.1:0").unwrap();
         s.send_to(&[0, 0, 0, 0, 0x21, 0x20, 0x22, 0x08], "192.0.2.2:4500").unwrap();
@@ -754,10 +761,7 @@ fn captured_esp_reinjected_is_dropped_as_replay() {
     if !can_run() {
         return;
     }
-    let mut lab = Lab::new();
-    let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
-    lab.start(0, &ca);
-    lab.start(1, &cb);
+    let lab = Lab::gcm_pair();
     let esp = lab
         .in_ns(0, || {
             let s = sniffer();
@@ -834,10 +838,7 @@ fn pmtu_too_big_reaches_the_sender() {
     if !can_run() {
         return;
     }
-    let mut lab = Lab::new();
-    let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
-    lab.start(0, &ca);
-    lab.start(1, &cb);
+    let lab = Lab::gcm_pair();
     let mtu = node_mtu(&lab, 0);
     assert!(mtu < 1500 - 28, "tunnel mtu {mtu}");
     let a = lab.ns[0].clone();

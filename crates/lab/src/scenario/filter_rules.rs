@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 pub const NAME: &str = "filter-rules";
@@ -218,15 +218,9 @@ struct PointInfo {
 /// Runs `program args` to completion with a time limit; kills it (by its pid) on expiry.
 fn run_bounded(program: &str, args: &[&str], limit: Duration) -> Result<String, LabError> {
     let cmd = format!("{program} {}", args.join(" "));
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| LabError::Spawn { cmd: cmd.clone(), source })?;
-    let pid = child.id();
-    crate::sys::registry().pids.insert(pid);
+    let mut c = Command::new(program);
+    c.args(args);
+    let (child, pid) = crate::topology::spawn_registered(c, &cmd)?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
