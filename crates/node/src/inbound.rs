@@ -1,20 +1,20 @@
 //! The inbound half of the data path (RFC 4301 §5.2): carrier → ESP/AH open (replay check, RFC
 //! 4303 §3.4.3) → TUN. With UDP batching, recvmmsg(2) brings up to 16 messages, each (with
-//! UDP_GRO) up to 64 KB of same-size ESP datagrams; the decrypted TCP segments are coalesced by
-//! tun-rs's GRO table and written to the device as super-packets.
+//! UDP_GRO) up to 64 KB of same-size ESP datagrams; the decrypted TCP segments are coalesced
+//! (`crate::gro`) and written to the device as super-packets.
 //!
 //! This half owns every inbound SA, so replay windows are updated by one thread only.
 
 use crate::encap::{self, UdpPayload};
+use crate::gro::{Coalescer, MAX_SEGMENTS};
 use crate::net::{Carrier, Rx};
-use crate::tun::{TunPkt, VNET_HDR_LEN};
 use crate::udp::UdpBatch;
 use crate::worker::{InboundAddrs, NodeCounters};
 use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::IpAddr;
 use std::sync::Arc;
-use tun_rs::{GROTable, SyncDevice};
+use tun_rs::SyncDevice;
 use wire::proto;
 
 /// Packet buffers of the inbound half (each holds a coalesced 64 KB super-packet at most).
@@ -41,7 +41,7 @@ pub struct Inbound {
     local: IpAddr,
     bufs: Vec<PacketBuf>,
     results: Vec<Result<Processed, DropReason>>,
-    gro: GROTable,
+    gro: Coalescer,
     pub(crate) counters: NodeCounters,
     /// Packet filter applied after IPsec is removed (issue 5).
     pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
@@ -74,7 +74,7 @@ impl Inbound {
             local,
             bufs: (0..IN_BUFS).map(|_| PacketBuf::with_max_packet()).collect(),
             results: vec![Ok(Processed::Bypassed); IN_BUFS],
-            gro: GROTable::default(),
+            gro: Coalescer::default(),
             counters: NodeCounters::default(),
             filter: None,
         }
@@ -192,22 +192,49 @@ impl Inbound {
                         continue;
                     }
                 }
-                // Room for the virtio-net header in front (the headroom always has it).
-                if self.bufs[i].prepend(VNET_HDR_LEN).is_ok() {
-                    self.bufs.swap(k, i);
-                    k += 1;
-                }
+                self.bufs.swap(k, i);
+                k += 1;
             }
         }
         drop(filter);
         if k == 0 {
             return;
         }
-        let pkts = TunPkt::slice_mut(&mut self.bufs[..k]);
-        match self.tun.send_multiple(&mut self.gro, pkts, VNET_HDR_LEN) {
-            Ok(_) => self.counters.tun_tx += k as u64,
-            Err(_) => self.counters.tun_write_errors += 1,
-        }
+        self.write_tun(k);
+    }
+
+    /// Writes the packets in `bufs[..k]` to the device: with offloads, coalesced by
+    /// [`Coalescer`] and gathered by writev(2) (no copy in user space), else one write each.
+    fn write_tun(&mut self, k: usize) {
         self.counters.tun_write_batches += 1;
+        if !self.tun.tcp_gso() {
+            for b in &self.bufs[..k] {
+                self.counters.tun_writes += 1;
+                match self.tun.send(b.as_slice()) {
+                    Ok(_) => self.counters.tun_tx += 1,
+                    Err(_) => self.counters.tun_write_errors += 1,
+                }
+            }
+            return;
+        }
+        self.gro.plan(&mut self.bufs[..k], self.tun.udp_gso());
+        for w in self.gro.writes() {
+            let mut iov: [IoSlice<'_>; MAX_SEGMENTS + 1] =
+                std::array::from_fn(|_| IoSlice::new(&[]));
+            iov[0] = IoSlice::new(&w.vnet);
+            let mut m = 1;
+            for (j, i) in self.gro.segments(w).enumerate() {
+                let p = self.bufs[i].as_slice();
+                // The first packet whole, the payloads of the others after their headers.
+                iov[m] =
+                    IoSlice::new(if j == 0 { p } else { p.get(w.header_len..).unwrap_or(&[]) });
+                m += 1;
+            }
+            self.counters.tun_writes += 1;
+            match self.tun.send_vectored(&iov[..m]) {
+                Ok(_) => self.counters.tun_tx += w.segments as u64,
+                Err(_) => self.counters.tun_write_errors += 1,
+            }
+        }
     }
 }

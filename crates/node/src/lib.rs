@@ -13,6 +13,7 @@ pub mod config_sa;
 pub mod control;
 pub mod encap;
 pub mod filter_stage;
+pub mod gro;
 pub mod icmp;
 pub mod inbound;
 pub mod lanes;

@@ -85,7 +85,7 @@ counters! {
     unsendable,
     /// Send errors (unreachable, refused).
     send_errors,
-    /// TUN write errors (per batch).
+    /// TUN write errors (per write, which may carry a coalesced super-packet).
     tun_write_errors,
     /// TUN reads that returned a packet the offload code refused (counted, skipped).
     tun_read_errors,
@@ -95,6 +95,9 @@ counters! {
     tun_reads,
     /// Write batches to the TUN device.
     tun_write_batches,
+    /// write(2)/writev(2) calls on the TUN device: a super-packet coalesced from several
+    /// decrypted segments (`gro`) is one.
+    tun_writes,
     /// send system calls on the carrier.
     send_syscalls,
     /// receive system calls on the carrier.

@@ -79,3 +79,37 @@ fn ah_mutable_fields_v6() {
     assert_eq!(&z[52..56], &[0, 0, 0, 0], "mutable option data zeroed");
     assert_eq!(&z[42..44], &[1, 4], "PadN option type and length kept");
 }
+
+/// The plain RFC 1071 loop, the reference the fast sum is checked against.
+fn reference_sum(data: &[u8], initial: u16) -> u16 {
+    let mut sum = initial as u32;
+    for c in data.chunks(2) {
+        sum += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+#[test]
+fn ones_complement_sum_rfc1071_example() {
+    // RFC 1071 §3: the words 0001 f203 f4f5 f6f7 sum to ddf2.
+    let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+    assert_eq!(ones_complement_sum(&d, 0), 0xddf2);
+    assert_eq!(ones_complement_sum(&d[..7], 0), reference_sum(&d[..7], 0));
+    assert_eq!(!ones_complement_sum(&v4_udp()[..20], 0), internet_checksum(&v4_udp()[..20]));
+    // A region whose checksum field is right sums to 0xffff.
+    assert_eq!(ones_complement_sum(&v4_udp()[..20], 0), 0xffff);
+}
+
+proptest::proptest! {
+    #[test]
+    fn ones_complement_sum_matches_reference(
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+        initial in proptest::prelude::any::<u16>(),
+    ) {
+        let fast = ones_complement_sum(&data, initial);
+        let slow = reference_sum(&data, initial);
+        // 0x0000 and 0xffff are the same number in ones' complement.
+        proptest::prop_assert!(fast == slow || (fast | slow) == 0xffff && (fast & slow) == 0);
+    }
+}
