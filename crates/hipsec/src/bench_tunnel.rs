@@ -89,6 +89,8 @@ pub struct NodeCpu {
     pub node_counters: Value,
     /// Its non-zero drop counters.
     pub drops: Value,
+    /// Scheduling class of each data-path worker ("fifo" or "other", `[data-path]`).
+    pub scheduling: Vec<String>,
 }
 
 /// The report.
@@ -605,6 +607,12 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
             threads: rounds[median_round].threads[i].clone(),
             node_counters: st["node"].clone(),
             drops: Value::Object(drops),
+            scheduling: st["workers"]
+                .as_array()
+                .map(|ws| {
+                    ws.iter().map(|w| w["scheduling"].as_str().unwrap_or("-").to_string()).collect()
+                })
+                .unwrap_or_default(),
         });
     }
     drop(topo);
@@ -697,7 +705,12 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
     }
     for n in &r.nodes {
         let th: Vec<String> = n.threads.iter().map(|(t, s)| format!("{t} {s:.2}")).collect();
-        println!("node {} threads (CPU s): {}", n.side, th.join(", "));
+        println!(
+            "node {} threads (CPU s): {} (scheduling {})",
+            n.side,
+            th.join(", "),
+            n.scheduling.join(", ")
+        );
         if n.drops.as_object().is_some_and(|m| !m.is_empty()) {
             println!("node {} drops: {}", n.side, n.drops);
         }

@@ -85,9 +85,10 @@ pub fn render(doc: &Value) -> String {
             let cpu = w["cpu_s"].as_f64().map_or("-".to_string(), |c| format!("{c:.2} s CPU"));
             let _ = writeln!(
                 o,
-                "  {i} lane {} {:<5} {cpu}, {} packets from TUN, {} to TUN, {} sent, {} received",
+                "  {i} lane {} {:<5} {:<5} {cpu}, {} packets from TUN, {} to TUN, {} sent, {} received",
                 num(&w["lane"]),
                 w["role"].as_str().unwrap_or("-"),
+                w["scheduling"].as_str().unwrap_or("-"),
                 num(&w["node"]["tun_rx"]),
                 num(&w["node"]["tun_tx"]),
                 num(&w["node"]["net_tx"]),
@@ -122,7 +123,7 @@ mod tests {
             ],
             "drops": { "replayed": 2, "no_sa": 0, "integrity_failed": 1 },
             "node": { "tun_rx": 10, "runts": 0 },
-            "workers": [ { "lane": 0, "role": "both", "cpu_s": 0.25,
+            "workers": [ { "lane": 0, "role": "both", "scheduling": "fifo", "cpu_s": 0.25,
                            "node": { "tun_rx": 10, "tun_tx": 7, "net_tx": 10, "net_rx": 9 } } ]
         });
         let t = render(&doc);
@@ -135,7 +136,9 @@ mod tests {
         // Zero counters are left to --json.
         assert!(!t.contains("no_sa") && !t.contains("runts"), "{t}");
         assert!(
-            t.contains("0.25 s CPU, 10 packets from TUN, 7 to TUN, 10 sent, 9 received"),
+            t.contains(
+                "both  fifo  0.25 s CPU, 10 packets from TUN, 7 to TUN, 10 sent, 9 received"
+            ),
             "{t}"
         );
     }

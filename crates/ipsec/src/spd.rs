@@ -57,22 +57,26 @@ impl Prefix {
     }
 
     /// True if the address (4 or 16 bytes, network order) lies in the prefix.
+    ///
+    /// Runs for every packet on the data path, so it compares whole integers under a mask
+    /// rather than byte slices (which cost a memcmp call each).
     pub fn contains(&self, a: &[u8]) -> bool {
-        match &self.addr {
-            IpAddr::V4(v) if a.len() == 4 => prefix_match(&v.octets(), a, self.len as usize),
-            IpAddr::V6(v) if a.len() == 16 => prefix_match(&v.octets(), a, self.len as usize),
+        match (&self.addr, a) {
+            (IpAddr::V4(v), &[a0, a1, a2, a3]) => {
+                let x = u32::from(*v) ^ u32::from_be_bytes([a0, a1, a2, a3]);
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.len.min(32))).unwrap_or(0);
+                x & mask == 0
+            }
+            (IpAddr::V6(v), a) if a.len() == 16 => {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(a);
+                let x = u128::from(*v) ^ u128::from_be_bytes(b);
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.len.min(128))).unwrap_or(0);
+                x & mask == 0
+            }
             _ => false,
         }
     }
-}
-
-fn prefix_match(net: &[u8], a: &[u8], bits: usize) -> bool {
-    let whole = bits / 8;
-    if net[..whole] != a[..whole] {
-        return false;
-    }
-    let rem = bits % 8;
-    rem == 0 || (net[whole] ^ a[whole]) & (0xffu8 << (8 - rem)) == 0
 }
 
 /// Traffic selectors of one SPD entry.
@@ -140,4 +144,63 @@ impl Selector {
 /// First matching entry's action (RFC 4301 §4.4.1: ordered, first match).
 pub fn lookup<'a>(spd: &'a [SpdEntry], p: &[u8], layout: &IpLayout) -> Option<&'a Action> {
     spd.iter().find(|e| e.selector.matches(p, layout)).map(|e| &e.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bit by bit, the definition the masked comparison must agree with.
+    fn reference(net: &[u8], a: &[u8], bits: usize) -> bool {
+        (0..bits).all(|i| (net[i / 8] >> (7 - i % 8)) & 1 == (a[i / 8] >> (7 - i % 8)) & 1)
+    }
+
+    #[test]
+    fn edges() {
+        let p: Prefix = "10.1.0.0/16".parse().unwrap();
+        assert!(p.contains(&[10, 1, 200, 3]));
+        assert!(!p.contains(&[10, 2, 0, 0]));
+        assert!(!p.contains(&[0; 16]), "an IPv6 address is never in an IPv4 prefix");
+        assert!(Prefix::any(false).contains(&[255, 1, 2, 3]));
+        assert!(Prefix::any(true).contains(&[0xff; 16]));
+        let h: Prefix = "2001:db8::1".parse().unwrap();
+        assert!(h.contains(&h.addr_octets()));
+        let mut o = h.addr_octets();
+        o[15] ^= 1;
+        assert!(!h.contains(&o));
+    }
+
+    impl Prefix {
+        fn addr_octets(&self) -> Vec<u8> {
+            match self.addr {
+                IpAddr::V4(v) => v.octets().to_vec(),
+                IpAddr::V6(v) => v.octets().to_vec(),
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn contains_matches_bitwise_definition(
+            v6 in any::<bool>(), net in any::<[u8; 16]>(), a in any::<[u8; 16]>(),
+            len in 0u8..=128, flip in 0usize..128,
+        ) {
+            let n = if v6 { 16 } else { 4 };
+            let len = len.min(n as u8 * 8);
+            let addr = if v6 {
+                IpAddr::V6(std::net::Ipv6Addr::from(net))
+            } else {
+                IpAddr::V4(std::net::Ipv4Addr::new(net[0], net[1], net[2], net[3]))
+            };
+            let p = Prefix { addr, len };
+            let a = &a[..n];
+            prop_assert_eq!(p.contains(a), reference(&net[..n], a, len as usize));
+            // An address one bit away from the network, inside or outside the prefix.
+            let mut near = net[..n].to_vec();
+            let bit = flip % (n * 8);
+            near[bit / 8] ^= 0x80 >> (bit % 8);
+            prop_assert_eq!(p.contains(&near), bit >= len as usize);
+        }
+    }
 }

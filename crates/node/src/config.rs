@@ -40,6 +40,33 @@ pub struct NodeConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// Log format and level (`[log]`; text at info when absent).
     pub log: crate::log::LogConf,
+    /// How the data-path threads are scheduled (`[data-path] scheduling`).
+    pub scheduling: Scheduling,
+}
+
+/// Scheduling class of the data-path threads (`[data-path] scheduling`, sched(7)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheduling {
+    /// SCHED_FIFO at the lowest real-time priority (1), the default: the data path runs ahead of
+    /// the applications whose packets it carries, as a kernel IPsec does in softirq context, so
+    /// an application woken by a packet the node just wrote does not preempt the node in the
+    /// middle of its batch. It still sleeps in poll(2) whenever it has nothing to do, and the
+    /// kernel's real-time throttling (`kernel.sched_rt_runtime_us`) leaves other threads their
+    /// share under overload. Falls back to `Other` (with a warning) without CAP_SYS_NICE.
+    #[default]
+    Fifo,
+    /// SCHED_OTHER: an ordinary thread.
+    Other,
+}
+
+impl Scheduling {
+    /// The word used in the config file and in `status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheduling::Fifo => "fifo",
+            Scheduling::Other => "other",
+        }
+    }
 }
 
 /// The TUN interface.
@@ -185,6 +212,14 @@ struct RawFile {
     filter: Option<RawFilter>,
     metrics: Option<RawMetrics>,
     log: Option<RawLog>,
+    #[serde(rename = "data-path")]
+    data_path: Option<RawDataPath>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataPath {
+    scheduling: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +387,14 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     let filter = raw.filter.as_ref().map(|f| filter_conf(&ctx, f)).transpose()?;
     let metrics_listen = raw.metrics.as_ref().map(|m| metrics_listen(&ctx, m)).transpose()?;
     let log = raw.log.as_ref().map(|l| log_conf(&ctx, l)).transpose()?.unwrap_or_default();
+    let scheduling = match raw.data_path.as_ref().and_then(|d| d.scheduling.as_ref()) {
+        None => Scheduling::default(),
+        Some(s) => match s.get_ref().as_str() {
+            "fifo" => Scheduling::Fifo,
+            "other" => Scheduling::Other,
+            _ => return Err(ctx.err(s.span(), "scheduling", "want \"fifo\" or \"other\"")),
+        },
+    };
     Ok(NodeConfig {
         file: PathBuf::from(file),
         interface,
@@ -363,6 +406,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         filter,
         metrics_listen,
         log,
+        scheduling,
     })
 }
 

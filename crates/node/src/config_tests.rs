@@ -365,3 +365,19 @@ fn beet_mode() {
     let e = err_of(&ah).to_string();
     assert!(e.contains("field \"mode\"") && e.contains("ESP only"), "{e}");
 }
+
+#[test]
+fn data_path_scheduling() {
+    assert_eq!(parse("t.toml", EXAMPLE).unwrap().scheduling, Scheduling::Fifo);
+    let t = edited("scheduling = \"fifo\"", "scheduling = \"other\"");
+    assert_eq!(parse("t.toml", &t).unwrap().scheduling, Scheduling::Other);
+    // Absent section: the default.
+    let t = edited("[data-path]\nscheduling = \"fifo\"", "");
+    assert_eq!(parse("t.toml", &t).unwrap().scheduling, Scheduling::Fifo);
+    let t = edited("scheduling = \"fifo\"", "scheduling = \"rr\"");
+    let e = err_of(&t).to_string();
+    assert!(e.contains("scheduling") && e.contains("fifo"), "{e}");
+    assert!(e.contains(&format!("t.toml:{}", line_of(&t, "scheduling = \"rr\""))), "{e}");
+    let t = edited("scheduling = \"fifo\"", "priority = 5");
+    assert!(err_of(&t).to_string().contains("priority"));
+}

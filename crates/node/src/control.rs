@@ -183,7 +183,10 @@ pub fn status_value(workers: &[Value], now: Time) -> Value {
     doc["uptime_s"] = json!(now.0 as f64 / 1e6);
     doc["workers"] = workers
         .iter()
-        .map(|w| json!({ "lane": w["lane"], "role": w["role"], "cpu_s": w["cpu_s"], "node": w["node"] }))
+        .map(|w| {
+            json!({ "lane": w["lane"], "role": w["role"], "scheduling": w["scheduling"],
+                    "cpu_s": w["cpu_s"], "node": w["node"] })
+        })
         .collect();
     doc
 }

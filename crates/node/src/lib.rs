@@ -348,8 +348,10 @@ pub fn run_tuned(
             ));
         }
     }
+    let scheduling = if tuning.realtime { c.scheduling } else { config::Scheduling::Other };
     for w in &mut workers {
         w.beet = beet.clone();
+        w.scheduling = scheduling;
     }
     log_event!(
         Level::Info,
@@ -362,6 +364,7 @@ pub fn run_tuned(
         "policies" => c.policies.len(),
         "lanes" => lanes,
         "workers" => workers.len(),
+        "scheduling" => scheduling.as_str(),
         "mmsg" => mmsg,
         "udp_gso" => gso,
         "udp_gro" => gro,

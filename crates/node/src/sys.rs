@@ -85,3 +85,57 @@ pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc:
     };
     r == 0
 }
+
+/// `UDP_SEGMENT` (linux/udp.h): the GSO segment size of one send, as a control message.
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// One sendmsg(2) on UDP socket `fd` of the concatenation of `parts` to `dst`, cut by the
+/// kernel into datagrams of `segment` bytes (UDP GSO, udp(7) `UDP_SEGMENT`; the last may be
+/// shorter). The kernel gathers the parts itself, so they need not be copied into one buffer
+/// first. Returns the bytes sent.
+#[allow(unsafe_code)]
+pub fn send_gso_gather(
+    fd: RawFd,
+    dst: &socket2::SockAddr,
+    parts: &[io::IoSlice<'_>],
+    segment: u16,
+) -> io::Result<usize> {
+    /// Room for one cmsghdr with a u16, aligned as cmsghdr wants.
+    #[repr(C, align(8))]
+    struct Control([u8; 32]);
+    let mut control = Control([0; 32]);
+    // SAFETY (all of the block): CMSG_SPACE/CMSG_LEN only compute sizes. msghdr is zeroed and
+    // then pointed at live locals: the destination address (`dst`, read-only), the iovec array
+    // (`parts`: IoSlice is ABI-compatible with iovec, and sendmsg only reads through it) and
+    // `control`, which is 8-aligned and at least CMSG_SPACE(2) = 24 bytes long, so
+    // CMSG_FIRSTHDR is non-null and the header and its 2-byte payload fit. sendmsg(2) reads
+    // these and keeps no pointer after returning.
+    let r = unsafe {
+        let space = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+        debug_assert!(space <= control.0.len());
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = dst.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = dst.len();
+        msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = parts.len();
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment);
+        libc::sendmsg(fd, &msg, 0)
+    };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
+}
+
+/// Makes the calling thread SCHED_FIFO at `priority` (sched(7)); needs CAP_SYS_NICE.
+#[allow(unsafe_code)]
+pub fn set_thread_fifo(priority: i32) -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: priority };
+    // SAFETY: sched_setscheduler(2) with pid 0 acts on the calling thread and only reads the
+    // live local sched_param.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}

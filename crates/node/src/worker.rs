@@ -106,7 +106,7 @@ counters! {
 
 /// Which speed-ups the data path uses. All on by default (two workers from four cores up);
 /// `HIPSEC_NODE_TUNING` (a comma list of `no-mmsg`, `no-gso`, `no-gro`, `no-offload`,
-/// `no-buffers`, `sockbuf=BYTES`, `one-worker`, `two-workers`) changes them, for kernels that lack one and for
+/// `no-buffers`, `sockbuf=BYTES`, `one-worker`, `two-workers`, `no-realtime`) changes them, for kernels that lack one and for
 /// measuring each one's worth (`hipsec bench tunnel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
@@ -125,6 +125,9 @@ pub struct Tuning {
     pub socket_buffer: usize,
     /// Worker threads: 1 (both halves) or 2 (one per half).
     pub workers: usize,
+    /// Data-path threads as `[data-path] scheduling` says (word `no-realtime`: always
+    /// SCHED_OTHER, to measure what real-time scheduling is worth).
+    pub realtime: bool,
 }
 
 /// Cores from which a node runs two workers by default. On two cores (`hipsec bench tunnel`:
@@ -149,6 +152,7 @@ impl Default for Tuning {
             big_buffers: true,
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             workers: if cores >= TWO_WORKERS_FROM_CORES { 2 } else { 1 },
+            realtime: true,
         }
     }
 }
@@ -166,6 +170,7 @@ impl Tuning {
                 "no-buffers" => t.big_buffers = false,
                 "one-worker" => t.workers = 1,
                 "two-workers" => t.workers = 2,
+                "no-realtime" => t.realtime = false,
                 w if w.starts_with("sockbuf=") => {
                     t.socket_buffer = w["sockbuf=".len()..]
                         .parse()
@@ -244,6 +249,7 @@ pub fn run_all(
             let name = if w.lane == 0 { role.to_string() } else { format!("{role}{}", w.lane) };
             let board = &board;
             let h = std::thread::Builder::new().name(name).spawn_scoped(s, move || {
+                w.apply_scheduling();
                 let r = w.run(stop, board);
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
@@ -341,6 +347,10 @@ pub struct Worker {
     /// (direction, SPI as `status` writes it) of the BEET SAs, which the engine runs as
     /// transport mode: `status` names their mode "beet".
     pub beet: Vec<(&'static str, String)>,
+    /// The scheduling class asked for; the thread records what it got in `scheduled`.
+    pub scheduling: crate::config::Scheduling,
+    /// The scheduling class the thread runs with (set when it starts).
+    scheduled: crate::config::Scheduling,
 }
 
 impl Worker {
@@ -352,7 +362,35 @@ impl Worker {
         slot: usize,
         start: Instant,
     ) -> Worker {
-        Worker { out, inb, lane, slot, start, beet: Vec::new() }
+        Worker {
+            out,
+            inb,
+            lane,
+            slot,
+            start,
+            beet: Vec::new(),
+            scheduling: crate::config::Scheduling::Other,
+            scheduled: crate::config::Scheduling::Other,
+        }
+    }
+
+    /// Puts the calling thread (this worker's) into the asked scheduling class; without the
+    /// privilege it stays an ordinary thread and says so once in the log.
+    fn apply_scheduling(&mut self) {
+        use crate::config::Scheduling;
+        if self.scheduling != Scheduling::Fifo {
+            return;
+        }
+        match sys::set_thread_fifo(1) {
+            Ok(()) => self.scheduled = Scheduling::Fifo,
+            Err(e) => crate::log::log_event!(
+                crate::log::Level::Warn,
+                "realtime-refused",
+                "lane" => self.lane,
+                "error" => e.to_string(),
+                "action" => "data path runs as an ordinary thread (SCHED_OTHER)"
+            ),
+        }
     }
 
     fn now(&self) -> Time {
@@ -441,6 +479,7 @@ impl Worker {
         }
         v["role"] = json!(role);
         v["lane"] = json!(self.lane);
+        v["scheduling"] = json!(self.scheduled.as_str());
         v["cpu_s"] = json!(crate::netns::thread_self_cpu_seconds().unwrap_or(f64::NAN));
         v
     }

@@ -531,6 +531,9 @@ fn round_trip_opts(o: Opts, tuning: &'static str) {
     let want = if tuning.contains("two-workers") { 2 } else { workers.len().max(1) };
     assert_eq!(workers.len(), want, "{sb}");
     assert!(workers.iter().all(|w| w["cpu_s"].is_number()), "{sb}");
+    // Root may make threads SCHED_FIFO, so the data path runs real-time unless told not to.
+    let want_sched = if tuning.contains("no-realtime") { "other" } else { "fifo" };
+    assert!(workers.iter().all(|w| w["scheduling"] == want_sched), "{sb}");
 }
 
 #[test]
@@ -547,7 +550,7 @@ fn aes_gcm_udp_two_workers() {
 /// The plain paths: one datagram per system call, no TUN offloads (phase 1's data path).
 #[test]
 fn aes_gcm_udp_without_batching_or_offloads() {
-    tunnel_round_trip_tuned(Suite::Gcm, false, "no-mmsg,no-offload,no-buffers");
+    tunnel_round_trip_tuned(Suite::Gcm, false, "no-mmsg,no-offload,no-buffers,no-realtime");
 }
 
 /// sendmmsg/recvmmsg without UDP GSO/GRO, with TUN offloads (super-packets split and coalesced).
