@@ -110,6 +110,29 @@ impl Aead for AwsAead {
             .map(|p| p.len())
             .map_err(|_| CryptoError::Integrity)
     }
+
+    fn open_to(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        input: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        let ct_len = input.len().checked_sub(self.tag_len()).ok_or(CryptoError::Length)?;
+        if out.len() != ct_len {
+            return Err(CryptoError::Length);
+        }
+        let (ct, tag) = input.split_at(ct_len);
+        self.0
+            .open_separate_gather(
+                aead::Nonce::assume_unique_for_key(*nonce),
+                aead::Aad::from(aad),
+                ct,
+                tag,
+                out,
+            )
+            .map_err(|_| CryptoError::Integrity)
+    }
 }
 
 #[derive(Debug)]

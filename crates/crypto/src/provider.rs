@@ -48,6 +48,21 @@ pub trait Aead: Send + Sync + Debug {
         aad: &[u8],
         in_out: &mut [u8],
     ) -> Result<usize, CryptoError>;
+    /// Verifies `input` (`ciphertext || tag`) and decrypts it into `out`, exactly as long as the
+    /// ciphertext: the copy into a packet buffer and the decryption in one pass, for packets
+    /// that arrive in a buffer of their own (a UDP GRO message). `out` holds garbage when it
+    /// fails. Providers without it answer `Unsupported`; the caller then copies and opens in
+    /// place.
+    fn open_to(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        input: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        let _ = (nonce, aad, input, out);
+        Err(CryptoError::Unsupported)
+    }
 }
 
 /// A keyed block cipher in CBC mode.

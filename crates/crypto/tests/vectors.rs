@@ -417,6 +417,31 @@ fn check_aead(p: &dyn Provider, alg: AeadAlg, case: &AeadCase<'_>) -> Result<(),
     let n = aead.open_in_place(&nonce, aad, &mut opened)?;
     assert_eq!(&opened[..n], pt, "{name}: open");
 
+    // Out of place (where the provider has it): the same plaintext, the same refusals.
+    let mut out = vec![0u8; pt.len()];
+    match aead.open_to(&nonce, aad, expected, &mut out) {
+        Err(CryptoError::Unsupported) => {}
+        r => {
+            assert_eq!(r, Ok(()), "{name}: open_to");
+            assert_eq!(out, pt, "{name}: open_to");
+            let mut bad = expected.to_vec();
+            bad[0] ^= 0x01;
+            assert_eq!(aead.open_to(&nonce, aad, &bad, &mut out), Err(CryptoError::Integrity));
+            let n = expected.len();
+            bad = expected.to_vec();
+            bad[n - 1] ^= 0x80;
+            assert_eq!(aead.open_to(&nonce, aad, &bad, &mut out), Err(CryptoError::Integrity));
+            let mut wrong_len = vec![0u8; pt.len() + 1];
+            assert_eq!(
+                aead.open_to(&nonce, aad, expected, &mut wrong_len),
+                Err(CryptoError::Length),
+                "{name}"
+            );
+            let short = vec![0u8; aead.tag_len() - 1];
+            assert_eq!(aead.open_to(&nonce, aad, &short, &mut []), Err(CryptoError::Length));
+        }
+    }
+
     let mut flipped_ct = expected.to_vec();
     flipped_ct[0] ^= 0x01;
     assert_eq!(

@@ -321,9 +321,58 @@ impl Engine {
         self.tally(r)
     }
 
+    /// [`Engine::inbound`] for a packet whose IP header is in `buf` and whose ESP/AH part is
+    /// still in `src` (a datagram in a receive buffer): `buf`'s window is the header followed by
+    /// room for `src` (its bytes need not be there; the header's length field covers both).
+    /// Only the headers are copied into `buf`; an AEAD decrypts from `src` straight into it,
+    /// which saves the receive path one copy of every byte. Same outcomes and counters as
+    /// copying `src` in and calling `inbound`.
+    pub fn inbound_from(
+        &mut self,
+        buf: &mut PacketBuf,
+        src: &[u8],
+        now: Time,
+    ) -> Result<Processed, DropReason> {
+        let r = self.inbound_from_inner(buf, src, now).and_then(|(spi, seq, sa)| {
+            self.check_inbound_policy(buf, sa)?;
+            Ok(Processed::Decapsulated { spi, seq })
+        });
+        self.tally(r)
+    }
+
+    fn inbound_from_inner(
+        &mut self,
+        buf: &mut PacketBuf,
+        src: &[u8],
+        now: Time,
+    ) -> Result<(Spi, SeqNum, usize), DropReason> {
+        /// Bytes of `src` copied up front: any ESP header with its IV (8 + 16) or AH header
+        /// up to its SPI, which the lookups read.
+        const PREFIX: usize = 32;
+        let h = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?.header_len;
+        let room = buf.as_mut_slice().get_mut(h..).ok_or(DropReason::Malformed)?;
+        if room.len() != src.len() {
+            return Err(DropReason::Malformed);
+        }
+        let k = src.len().min(PREFIX);
+        room[..k].copy_from_slice(&src[..k]);
+        self.inbound_layers(buf, Some(src), now)
+    }
+
     fn inbound_inner(
         &mut self,
         buf: &mut PacketBuf,
+        now: Time,
+    ) -> Result<(Spi, SeqNum, usize), DropReason> {
+        self.inbound_layers(buf, None, now)
+    }
+
+    /// Removes the ESP/AH layers; `src`, if given, holds the outermost layer's bytes (see
+    /// [`Engine::inbound_from`]), which only ESP reads from there.
+    fn inbound_layers(
+        &mut self,
+        buf: &mut PacketBuf,
+        mut src: Option<&[u8]>,
         now: Time,
     ) -> Result<(Spi, SeqNum, usize), DropReason> {
         let mut first: Option<(Spi, SeqNum, usize)> = None;
@@ -360,9 +409,17 @@ impl Engine {
                 }
             };
             let sa = self.inbound.get_mut(idx).and_then(Option::as_mut).ok_or(DropReason::NoSa)?;
-            let r = match sa.protocol {
-                Protocol::Esp(_) => sa.esp_open(buf, &layout, now),
-                Protocol::Ah(_) => sa.ah_open(buf, &layout, now),
+            let r = match (sa.protocol, src.take()) {
+                (Protocol::Esp(_), s) => sa.esp_open_from(buf, &layout, s, now),
+                (Protocol::Ah(_), Some(s)) => {
+                    // AH authenticates the whole packet in place: bring it all in first.
+                    match buf.as_mut_slice().get_mut(layout.header_len..) {
+                        Some(room) if room.len() == s.len() => room.copy_from_slice(s),
+                        _ => return Err(DropReason::Malformed),
+                    }
+                    sa.ah_open(buf, &layout, now)
+                }
+                (Protocol::Ah(_), None) => sa.ah_open(buf, &layout, now),
             };
             if let Some(e) = sa.take_event() {
                 self.events.push(e);

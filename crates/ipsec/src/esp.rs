@@ -258,6 +258,21 @@ impl SecurityAssociation {
         outer: &IpLayout,
         now: Time,
     ) -> Result<Opened, DropReason> {
+        self.esp_open_from(buf, outer, None, now)
+    }
+
+    /// [`SecurityAssociation::esp_open`] for a packet whose ESP part is still in `src` (from the
+    /// SPI to the end, `outer.total_len - outer.header_len` bytes), while `buf` holds its outer
+    /// header and, after it, a copy of at least the ESP header and IV: an AEAD decrypts straight
+    /// from `src` into `buf` (the copy and the decryption in one pass), other transforms copy
+    /// the rest first. With `src` None it is `esp_open`.
+    pub fn esp_open_from(
+        &mut self,
+        buf: &mut PacketBuf,
+        outer: &IpLayout,
+        src: Option<&[u8]>,
+        now: Time,
+    ) -> Result<Opened, DropReason> {
         self.check_usable(now)?;
         buf.truncate(outer.total_len);
         let esp_at = outer.header_len;
@@ -279,12 +294,31 @@ impl SecurityAssociation {
         let seq = self.replay.infer(seq_low);
         // RFC 4303 §3.4.3: the replay check comes before the (costly) ICV check...
         self.replay.check(seq)?;
+        // The part of the packet still in `src`: the ciphertext and ICV, after header and IV.
+        let rest = match src {
+            None => None,
+            Some(s) if s.len() == end - esp_at => Some(&s[hdr_len..]),
+            Some(_) => return Err(DropReason::Malformed),
+        };
+        let aead_from_src = matches!(self.transform, Transform::EspAead { .. }) && rest.is_some();
+        if let (Some(r), false) = (rest, aead_from_src) {
+            p[ct_at..end].copy_from_slice(r);
+        }
         match &self.transform {
             Transform::EspAead { aead, salt } => {
                 let n = nonce(salt, &p[esp_at + HEADER_LEN..ct_at]);
                 let (a, alen) = aad(self.spi.0, seq, self.esn);
-                aead.open_in_place(&n, &a[..alen], &mut p[ct_at..end])
-                    .map_err(|_| DropReason::IntegrityFailed)?;
+                let opened = match rest {
+                    Some(r) => match aead.open_to(&n, &a[..alen], r, &mut p[ct_at..icv_at]) {
+                        Err(crypto::CryptoError::Unsupported) => {
+                            p[ct_at..end].copy_from_slice(r);
+                            aead.open_in_place(&n, &a[..alen], &mut p[ct_at..end]).map(|_| ())
+                        }
+                        other => other,
+                    },
+                    None => aead.open_in_place(&n, &a[..alen], &mut p[ct_at..end]).map(|_| ()),
+                };
+                opened.map_err(|_| DropReason::IntegrityFailed)?;
             }
             Transform::EspCbc { cipher, mac } => {
                 if let Some(mac) = mac {

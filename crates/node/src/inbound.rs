@@ -41,6 +41,9 @@ pub struct Inbound {
     local: IpAddr,
     bufs: Vec<PacketBuf>,
     results: Vec<Result<Processed, DropReason>>,
+    /// Per buffer of a UDP batch: (message, offset, length) of its ESP part in the receive
+    /// buffers, which the engine decrypts from.
+    sources: Vec<(usize, usize, usize)>,
     gro: Coalescer,
     pub(crate) counters: NodeCounters,
     /// Packet filter applied after IPsec is removed (issue 5).
@@ -74,6 +77,7 @@ impl Inbound {
             local,
             bufs: (0..IN_BUFS).map(|_| PacketBuf::with_max_packet()).collect(),
             results: vec![Ok(Processed::Bypassed); IN_BUFS],
+            sources: vec![(0, 0, 0); IN_BUFS],
             gro: Coalescer::default(),
             counters: NodeCounters::default(),
             filter: None,
@@ -97,7 +101,7 @@ impl Inbound {
             }
             for i in 0..m {
                 if IN_BUFS - n < GRO_SEGMENTS {
-                    self.flush(n, now);
+                    self.flush(n, true, now);
                     n = 0;
                 }
                 let Some(udp) = self.udp.as_ref() else { return Ok(()) };
@@ -106,7 +110,7 @@ impl Inbound {
                     self.counters.runts += 1;
                     continue;
                 }
-                for d in bytes.chunks(meta.seg) {
+                for (k, d) in bytes.chunks(meta.seg).enumerate() {
                     self.counters.net_rx += 1;
                     match encap::classify(d) {
                         UdpPayload::Esp => {}
@@ -136,21 +140,21 @@ impl Inbound {
                     };
                     // Unknown SPIs get the datagram's addresses; the engine refuses them (no_sa).
                     let (src, dst) = addrs.unwrap_or((meta.from.ip(), self.local));
+                    // Only the IP header is written here: the engine copies the ESP header
+                    // and decrypts the rest straight from the receive buffer (`flush`).
                     let b = &mut self.bufs[n];
-                    let fits =
-                        b.raw_mut().get_mut(head..head + d.len()).map(|w| w.copy_from_slice(d));
-                    if fits.is_none()
-                        || b.set_window(head, d.len()).is_err()
+                    if b.set_window(head, d.len()).is_err()
                         || !encap::prepend_ip_header(b, src, dst, proto::ESP)
                     {
                         self.counters.runts += 1;
                         continue;
                     }
+                    self.sources[n] = (i, k * meta.seg, d.len());
                     n += 1;
                 }
             }
         }
-        self.flush(n, now);
+        self.flush(n, true, now);
         Ok(())
     }
 
@@ -170,18 +174,28 @@ impl Inbound {
             }
             self.counters.net_rx += 1;
         }
-        self.flush(n, now);
+        self.flush(n, false, now);
         Ok(())
     }
 
     /// Opens `bufs[..n]` and writes the decapsulated packets to the device (coalesced when the
-    /// device has offloads).
-    fn flush(&mut self, n: usize, now: Time) {
+    /// device has offloads). `from_udp`: the buffers hold only IP headers and `sources` says
+    /// where in the last recvmmsg's messages each packet's ESP part is.
+    fn flush(&mut self, n: usize, from_udp: bool, now: Time) {
         if n == 0 {
             return;
         }
         self.counters.batches += 1;
-        self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
+        match self.udp.as_ref().filter(|_| from_udp) {
+            Some(udp) => {
+                for i in 0..n {
+                    let (m, off, len) = self.sources[i];
+                    let src = udp.message(m).0.get(off..off + len).unwrap_or(&[]);
+                    self.results[i] = self.engine.inbound_from(&mut self.bufs[i], src, now);
+                }
+            }
+            None => self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now),
+        }
         let mut k = 0;
         let mut filter = self.filter.as_ref().map(crate::filter_stage::lock);
         for i in 0..n {
