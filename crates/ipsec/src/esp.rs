@@ -294,11 +294,11 @@ impl SecurityAssociation {
         let seq = self.replay.infer(seq_low);
         // RFC 4303 §3.4.3: the replay check comes before the (costly) ICV check...
         self.replay.check(seq)?;
-        // The part of the packet still in `src`: the ciphertext and ICV, after header and IV.
+        // The part of the packet still in `src`: the ciphertext and ICV, after header and IV,
+        // up to the IP length (bytes after it are cut, as from `buf` above).
         let rest = match src {
             None => None,
-            Some(s) if s.len() == end - esp_at => Some(&s[hdr_len..]),
-            Some(_) => return Err(DropReason::Malformed),
+            Some(s) => Some(s.get(hdr_len..end - esp_at).ok_or(DropReason::Malformed)?),
         };
         let aead_from_src = matches!(self.transform, Transform::EspAead { .. }) && rest.is_some();
         if let (Some(r), false) = (rest, aead_from_src) {

@@ -106,3 +106,19 @@ fn a_source_of_the_wrong_length_is_malformed() {
     let r = b.inbound_from(&mut headers, &w[20..w.len() - 1], Time(2));
     assert_eq!(r, Err(ipsec::DropReason::Malformed));
 }
+
+#[test]
+fn bytes_after_the_ip_length_are_cut_both_ways() {
+    for suite in ["aes128gcm", "aes128cbc-sha256"] {
+        let p = esp_params(suite.parse().unwrap(), Mode::Tunnel, false, false, 0x2000);
+        let (mut tx, mut a, mut b, h) = engines(&p);
+        let mut buf = PacketBuf::with_max_packet();
+        buf.load(&packet(false, true, &[9; 300]), 128).unwrap();
+        tx.protect_with(&[h], &mut buf, Time(1)).unwrap();
+        // Link-layer padding after the IP packet (a minimum-size frame, say).
+        let mut w = buf.as_slice().to_vec();
+        w.extend_from_slice(&[0; 6]);
+        both_ways(&mut a, &mut b, &w, suite);
+        assert_eq!(b.totals().in_packets, 1, "{suite}");
+    }
+}
