@@ -314,7 +314,7 @@ impl Engine {
 
     /// Inbound processing: removes every ESP/AH layer addressed to an SA in the SAD.
     pub fn inbound(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
-        let r = self.inbound_inner(buf, now).and_then(|(spi, seq, sa)| {
+        let r = self.inbound_layers(buf, None, now).and_then(|(spi, seq, sa)| {
             self.check_inbound_policy(buf, sa)?;
             Ok(Processed::Decapsulated { spi, seq })
         });
@@ -357,14 +357,6 @@ impl Engine {
         let k = src.len().min(PREFIX);
         room[..k].copy_from_slice(&src[..k]);
         self.inbound_layers(buf, Some(src), now)
-    }
-
-    fn inbound_inner(
-        &mut self,
-        buf: &mut PacketBuf,
-        now: Time,
-    ) -> Result<(Spi, SeqNum, usize), DropReason> {
-        self.inbound_layers(buf, None, now)
     }
 
     /// Removes the ESP/AH layers; `src`, if given, holds the outermost layer's bytes (see

@@ -296,14 +296,19 @@ impl SecurityAssociation {
         self.replay.check(seq)?;
         // The part of the packet still in `src`: the ciphertext and ICV, after header and IV,
         // up to the IP length (bytes after it are cut, as from `buf` above).
+        // Only an AEAD reads it there; the other transforms work in place, so it comes in now.
         let rest = match src {
             None => None,
             Some(s) => Some(s.get(hdr_len..end - esp_at).ok_or(DropReason::Malformed)?),
         };
-        let aead_from_src = matches!(self.transform, Transform::EspAead { .. }) && rest.is_some();
-        if let (Some(r), false) = (rest, aead_from_src) {
-            p[ct_at..end].copy_from_slice(r);
-        }
+        let rest = match (rest, &self.transform) {
+            (Some(r), Transform::EspAead { .. }) => Some(r),
+            (Some(r), _) => {
+                p[ct_at..end].copy_from_slice(r);
+                None
+            }
+            (None, _) => None,
+        };
         match &self.transform {
             Transform::EspAead { aead, salt } => {
                 let n = nonce(salt, &p[esp_at + HEADER_LEN..ct_at]);

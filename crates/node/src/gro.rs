@@ -37,7 +37,7 @@ const UDP: u8 = 17;
 const TCP_FIN_SYN_RST_URG_ECE_CWR: u8 = 0x01 | 0x02 | 0x04 | 0x20 | 0x40 | 0x80;
 const TCP_PSH: u8 = 0x08;
 const TCP_ACK: u8 = 0x10;
-const NONE: u16 = u16::MAX;
+const NONE: u32 = u32::MAX;
 
 /// One write to the device: a virtio-net header, then packet `first` whole, then the payloads
 /// (after `header_len` bytes of headers) of the packets that follow it in the plan.
@@ -79,8 +79,8 @@ struct Parsed {
 #[derive(Debug, Clone, Copy)]
 struct Item {
     flow: Flow,
-    first: u16,
-    last: u16,
+    first: u32,
+    last: u32,
     segments: u16,
     iph_len: u16,
     hdr_len: u16,
@@ -100,9 +100,9 @@ struct Item {
 pub struct Coalescer {
     items: Vec<Item>,
     /// Indices into `items` of the items that may still grow.
-    open: Vec<u16>,
+    open: Vec<u32>,
     /// `next[i]`: the packet merged after packet `i` (NONE: none).
-    next: Vec<u16>,
+    next: Vec<u32>,
     writes: Vec<Write>,
 }
 
@@ -115,10 +115,9 @@ impl Coalescer {
         self.items.clear();
         self.open.clear();
         self.writes.clear();
-        let n = pkts.len().min(NONE as usize);
         self.next.clear();
-        self.next.resize(n, NONE);
-        for i in 0..n {
+        self.next.resize(pkts.len(), NONE);
+        for i in 0..pkts.len() {
             self.add(pkts, i, udp);
         }
         for it in &self.items {
@@ -143,7 +142,7 @@ impl Coalescer {
 
     /// The packets of `w` in order: the first, then those merged into it.
     pub fn segments(&self, w: &Write) -> impl Iterator<Item = usize> + '_ {
-        let mut at = w.first as u16;
+        let mut at = w.first as u32;
         std::iter::from_fn(move || {
             if at == NONE {
                 return None;
@@ -183,7 +182,7 @@ impl Coalescer {
             it.hdr_len = parsed.hdr_len as u16;
             it.gso_size = (p.len() - parsed.hdr_len) as u16;
             it.next_seq = parsed.seq.wrapping_add(it.gso_size as u32);
-            self.open.push(self.items.len() as u16);
+            self.open.push(self.items.len() as u32);
         }
         self.items.push(it);
     }
@@ -211,8 +210,8 @@ impl Coalescer {
         }
         let it = &mut self.items[k];
         it.verified = true;
-        self.next[it.last as usize] = i as u16;
-        it.last = i as u16;
+        self.next[it.last as usize] = i as u32;
+        it.last = i as u32;
         it.segments += 1;
         it.len += payload;
         it.next_seq = it.next_seq.wrapping_add(payload as u32);
@@ -234,8 +233,8 @@ enum Merge {
 fn single(i: usize, len: usize) -> Item {
     Item {
         flow: Flow { key: [0; 36], proto: 0, v6: false },
-        first: i as u16,
-        last: i as u16,
+        first: i as u32,
+        last: i as u32,
         segments: 1,
         iph_len: 0,
         hdr_len: 0,

@@ -11,9 +11,9 @@ use std::net::IpAddr;
 use tun_rs::{DeviceBuilder, SyncDevice};
 
 /// Bytes of the virtio-net header in front of every packet when offloads are on.
-pub const VNET_HDR_LEN: usize = tun_rs::VIRTIO_NET_HDR_LEN;
-// The coalescer writes the same header itself.
-const _: () = assert!(VNET_HDR_LEN == crate::gro::VNET_HDR_LEN);
+pub use crate::gro::VNET_HDR_LEN;
+// The coalescer writes the header itself; tun-rs reads it with the same size.
+const _: () = assert!(VNET_HDR_LEN == tun_rs::VIRTIO_NET_HDR_LEN);
 
 /// Creates, configures and brings up the TUN device with `c.queues` queues (IFF_MULTI_QUEUE when
 /// more than one: the kernel spreads flows over them by hash), all non-blocking. `offload` asks

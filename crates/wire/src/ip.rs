@@ -168,18 +168,7 @@ pub fn ones_complement_sum(data: &[u8], initial: u16) -> u16 {
 
 /// The Internet checksum (RFC 1071) of `data`.
 pub fn internet_checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    if let [b] = chunks.remainder() {
-        sum += (*b as u32) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    !ones_complement_sum(data, 0)
 }
 
 /// Sets the length field of the IP header at the start of `packet` to `packet.len()` and, for
