@@ -1,8 +1,9 @@
 //! `[[sa]]` tables: manually keyed Security Associations in TOML, named after `ip xfrm state`
 //! (RFC 4301 §4.4.2 lists what an SA holds). One parser serves the SA file of the pcap tools and the
-//! node config, whose `config_sa` adds `direction` and `name` on top. Format: docs/sa-file.md.
+//! node config, whose `config::sa` adds `direction` and `name` on top. Format: docs/sa-file.md.
 
-use crate::config::{ConfigError, Ctx};
+pub use super::error::Problem;
+use super::error::{ConfigError, Ctx};
 use ipsec::{Lifetime, Mode, SaError, SaParams, SecurityAssociation, Spi, Time};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -45,95 +46,6 @@ impl fmt::Display for Note {
             Note::Insecure(m) => write!(f, "warning: insecure: {m}"),
         }
     }
-}
-
-/// What is wrong with one field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Problem {
-    /// Not an IPv4/IPv6 address.
-    #[error("{0:?} is not an IP address")]
-    BadAddress(String),
-    /// src and dst of different families.
-    #[error("src {src} and dst {dst} are of different IP versions")]
-    MixedVersions {
-        /// Source.
-        src: IpAddr,
-        /// Destination.
-        dst: IpAddr,
-    },
-    /// Not "esp" or "ah".
-    #[error("{0:?} is not a protocol; use \"esp\" or \"ah\"")]
-    BadProto(String),
-    /// Not "tunnel" or "transport" (or, in the node config, "beet").
-    #[error("{0:?} is not a mode; use \"tunnel\" or \"transport\" (or \"beet\" in a node config)")]
-    BadMode(String),
-    /// BEET with AH: RFC 7402 defines BEET for ESP only (AH would cover the inner addresses).
-    #[error("BEET is defined for ESP only (RFC 7402 §5)")]
-    BeetNeedsEsp,
-    /// SPI not a 32-bit number.
-    #[error("{0} is not an SPI: want a 32-bit integer or a hex string like \"0x00001000\"")]
-    BadSpi(String),
-    /// Hex string did not decode.
-    #[error("{0}")]
-    BadHex(String),
-    /// Algorithm name unknown or not allowed here.
-    #[error("unknown algorithm {name:?} (known: {known})")]
-    UnknownAlgorithm {
-        /// What was written.
-        name: String,
-        /// The accepted names.
-        known: &'static str,
-    },
-    /// `aead` with `auth` or `enc`.
-    #[error("{aead} is a combined-mode (AEAD) cipher: it takes no separate \"{other}\"")]
-    AeadCombined {
-        /// The AEAD.
-        aead: String,
-        /// The other field.
-        other: &'static str,
-    },
-    /// A field required by the other fields is absent.
-    #[error("missing: {0}")]
-    Missing(&'static str),
-    /// A field that does not apply to this SA.
-    #[error("not used here: {0}")]
-    NotApplicable(&'static str),
-    /// Wrong key length.
-    #[error("{alg} needs a {want}-byte key{detail}, got {got} bytes")]
-    KeyLength {
-        /// Algorithm.
-        alg: String,
-        /// Required bytes.
-        want: usize,
-        /// Supplied bytes.
-        got: usize,
-        /// E.g. " (16-byte key + 4-byte salt)".
-        detail: String,
-    },
-    /// Replay window out of range.
-    #[error("{0} is out of range (0 disables anti-replay, else 32..=65536)")]
-    BadWindow(i64),
-    /// Two SAs with the same SPI and protocol.
-    #[error("spi {spi} ({proto}) is already used by the SA at line {line}")]
-    Duplicate {
-        /// SPI.
-        spi: Spi,
-        /// "esp" or "ah".
-        proto: &'static str,
-        /// Line of the first one.
-        line: usize,
-    },
-    /// ESP without integrity where the reader requires it ([`Options::require_integrity`]).
-    #[error(
-        "missing: {0} is ESP without integrity, so packets can be forged (RFC 4303 §3.2); add \"auth\""
-    )]
-    IntegrityRequired(String),
-    /// The engine refused the SA.
-    #[error("{0}")]
-    Sa(SaError),
-    /// Any other problem of a config field (the node config's non-SA tables).
-    #[error("{0}")]
-    Other(String),
 }
 
 /// Why an SA file could not be loaded: the node config's error, so both name the file, line, column

@@ -1,9 +1,9 @@
 //! Tests of the node config: the documented example parses, and each bad field is named with its line.
 
 use super::*;
-use crate::config_sa::Direction;
+use crate::config::sa::Direction;
 
-const EXAMPLE: &str = include_str!("../../../docs/node-example.toml");
+const EXAMPLE: &str = include_str!("../../../../docs/node-example.toml");
 
 fn err_of(text: &str) -> ConfigError {
     match parse("t.toml", text) {
@@ -148,7 +148,7 @@ fn filter_table_is_checked_at_load() {
     let c = parse(&file, &cfg("good.rules", "linear")).unwrap();
     let f = c.filter.unwrap();
     assert_eq!(f.rules, dir.join("good.rules"));
-    assert_eq!(f.engine, crate::filter_stage::FilterEngine::Linear);
+    assert_eq!(f.engine, crate::config::filter::FilterEngine::Linear);
     let e = parse(&file, &cfg("bad.rules", "classifier")).unwrap_err().to_string();
     assert!(e.contains("\"rules\"") && e.contains("line 2, column"), "{e}");
     let e = parse(&file, &cfg("good.rules", "fast")).unwrap_err().to_string();
@@ -309,10 +309,11 @@ fn lanes_parse_and_pair_up_by_name() {
     assert_eq!(c.interface.queues, 2);
     let PolicyAction::Protect(v) = &c.policies[1].action else { panic!("not protect") };
     assert_eq!(c.sas[v[0]].lane, 0);
-    let other = crate::lanes::counterpart(&c.sas, v[0], 1).unwrap();
+    let other = crate::config::sa::counterpart(&c.sas, v[0], 1).unwrap();
     assert_eq!((c.sas[other].lane, c.sas[other].params.spi.0), (1, 0x1003));
     // Each lane's engine holds only its own SAs.
-    let (e1, addrs) = crate::build_engine_for(&c, ipsec::Time(0), true, true, 1).unwrap();
+    let (e1, addrs) =
+        crate::keying::manual::build_engine_for(&c, ipsec::Time(0), true, true, 1).unwrap();
     assert_eq!(e1.outbound_sas().map(|s| s.spi().0).collect::<Vec<_>>(), [0x1003]);
     assert_eq!(addrs.keys().map(|k| k.0).collect::<Vec<_>>(), [0x2003]);
 }

@@ -2,30 +2,31 @@
 //! format 0.0.4, and the HTTP request routing, which must never panic on client bytes.
 
 use super::*;
-use crate::control;
-use crate::worker::NodeCounters;
+use crate::control::status;
+use crate::datapath::counters::NodeCounters;
+use crate::datapath::snapshot;
 use ipsec::Time;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 
-const EXAMPLE: &str = include_str!("../../../docs/node-example.toml");
+const EXAMPLE: &str = include_str!("../../../../docs/node-example.toml");
 
 /// A status document as the control thread makes it: two workers (out and in) over the
 /// example's engine, with some traffic counted.
 fn example_status() -> Value {
     let c = crate::config::parse("example.toml", EXAMPLE).unwrap_or_else(|e| panic!("{e}"));
-    let (out, _) =
-        crate::build_engine_for(&c, Time(0), true, false, 0).unwrap_or_else(|e| panic!("{e}"));
-    let (inb, _) =
-        crate::build_engine_for(&c, Time(0), false, true, 0).unwrap_or_else(|e| panic!("{e}"));
+    let (out, _) = crate::keying::manual::build_engine_for(&c, Time(0), true, false, 0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (inb, _) = crate::keying::manual::build_engine_for(&c, Time(0), false, true, 0)
+        .unwrap_or_else(|e| panic!("{e}"));
     let counters = NodeCounters { tun_rx: 7, net_tx: 7, ..Default::default() };
-    let mut w0 = control::merge(&[control::engine_json(&out, &counters, Time(1))]);
+    let mut w0 = snapshot::merge(&[snapshot::engine_json(&out, &counters, Time(1))]);
     w0["role"] = json!("out");
     w0["cpu_s"] = json!(0.25);
-    let mut w1 = control::merge(&[control::engine_json(&inb, &NodeCounters::default(), Time(1))]);
+    let mut w1 = snapshot::merge(&[snapshot::engine_json(&inb, &NodeCounters::default(), Time(1))]);
     w1["role"] = json!("in");
     w1["cpu_s"] = json!(f64::NAN); // null: no CPU time could be read
-    control::status_value(&[w0, w1], Time(2_500_000))
+    status::status_value(&[w0, w1], Time(2_500_000))
 }
 
 fn is_metric_name(s: &str) -> bool {

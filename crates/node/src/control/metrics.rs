@@ -313,7 +313,7 @@ pub fn render(status: &Value) -> String {
     // calls), so a sum over a label would mean nothing (Prometheus naming practice).
     for (key, v) in status["node"].as_object().into_iter().flatten() {
         let name = format!("hipsec_node_{}_total", name_part(key));
-        let help = crate::worker::NodeCounters::HELP
+        let help = crate::datapath::counters::NodeCounters::HELP
             .iter()
             .find(|(f, _)| f == key)
             .map_or_else(|| format!("Node counter {key}."), |(_, h)| h.to_string());

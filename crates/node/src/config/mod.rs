@@ -3,13 +3,18 @@
 //! sections `[metrics]` and `[log]`. Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
-use crate::config_sa::{self, Direction, SaConf};
-use crate::safile::{Problem, RawSa};
+pub mod error;
+pub mod filter;
+pub mod sa;
+pub mod safile;
+
+use error::Ctx;
+pub use error::{ConfigError, Problem};
 use ipsec::spd::{Prefix, Selector};
+use sa::{Direction, SaConf};
+use safile::RawSa;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use std::net::{IpAddr, SocketAddr};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -35,7 +40,7 @@ pub struct NodeConfig {
     /// SPD entries, in file order (first match wins).
     pub policies: Vec<PolicyConf>,
     /// Packet filter on the TUN side, if any (issue 5).
-    pub filter: Option<crate::filter_stage::FilterConf>,
+    pub filter: Option<filter::FilterConf>,
     /// Address of the Prometheus metrics endpoint (`[metrics] listen`), if any.
     pub metrics_listen: Option<SocketAddr>,
     /// Log format and level (`[log]`; text at info when absent).
@@ -78,7 +83,7 @@ pub struct InterfaceConf {
     pub link_mtu: u16,
     /// Addresses with prefix lengths.
     pub addresses: Vec<Prefix>,
-    /// TUN queues, one data-path lane each (`queues`, default 1; see `crate::lanes`).
+    /// TUN queues, one data-path lane each (`queues`, default 1; see `crate::datapath::lanes`).
     pub queues: usize,
 }
 
@@ -131,72 +136,10 @@ pub struct PolicyConf {
     pub action: PolicyAction,
     /// Inbound SAs (indices into [`NodeConfig::sas`]) that may carry the reverse traffic of a
     /// protect policy (`in-sas`); empty: any inbound SA of the node. See
-    /// [`crate::build_engine_for`] for the inbound SPD made from it (RFC 4301 §5.2).
+    /// [`crate::keying::manual::build_engine_for`] for the inbound SPD made from it (RFC 4301 §5.2).
     pub in_sas: Vec<usize>,
     /// Line of its `[[policy]]` header.
     pub line: usize,
-}
-
-/// Why a configuration file (or an SA file, `crate::safile`) was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        /// File name.
-        file: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// TOML syntax, unknown or missing fields, wrong types.
-    #[error("{file}:{line}:{col}: {message}")]
-    Toml {
-        /// File name.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        col: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A field's value is wrong.
-    #[error("{file}:{line}:{col}: field \"{field}\": {problem}")]
-    Field {
-        /// File name.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        col: usize,
-        /// Field name as written in the file.
-        field: &'static str,
-        /// What is wrong.
-        problem: Problem,
-    },
-    /// An SA file without any `[[sa]]` (the node config may have none).
-    #[error("{file}: no [[sa]] entries")]
-    Empty {
-        /// File name.
-        file: String,
-    },
-}
-
-impl ConfigError {
-    /// The field named by the error, if any.
-    pub fn field(&self) -> Option<&str> {
-        match self {
-            ConfigError::Field { field, .. } => Some(field),
-            _ => None,
-        }
-    }
-    /// The line named by the error, if any.
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            ConfigError::Field { line, .. } | ConfigError::Toml { line, .. } => Some(*line),
-            ConfigError::Io { .. } | ConfigError::Empty { .. } => None,
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -282,61 +225,6 @@ struct RawPolicy {
     in_sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
-/// The text being parsed, for positions in error messages.
-#[derive(Debug)]
-pub(crate) struct Ctx<'a> {
-    pub file: &'a str,
-    pub text: &'a str,
-}
-
-impl Ctx<'_> {
-    pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        (line, col)
-    }
-
-    /// Line of the `[[table]]` header of an array element: toml spans such an element from its header.
-    pub fn header_line(&self, offset: usize) -> usize {
-        self.line_col(offset).0
-    }
-
-    /// The whole text as `T`; syntax, unknown or missing fields and wrong types are `Toml` errors.
-    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        toml::from_str(self.text).map_err(|e| {
-            let (line, col) = self.line_col(e.span().map_or(0, |s| s.start));
-            ConfigError::Toml {
-                file: self.file.to_string(),
-                line,
-                col,
-                message: e.message().trim().to_string(),
-            }
-        })
-    }
-
-    /// A `Field` error at `span`.
-    pub fn field_err(
-        &self,
-        span: Range<usize>,
-        field: &'static str,
-        problem: Problem,
-    ) -> ConfigError {
-        let (line, col) = self.line_col(span.start);
-        ConfigError::Field { file: self.file.to_string(), line, col, field, problem }
-    }
-
-    /// A `Field` error at `span`, described in words.
-    pub fn err(
-        &self,
-        span: Range<usize>,
-        field: &'static str,
-        problem: impl ToString,
-    ) -> ConfigError {
-        self.field_err(span, field, Problem::Other(problem.to_string()))
-    }
-}
-
 /// Reads and checks a configuration file.
 pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
     let file = path.display().to_string();
@@ -375,9 +263,9 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             Some(n.clone())
         }
     };
-    let sas = config_sa::parse_all(&ctx, &raw.sa)?;
+    let sas = sa::parse_all(&ctx, &raw.sa)?;
     if let Transport::Raw { local, peer } = transport {
-        config_sa::check_raw_addresses(&ctx, &raw.sa, &sas, local, peer)?;
+        sa::check_raw_addresses(&ctx, &raw.sa, &sas, local, peer)?;
     }
     let mut policies = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {
@@ -410,7 +298,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     })
 }
 
-/// Lanes (`[interface] queues` > 1, see `crate::lanes`): ESP in UDP only (raw sockets would each
+/// Lanes (`[interface] queues` > 1, see `crate::datapath::lanes`): ESP in UDP only (raw sockets would each
 /// get every packet); every SA in a lane below `queues`; an inbound SA's SPI ≡ its lane mod
 /// `queues` (the kernel picks the receiving lane by SPI); and every SA a policy names has a
 /// counterpart of the same name in each lane, since each lane seals with its own SAs (RFC 9611).
@@ -479,7 +367,7 @@ fn check_lanes(
                 ));
             };
             for lane in 1..n {
-                if crate::lanes::counterpart(sas, i, lane).is_none() {
+                if sa::counterpart(sas, i, lane).is_none() {
                     return Err(ctx.err(
                         span,
                         field,
@@ -493,7 +381,7 @@ fn check_lanes(
 }
 
 /// `[metrics] listen`: `ADDR:PORT` or `[V6ADDR]:PORT`, port not 0 (a scraper must know it).
-/// Whether it can be bound is found out at start (`crate::run_tuned`), which refuses to run
+/// Whether it can be bound is found out at start (`crate::run::run_tuned`), which refuses to run
 /// without it.
 fn metrics_listen(ctx: &Ctx<'_>, r: &RawMetrics) -> Result<SocketAddr, ConfigError> {
     let t = r.listen.get_ref().trim();
@@ -520,11 +408,8 @@ fn log_conf(ctx: &Ctx<'_>, r: &RawLog) -> Result<crate::log::LogConf, ConfigErro
 
 /// `[filter]`: the rule file (relative paths are relative to the config file) and the engine;
 /// the rules are loaded here so that a bad rule file stops the node from starting.
-fn filter_conf(
-    ctx: &Ctx<'_>,
-    r: &RawFilter,
-) -> Result<crate::filter_stage::FilterConf, ConfigError> {
-    use crate::filter_stage::{FilterConf, FilterEngine, FilterStage};
+fn filter_conf(ctx: &Ctx<'_>, r: &RawFilter) -> Result<filter::FilterConf, ConfigError> {
+    use filter::{FilterConf, FilterEngine};
     let engine = match &r.engine {
         None => FilterEngine::Classifier,
         Some(e) => FilterEngine::from_name(e.get_ref())
@@ -536,7 +421,7 @@ fn filter_conf(
         _ => path,
     };
     let conf = FilterConf { rules, engine };
-    FilterStage::load(&conf).map_err(|e| ctx.err(r.rules.span(), "rules", e))?;
+    filter::check(&conf).map_err(|e| ctx.err(r.rules.span(), "rules", e))?;
     Ok(conf)
 }
 
@@ -559,12 +444,12 @@ fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigErr
     }
     let queues = match &r.queues {
         None => 1,
-        Some(q) => usize::try_from(*q.get_ref())
-            .ok()
-            .filter(|v| (1..=crate::lanes::MAX_LANES).contains(v))
-            .ok_or_else(|| {
-                ctx.err(q.span(), "queues", format!("want 1..={}", crate::lanes::MAX_LANES))
-            })?,
+        Some(q) => {
+            usize::try_from(*q.get_ref())
+                .ok()
+                .filter(|v| (1..=sa::MAX_LANES).contains(v))
+                .ok_or_else(|| ctx.err(q.span(), "queues", format!("want 1..={}", sa::MAX_LANES)))?
+        }
     };
     Ok(InterfaceConf { name: name.clone(), link_mtu, addresses, queues })
 }
@@ -657,7 +542,7 @@ fn policy(
             }
             let mut idx = Vec::new();
             for s in list.get_ref() {
-                idx.push(config_sa::resolve(ctx, s, sas, Direction::Out, "sas")?);
+                idx.push(sa::resolve(ctx, s, sas, Direction::Out, "sas")?);
             }
             PolicyAction::Protect(idx)
         }
@@ -684,7 +569,7 @@ fn policy(
             return Err(ctx.err(list.span(), "in-sas", "leave in-sas out for any inbound SA"));
         }
         for s in list.get_ref() {
-            in_sas.push(config_sa::resolve(ctx, s, sas, Direction::In, "in-sas")?);
+            in_sas.push(sa::resolve(ctx, s, sas, Direction::In, "in-sas")?);
         }
     }
     Ok(PolicyConf {
@@ -729,5 +614,5 @@ fn port_range(v: &toml::Value) -> Option<(u16, u16)> {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

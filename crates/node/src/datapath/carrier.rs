@@ -2,8 +2,8 @@
 //! ESP (protocol 50, RFC 4303) and AH (51, RFC 4302). Converts between the engine's whole IP
 //! packets and what each socket sends and receives.
 
+use super::encap::{self, UdpPayload};
 use crate::config::Transport;
-use crate::encap::{self, UdpPayload};
 use ipsec::PacketBuf;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -109,7 +109,7 @@ impl Carrier {
         }
     }
 
-    /// ESP in UDP on an already bound socket (a lane's, `crate::lanes`).
+    /// ESP in UDP on an already bound socket (a lane's, `crate::datapath::lanes`).
     pub fn udp(sock: UdpSocket, peer: SocketAddr) -> Carrier {
         let local = sock.local_addr().map_or(peer.ip(), |a| a.ip());
         Carrier::Udp { sock, peer, local }

@@ -12,27 +12,10 @@
 //! the peer's GRO could merge datagrams of two lanes into one message, which the BPF program
 //! (it sees the first datagram only) would hand to one lane.
 
-use crate::config_sa::SaConf;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-
-/// Most lanes (TUN queues) a node runs.
-pub const MAX_LANES: usize = 16;
-
-/// The SA of lane `lane` that stands for SA `i` (lane 0's): same name and direction. SA `i`
-/// itself for lane 0.
-pub fn counterpart(sas: &[SaConf], i: usize, lane: usize) -> Option<usize> {
-    let sa = sas.get(i)?;
-    if sa.lane == lane {
-        return Some(i);
-    }
-    let name = sa.name.as_ref()?;
-    sas.iter().position(|c| {
-        c.lane == lane && c.direction == sa.direction && c.name.as_ref() == Some(name)
-    })
-}
 
 /// Lane `k`'s sockets: `rx` in the reuseport group on `local` (lane 0's also sends), and for
 /// k ≥ 1 `tx` bound to port `local.port() + k`.

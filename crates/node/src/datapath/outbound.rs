@@ -5,10 +5,10 @@
 //! This half owns every outbound SA, so sequence numbers (and so GCM nonces, RFC 4106 §3) are
 //! never shared between threads.
 
-use crate::net::Carrier;
-use crate::tun::VNET_HDR_LEN;
-use crate::udp::UdpBatch;
-use crate::worker::NodeCounters;
+use super::carrier::Carrier;
+use super::counters::NodeCounters;
+use super::tun::VNET_HDR_LEN;
+use super::udp::UdpBatch;
 use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
 use std::io;
 use std::sync::Arc;
@@ -36,9 +36,9 @@ pub struct Outbound {
     super_buf: Box<[u8]>,
     pub(crate) counters: NodeCounters,
     /// Packet filter applied before protection (issue 5).
-    pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
+    pub(crate) filter: Option<super::filter_stage::SharedFilter>,
     /// Where bypassed packets leave in clear (`[network] bypass-device`); None: dropped.
-    pub(crate) clear: Option<crate::clear::ClearPath>,
+    pub(crate) clear: Option<super::clear::ClearPath>,
     /// The tunnel's MTU: the largest inner packet that is sealed (the TUN MTU it was opened with).
     mtu: usize,
     /// Scratch for an ICMP "too big" answer: virtio-net header + up to 1280 bytes.
@@ -98,7 +98,7 @@ impl Outbound {
             self.send_at[i] = 0;
             match self.results[i] {
                 Ok(Processed::Protected { .. }) => {
-                    match crate::encap::outer_info(self.bufs[i].as_slice()) {
+                    match super::encap::outer_info(self.bufs[i].as_slice()) {
                         Some((hdr_len, p, _)) if self.carrier.can_send(p) => {
                             self.send_at[i] = hdr_len
                         }
@@ -144,7 +144,7 @@ impl Outbound {
     fn refuse_too_big(&mut self, n: usize) -> usize {
         let mut kept = 0;
         for i in 0..n {
-            if !crate::icmp::needs_too_big(self.bufs[i].as_slice(), self.mtu) {
+            if !super::icmp::needs_too_big(self.bufs[i].as_slice(), self.mtu) {
                 self.bufs.swap(kept, i);
                 kept += 1;
                 continue;
@@ -156,7 +156,7 @@ impl Outbound {
             self.icmp_buf[..head].fill(0);
             let mtu = self.mtu.min(u16::MAX as usize) as u16;
             let out = &mut self.icmp_buf[head..];
-            if let Some(len) = crate::icmp::too_big(self.bufs[i].as_slice(), mtu, out) {
+            if let Some(len) = super::icmp::too_big(self.bufs[i].as_slice(), mtu, out) {
                 if self.tun.send(&self.icmp_buf[..head + len]).is_err() {
                     self.counters.tun_write_errors += 1;
                 }
@@ -168,7 +168,7 @@ impl Outbound {
     /// Keeps the packets the filter admits at the front of the buffers; returns how many.
     fn apply_filter(&mut self, n: usize) -> usize {
         let Some(f) = &self.filter else { return n };
-        let mut f = crate::filter_stage::lock(f);
+        let mut f = super::filter_stage::lock(f);
         let mut kept = 0;
         for i in 0..n {
             if f.admit(true, self.bufs[i].as_slice()) {

@@ -2,12 +2,12 @@
 //! with [`Options::NODE`] (integrity required), plus `direction` and `name`. RFC 4301 §4.4.2 lists
 //! what an SA holds.
 
-use crate::config::{ConfigError, Ctx};
-use crate::safile::{self, Note, Options, Problem, RawSa};
+use super::error::{ConfigError, Ctx, Problem};
+use super::safile::{self, Note, Options, RawSa};
 use ipsec::SaParams;
 use toml::Spanned;
 
-pub use crate::safile::DEFAULT_REPLAY_WINDOW;
+pub use super::safile::DEFAULT_REPLAY_WINDOW;
 
 /// Whether an SA protects what we send or what we receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct SaConf {
     pub params: SaParams,
     /// Line of the `[[sa]]` header.
     pub line: usize,
-    /// Data-path lane that owns it (`lane`, default 0; see `crate::lanes`).
+    /// Data-path lane that owns it (`lane`, default 0; see `crate::datapath::lanes`).
     pub lane: usize,
     /// BEET mode (RFC 7402 §5): transport mode between inner addresses that never travel; the
     /// carrier writes its own addresses on the wire and the receiver restores the SA's.
@@ -50,10 +50,10 @@ pub(crate) fn parse_all(ctx: &Ctx<'_>, raw: &[Spanned<RawSa>]) -> Result<Vec<SaC
             None => 0,
             Some(l) => usize::try_from(*l.get_ref())
                 .ok()
-                .filter(|&l| l < crate::lanes::MAX_LANES)
+                .filter(|&l| l < MAX_LANES)
                 .ok_or_else(|| ctx.err(l.span(), "lane", "want a lane number 0.."))?,
         };
-        // A name is unique per lane: each lane has its own SA of that name (`crate::lanes`).
+        // A name is unique per lane: each lane has its own SA of that name (`crate::datapath::lanes`).
         if let (Some(n), Some(span)) = (&name, r.name.as_ref().map(|n| n.span())) {
             if let Some(prev) = out.iter().find(|o| o.name.as_ref() == Some(n) && o.lane == lane) {
                 let what = if lane == 0 { String::new() } else { format!(" in lane {lane}") };
@@ -104,7 +104,7 @@ pub(crate) fn resolve(
     field: &'static str,
 ) -> Result<usize, ConfigError> {
     let by_spi = |spi: u32| sas.iter().position(|c| c.direction == dir && c.params.spi.0 == spi);
-    // By name: lane 0's SA of that name (the others are its counterparts, `crate::lanes`).
+    // By name: lane 0's SA of that name (the others are its counterparts, `crate::datapath::lanes`).
     let found = match s.get_ref() {
         toml::Value::String(n) => sas
             .iter()
@@ -157,4 +157,20 @@ pub(crate) fn check_raw_addresses(
         }
     }
     Ok(())
+}
+
+/// Most lanes (TUN queues) a node runs.
+pub const MAX_LANES: usize = 16;
+
+/// The SA of lane `lane` that stands for SA `i` (lane 0's): same name and direction. SA `i`
+/// itself for lane 0.
+pub fn counterpart(sas: &[SaConf], i: usize, lane: usize) -> Option<usize> {
+    let sa = sas.get(i)?;
+    if sa.lane == lane {
+        return Some(i);
+    }
+    let name = sa.name.as_ref()?;
+    sas.iter().position(|c| {
+        c.lane == lane && c.direction == sa.direction && c.name.as_ref() == Some(name)
+    })
 }

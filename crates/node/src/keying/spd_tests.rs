@@ -2,9 +2,10 @@
 //! through an SA is what the mirrored policy covers.
 
 use super::*;
+use crate::config;
 use ipsec::{DropReason, PacketBuf, Processed};
 
-const EXAMPLE: &str = include_str!("../../../docs/node-example.toml");
+const EXAMPLE: &str = include_str!("../../../../docs/node-example.toml");
 
 /// An IPv4/UDP packet from `src` to `dst` with a short payload (checksums are not checked by
 /// the engine: the inner header is the peer's business).

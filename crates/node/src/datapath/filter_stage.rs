@@ -3,9 +3,9 @@
 //! applied to packets leaving TUN (before protection) and entering TUN (after it). Reloadable
 //! without a restart; a bad file keeps the running rules.
 
+use crate::config::filter::{FilterConf, FilterEngine, FilterError, read_rules};
 use filter::{Action, Classifier, Direction, LinearFilter, PacketKey, RuleSet};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 
 /// The filter shared by the outbound and inbound halves (one lock per batch, not per packet), so
 /// that `keep state` entries made by outgoing packets admit the replies.
@@ -14,70 +14,6 @@ pub type SharedFilter = std::sync::Arc<std::sync::Mutex<FilterStage>>;
 /// Locks the shared filter; a poisoned lock still yields the filter (its tables stay valid).
 pub fn lock(f: &SharedFilter) -> std::sync::MutexGuard<'_, FilterStage> {
     f.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Which evaluator runs the rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterEngine {
-    /// Tuple-space classifier with flow cache: cost flat in the rule count.
-    Classifier,
-    /// One rule after another, as seed 002's filter did (for comparisons only).
-    Linear,
-}
-
-impl FilterEngine {
-    /// Parses `classifier` / `linear`.
-    pub fn from_name(s: &str) -> Option<FilterEngine> {
-        match s {
-            "classifier" => Some(FilterEngine::Classifier),
-            "linear" => Some(FilterEngine::Linear),
-            _ => None,
-        }
-    }
-    fn name(self) -> &'static str {
-        match self {
-            FilterEngine::Classifier => "classifier",
-            FilterEngine::Linear => "linear",
-        }
-    }
-}
-
-/// The `[filter]` table of the node config.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FilterConf {
-    /// Rule file.
-    pub rules: PathBuf,
-    /// Evaluator.
-    pub engine: FilterEngine,
-}
-
-/// Why rules could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum FilterError {
-    /// The rule file could not be read.
-    #[error("{file}: {source}")]
-    Read {
-        /// File.
-        file: String,
-        /// OS error.
-        source: std::io::Error,
-    },
-    /// A rule does not parse (line and column inside).
-    #[error("{file}: {err}")]
-    Parse {
-        /// File.
-        file: String,
-        /// Where and what.
-        err: filter::ParseError,
-    },
-    /// The rule set is beyond the classifier's bounds (mask shapes, entries).
-    #[error("{file}: {err}")]
-    Compile {
-        /// File.
-        file: String,
-        /// Which bound.
-        err: filter::CompileError,
-    },
 }
 
 enum Evaluator {
@@ -103,13 +39,6 @@ impl std::fmt::Debug for FilterStage {
             .field("rules", &self.rules)
             .finish_non_exhaustive()
     }
-}
-
-fn read_rules(path: &Path) -> Result<RuleSet, FilterError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| FilterError::Read { file: file.clone(), source })?;
-    filter::parse_rules(&text).map_err(|err| FilterError::Parse { file, err })
 }
 
 fn build(conf: &FilterConf, rules: &RuleSet) -> Result<Evaluator, FilterError> {

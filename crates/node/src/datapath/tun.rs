@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use tun_rs::{DeviceBuilder, SyncDevice};
 
 /// Bytes of the virtio-net header in front of every packet when offloads are on.
-pub use crate::gro::VNET_HDR_LEN;
+pub use super::gro::VNET_HDR_LEN;
 // The coalescer writes the header itself; tun-rs reads it with the same size.
 const _: () = assert!(VNET_HDR_LEN == tun_rs::VIRTIO_NET_HDR_LEN);
 

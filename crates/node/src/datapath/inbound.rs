@@ -5,11 +5,11 @@
 //!
 //! This half owns every inbound SA, so replay windows are updated by one thread only.
 
-use crate::encap::{self, UdpPayload};
-use crate::gro::{Coalescer, MAX_SEGMENTS};
-use crate::net::{Carrier, Rx};
-use crate::udp::UdpBatch;
-use crate::worker::{InboundAddrs, NodeCounters};
+use super::carrier::{Carrier, Rx};
+use super::counters::{InboundAddrs, NodeCounters};
+use super::encap::{self, UdpPayload};
+use super::gro::{Coalescer, MAX_SEGMENTS};
+use super::udp::UdpBatch;
 use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
 use std::io::{self, IoSlice};
 use std::net::IpAddr;
@@ -47,7 +47,7 @@ pub struct Inbound {
     gro: Coalescer,
     pub(crate) counters: NodeCounters,
     /// Packet filter applied after IPsec is removed (issue 5).
-    pub(crate) filter: Option<crate::filter_stage::SharedFilter>,
+    pub(crate) filter: Option<super::filter_stage::SharedFilter>,
 }
 
 impl std::fmt::Debug for Inbound {
@@ -197,7 +197,7 @@ impl Inbound {
             None => self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now),
         }
         let mut k = 0;
-        let mut filter = self.filter.as_ref().map(crate::filter_stage::lock);
+        let mut filter = self.filter.as_ref().map(super::filter_stage::lock);
         for i in 0..n {
             if let Ok(Processed::Decapsulated { .. }) = self.results[i] {
                 if let Some(f) = filter.as_mut() {

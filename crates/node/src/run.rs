@@ -1,0 +1,315 @@
+//! Starting and stopping a node: the config becomes lanes of workers (the data path), the
+//! control thread serves the control socket and `/metrics`, and SIGINT/SIGTERM stop both.
+
+use crate::config::sa::Direction;
+use crate::config::{self, NodeConfig, Transport};
+use crate::control::metrics::MetricsServer;
+use crate::control::socket::ControlServer;
+use crate::datapath::board::Board;
+use crate::datapath::tuning::Tuning;
+use crate::datapath::worker::{POLL_MS, Worker};
+use crate::datapath::{carrier, clear, filter_stage, inbound, lanes, outbound, tun, udp};
+use crate::error::{NodeError, io_err};
+use crate::keying::manual::build_engine_for;
+use crate::keying::manual::wire_overhead;
+use crate::log::{self, Level, log_event};
+use crate::sys;
+use ipsec::Time;
+use serde_json::{Value, json};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Runs a node from the config file until SIGINT or SIGTERM; removes the TUN device and the
+/// control socket on the way out. Refuses to start on any config error.
+pub fn run(config_path: &Path) -> Result<(), NodeError> {
+    let c = config::load(config_path)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
+    }
+    run_until(&c, &stop)
+}
+
+/// TUN transmit queue with the `big_buffers` tuning (packets, or super-packets with offloads).
+const BIG_TX_QUEUE: u32 = 10_000;
+
+/// Runs a node from a checked config until `stop` is set.
+pub fn run_until(c: &NodeConfig, stop: &AtomicBool) -> Result<(), NodeError> {
+    let tuning = Tuning::from_env()
+        .map_err(|e| io_err("tuning")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    run_tuned(c, stop, tuning)
+}
+
+/// Runs a node with the given speed-ups until `stop` is set.
+pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<(), NodeError> {
+    let start = Instant::now();
+    // Set once per process: the first node's `[log]` counts (a process runs one node).
+    log::init(c.log);
+    let lanes = c.interface.queues;
+    let mut engines = Vec::with_capacity(lanes);
+    for lane in 0..lanes {
+        let (out_engine, _) = build_engine_for(c, Time(0), true, false, lane)?;
+        let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true, lane)?;
+        engines.push((out_engine, in_engine, in_addrs));
+    }
+    let overhead = wire_overhead(c);
+    let mtu = (c.interface.link_mtu as usize)
+        .checked_sub(overhead)
+        .filter(|&m| m >= 576)
+        .ok_or(NodeError::MtuTooSmall { link: c.interface.link_mtu, overhead })?;
+    // Per lane: the carrier (its receiving socket) and, for lanes >= 1, a socket to send from.
+    let mut carriers: Vec<(carrier::Carrier, Option<std::net::UdpSocket>)> =
+        match (&c.transport, lanes) {
+            (Transport::Udp { local, peer }, n) if n > 1 => lanes::open_udp(*local, n)
+                .map_err(io_err(format!("carrier sockets (SO_REUSEPORT on {local})")))?
+                .into_iter()
+                .map(|l| (carrier::Carrier::udp(l.rx, *peer), l.tx))
+                .collect(),
+            _ => vec![(
+                carrier::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?,
+                None,
+            )],
+        };
+    if tuning.big_buffers {
+        for (carrier, tx) in &carriers {
+            carrier.force_buffers(tuning.socket_buffer);
+            if let Some(tx) = tx {
+                carrier::force_buffers(tx, tuning.socket_buffer);
+            }
+        }
+    }
+    // Bound before the TUN device is made: an address in use stops the node with nothing to undo.
+    let metrics = c
+        .metrics_listen
+        .map(|a| MetricsServer::bind(a).map_err(io_err(format!("metrics listener {a}"))))
+        .transpose()?;
+    let control = match &c.control_socket {
+        Some(p) => Some(
+            ControlServer::bind(p).map_err(io_err(format!("control socket {}", p.display())))?,
+        ),
+        None => None,
+    };
+    let txq = tuning.big_buffers.then_some(BIG_TX_QUEUE);
+    let (queues, offload) = tun::open(&c.interface, mtu as u16, tuning.tun_offload, txq)
+        .map_err(io_err(format!("tun device {}", c.interface.name)))?;
+    let filter = match &c.filter {
+        Some(f) => Some(Arc::new(std::sync::Mutex::new(
+            filter_stage::FilterStage::load(f).map_err(NodeError::Filter)?,
+        ))),
+        None => None,
+    };
+    let mut workers = Vec::new();
+    let (mut mmsg, mut gso, mut gro) = (false, false, false);
+    let beet: Vec<(&'static str, String)> = c
+        .sas
+        .iter()
+        .filter(|s| s.beet)
+        .map(|s| {
+            (if s.direction == Direction::Out { "out" } else { "in" }, s.params.spi.to_string())
+        })
+        .collect();
+    for (lane, ((dev, (carrier, tx)), (out_engine, in_engine, in_addrs))) in
+        queues.into_iter().zip(carriers.drain(..)).zip(engines).enumerate()
+    {
+        let tun_fd = dev.as_raw_fd();
+        let dev = Arc::new(dev);
+        let carrier_fds = carrier.fds();
+        // Batched UDP (quinn-udp): sends wait while the socket buffer is full (backpressure
+        // instead of loss); receives never block.
+        let (udp_out, udp_in) = match carrier.udp_socket() {
+            Some((sock, peer)) if tuning.mmsg => {
+                let from = tx.as_ref().unwrap_or(sock);
+                let s =
+                    udp::UdpBatch::sender(from, tuning.gso).map_err(io_err("carrier socket"))?;
+                let r =
+                    udp::UdpBatch::receiver(sock, tuning.gro).map_err(io_err("carrier socket"))?;
+                (Some((s, peer)), Some(r))
+            }
+            _ => (None, None),
+        };
+        mmsg = udp_out.is_some();
+        (gso, gro) =
+            (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
+        let carrier = Arc::new(carrier);
+        let mut out = outbound::Outbound::new(
+            out_engine,
+            Arc::clone(&dev),
+            Arc::clone(&carrier),
+            udp_out,
+            mtu,
+        );
+        let mut inb = inbound::Inbound::new(
+            in_engine,
+            Arc::clone(&dev),
+            Arc::clone(&carrier),
+            udp_in,
+            in_addrs,
+        );
+        out.filter = filter.clone();
+        out.clear = match &c.bypass_device {
+            Some(d) => {
+                Some(clear::ClearPath::open(d).map_err(io_err(format!("bypass-device {d}")))?)
+            }
+            None => None,
+        };
+        inb.filter = filter.clone();
+        let slot = workers.len();
+        if tuning.workers >= 2 {
+            workers.push(Worker::new(Some((out, tun_fd)), None, lane, slot, start));
+            workers.push(Worker::new(None, Some((inb, carrier_fds)), lane, slot + 1, start));
+        } else {
+            workers.push(Worker::new(
+                Some((out, tun_fd)),
+                Some((inb, carrier_fds)),
+                lane,
+                slot,
+                start,
+            ));
+        }
+    }
+    let scheduling = if tuning.realtime { c.scheduling } else { config::Scheduling::Other };
+    for w in &mut workers {
+        w.beet = beet.clone();
+        w.scheduling = scheduling;
+    }
+    log_event!(
+        Level::Info,
+        "up",
+        "interface" => c.interface.name,
+        "mtu" => mtu,
+        "link_mtu" => c.interface.link_mtu,
+        "overhead" => overhead,
+        "sas" => c.sas.len(),
+        "policies" => c.policies.len(),
+        "lanes" => lanes,
+        "workers" => workers.len(),
+        "scheduling" => scheduling.as_str(),
+        "mmsg" => mmsg,
+        "udp_gso" => gso,
+        "udp_gro" => gro,
+        "tun_offload" => offload,
+        "metrics" => metrics
+            .as_ref()
+            .and_then(|m| m.local_addr().ok())
+            .map_or_else(|| "off".to_string(), |a| a.to_string()),
+    );
+    let r = run_all(workers, control.as_ref(), metrics.as_ref(), filter.as_ref(), stop, start)
+        .map_err(io_err("data path"));
+    drop(control);
+    drop(metrics);
+    log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
+    r
+}
+
+/// Runs `workers` on threads of their own (named `hipsec-out`, `hipsec-in` or `hipsec-io`, as
+/// `top -H` shows them) and answers `control` on this thread until `stop` is set; a worker that
+/// fails sets `stop` for all. Returns the first worker error.
+pub fn run_all(
+    workers: Vec<Worker>,
+    control: Option<&ControlServer>,
+    metrics: Option<&MetricsServer>,
+    filter: Option<&filter_stage::SharedFilter>,
+    stop: &AtomicBool,
+    start: Instant,
+) -> io::Result<()> {
+    let board = Board::new(workers.len());
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for mut w in workers {
+            let role = match (&w.out, &w.inb) {
+                (Some(_), None) => "hipsec-out",
+                (None, Some(_)) => "hipsec-in",
+                _ => "hipsec-io",
+            };
+            // Lanes after the first get their number (`top -H` shows "hipsec-io1").
+            let name = if w.lane == 0 { role.to_string() } else { format!("{role}{}", w.lane) };
+            let board = &board;
+            let h = std::thread::Builder::new().name(name).spawn_scoped(s, move || {
+                w.apply_scheduling();
+                let r = w.run(stop, board);
+                if r.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                r
+            });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The scope waits for the workers already started: stop them first.
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        // The control socket first (if any), then the metrics listener (if any).
+        let fds: Vec<RawFd> =
+            control.iter().map(|c| c.fd()).chain(metrics.iter().map(|m| m.fd())).collect();
+        let mut ready = vec![false; fds.len()];
+        while !stop.load(Ordering::Relaxed) {
+            if fds.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
+                continue;
+            }
+            if sys::poll_readable(&fds, &mut ready, POLL_MS).is_err() {
+                continue;
+            }
+            if let Some(m) = metrics.filter(|_| ready.last() == Some(&true)) {
+                // The same snapshot as `status`, so metrics and status never disagree.
+                m.serve(|| {
+                    let now = Time(start.elapsed().as_micros() as u64);
+                    crate::control::metrics::render(&crate::control::status::status_value(
+                        &board.collect(),
+                        now,
+                    ))
+                });
+            }
+            // With a control socket, ready[0] is its readiness.
+            if ready[0] {
+                if let Some(c) = control {
+                    c.serve(|cmd| match cmd {
+                        "status" => {
+                            let now = Time(start.elapsed().as_micros() as u64);
+                            let s = crate::control::status::status_json(&board.collect(), now);
+                            match filter {
+                                Some(f) => {
+                                    let mut v: Value = serde_json::from_str(&s).unwrap_or_default();
+                                    v["filter"] = filter_stage::lock(f).status();
+                                    v.to_string()
+                                }
+                                None => s,
+                            }
+                        }
+                        // Rules are re-read without a restart; a bad file keeps the old ones.
+                        "reload-filter" => match filter {
+                            Some(f) => match filter_stage::lock(f).reload() {
+                                Ok(()) => json!({ "reloaded": true }).to_string(),
+                                Err(e) => {
+                                    json!({ "reloaded": false, "error": e.to_string() }).to_string()
+                                }
+                            },
+                            None => json!({ "error": "this node has no [filter]" }).to_string(),
+                        },
+                        other => json!({
+                            "error": format!(
+                                "unknown command {other:?}; try \"status\" or \"reload-filter\""
+                            )
+                        })
+                        .to_string(),
+                    });
+                }
+            }
+        }
+        let mut first_err = Ok(());
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
+            if first_err.is_ok() {
+                first_err = r;
+            }
+        }
+        first_err
+    })
+}
