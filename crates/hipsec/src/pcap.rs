@@ -426,6 +426,9 @@ fn event_text(packet: usize, ev: SaEvent) -> String {
         SaEvent::HardExpired { spi, limit } => {
             format!("packet {packet}: sa {spi}: hard lifetime reached ({limit}): the SA stops")
         }
+        SaEvent::Acquire { policy, src, dst, proto } => format!(
+            "packet {packet}: acquire: policy {policy} has no SA for {src} -> {dst} (protocol {proto})"
+        ),
     }
 }
 

@@ -5,7 +5,8 @@ use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
 use crate::lifetime::SaEvent;
 use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
-use crate::spd::{self, Action, SpdEntry};
+use crate::spd::{Action, SpdEntry};
+use crate::spd_table::{PolicyId, SpdTable};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
 use std::collections::HashMap;
@@ -38,6 +39,20 @@ pub enum EngineError {
     /// A protect policy with no SA would pass packets unprotected.
     #[error("a protect policy needs at least one SA")]
     EmptyBundle,
+    /// No SA or policy with this key or id.
+    #[error("no such {0}")]
+    NotFound(&'static str),
+}
+
+/// Default least time between two acquires raised by one policy.
+pub const DEFAULT_ACQUIRE_INTERVAL: Time = Time(1_000_000);
+
+fn addr_of(b: &[u8]) -> Option<std::net::IpAddr> {
+    match b.len() {
+        4 => <[u8; 4]>::try_from(b).ok().map(std::net::IpAddr::from),
+        16 => <[u8; 16]>::try_from(b).ok().map(std::net::IpAddr::from),
+        _ => None,
+    }
 }
 
 /// What happened to a packet that was not dropped.
@@ -77,11 +92,18 @@ pub struct Engine {
     provider: &'static dyn Provider,
     outbound: Vec<Option<SecurityAssociation>>,
     inbound: Vec<Option<SecurityAssociation>>,
+    /// Inbound SAs by (SPI, protocol). std's `HashMap` hashes with a random key (SipHash-1-3),
+    /// so a peer choosing SPIs cannot make lookups collide.
     sad: HashMap<(u32, u8), usize>,
-    spd: Vec<SpdEntry>,
+    spd: SpdTable,
     /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
     /// cleartext may enter. Empty: no inbound check (the pcap tools' use).
-    spd_in: Vec<SpdEntry>,
+    spd_in: SpdTable,
+    /// Slots of removed SAs, reused by the next install once no policy names them.
+    free_out: Vec<usize>,
+    free_in: Vec<usize>,
+    /// Least time between two acquires of one policy.
+    acquire_interval: Time,
     counters: DropCounters,
     totals: Totals,
     events: Vec<SaEvent>,
@@ -97,8 +119,11 @@ impl Engine {
             outbound: Vec::new(),
             inbound: Vec::new(),
             sad: HashMap::new(),
-            spd: Vec::new(),
-            spd_in: Vec::new(),
+            spd: SpdTable::default(),
+            spd_in: SpdTable::default(),
+            free_out: Vec::new(),
+            free_in: Vec::new(),
+            acquire_interval: DEFAULT_ACQUIRE_INTERVAL,
             counters: DropCounters::default(),
             totals: Totals::default(),
             events: Vec::new(),
@@ -109,13 +134,31 @@ impl Engine {
     /// Installs an outbound SA.
     pub fn add_outbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
         let sa = SecurityAssociation::new(p, self.provider, now)?;
-        self.outbound.push(Some(sa));
-        Ok(SaHandle(self.outbound.len() - 1))
+        Ok(self.insert_outbound(sa))
     }
 
-    /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed).
+    /// Installs an outbound SA built elsewhere (by the control plane, off the data path): the
+    /// engine only files it. Reuses the slot of a removed SA that no policy names any more.
+    pub fn insert_outbound(&mut self, sa: SecurityAssociation) -> SaHandle {
+        let slot = take_free(&mut self.free_out, &self.outbound, &self.spd);
+        match slot {
+            Some(i) => {
+                self.outbound[i] = Some(sa);
+                SaHandle(i)
+            }
+            None => {
+                self.outbound.push(Some(sa));
+                SaHandle(self.outbound.len() - 1)
+            }
+        }
+    }
+
+    /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed) and
+    /// raise an acquire.
     pub fn remove_outbound(&mut self, h: SaHandle) -> Option<SecurityAssociation> {
-        self.outbound.get_mut(h.0).and_then(Option::take)
+        let sa = self.outbound.get_mut(h.0).and_then(Option::take)?;
+        self.free_out.push(h.0);
+        Some(sa)
     }
 
     /// Installs an inbound SA, keyed by SPI and protocol.
@@ -125,8 +168,25 @@ impl Engine {
             return Err(EngineError::DuplicateSpi { spi: p.spi, proto: p.protocol.name() });
         }
         let sa = SecurityAssociation::new(p, self.provider, now)?;
-        self.inbound.push(Some(sa));
-        let idx = self.inbound.len() - 1;
+        self.insert_inbound(sa)
+    }
+
+    /// Installs an inbound SA built elsewhere; refuses an SPI and protocol already in the SAD.
+    pub fn insert_inbound(&mut self, sa: SecurityAssociation) -> Result<SaHandle, EngineError> {
+        let key = (sa.spi.0, sa.protocol.number());
+        if self.sad.contains_key(&key) {
+            return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
+        }
+        let idx = match take_free(&mut self.free_in, &self.inbound, &self.spd_in) {
+            Some(i) => {
+                self.inbound[i] = Some(sa);
+                i
+            }
+            None => {
+                self.inbound.push(Some(sa));
+                self.inbound.len() - 1
+            }
+        };
         self.sad.insert(key, idx);
         Ok(SaHandle(idx))
     }
@@ -135,21 +195,69 @@ impl Engine {
     pub fn remove_inbound(&mut self, spi: Spi, protocol: Protocol) -> Option<SecurityAssociation> {
         let idx = self.sad.remove(&(spi.0, protocol.number()))?;
         self.last_in = None;
-        self.inbound.get_mut(idx).and_then(Option::take)
+        let sa = self.inbound.get_mut(idx).and_then(Option::take)?;
+        self.free_in.push(idx);
+        Some(sa)
+    }
+
+    /// The handle of the inbound SA with this SPI and protocol number.
+    pub fn inbound_handle(&self, spi: Spi, protocol: u8) -> Option<SaHandle> {
+        self.sad.get(&(spi.0, protocol)).map(|&i| SaHandle(i))
+    }
+
+    /// An inbound SA by handle.
+    pub fn inbound_sa(&self, h: SaHandle) -> Option<&SecurityAssociation> {
+        self.inbound.get(h.0).and_then(Option::as_ref)
+    }
+
+    /// An outbound SA by handle.
+    pub fn outbound_sa(&self, h: SaHandle) -> Option<&SecurityAssociation> {
+        self.outbound.get(h.0).and_then(Option::as_ref)
+    }
+
+    /// Sets the least time between two acquires of one policy.
+    pub fn set_acquire_interval(&mut self, t: Time) {
+        self.acquire_interval = t;
     }
 
     /// Appends an SPD entry (first match wins).
     pub fn add_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        if let Action::Protect(hs) = &e.action {
-            if hs.is_empty() {
-                return Err(EngineError::EmptyBundle);
-            }
-            if let Some(&bad) = hs.iter().find(|&&h| h >= self.outbound.len()) {
-                return Err(EngineError::UnknownSa(bad));
-            }
+        if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
+            return Err(EngineError::EmptyBundle);
         }
+        check_handles(&e, self.outbound.len())?;
         self.spd.push(e);
         Ok(())
+    }
+
+    /// Installs or replaces SPD entry `id` (see [`SpdTable::set`]: a replacement at the same
+    /// priority keeps its place, so repointing a policy to a new SA is one step). A `Protect`
+    /// with no SA, or naming a removed one, is allowed: its packets are dropped as `no_sa` and
+    /// raise [`SaEvent::Acquire`] (fail closed). Handles must have been issued.
+    pub fn set_policy(
+        &mut self,
+        id: PolicyId,
+        priority: u32,
+        e: SpdEntry,
+    ) -> Result<(), EngineError> {
+        check_handles(&e, self.outbound.len())?;
+        self.spd.set(id, priority, e);
+        Ok(())
+    }
+
+    /// Removes SPD entry `id`.
+    pub fn remove_policy(&mut self, id: PolicyId) -> Result<(), EngineError> {
+        self.spd.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy"))
+    }
+
+    /// The outbound SPD.
+    pub fn policies(&self) -> &SpdTable {
+        &self.spd
+    }
+
+    /// The inbound SPD.
+    pub fn inbound_policies(&self) -> &SpdTable {
+        &self.spd_in
     }
 
     /// Appends an inbound SPD entry (first match wins). `Protect` names the inbound SAs (handles
@@ -157,16 +265,30 @@ impl Engine {
     /// cleartext; `Discard` drops it. Once any entry exists, every decapsulated packet must match
     /// a `Protect` entry naming its outermost SA.
     pub fn add_inbound_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        if let Action::Protect(hs) = &e.action {
-            if hs.is_empty() {
-                return Err(EngineError::EmptyBundle);
-            }
-            if let Some(&bad) = hs.iter().find(|&&h| h >= self.inbound.len()) {
-                return Err(EngineError::UnknownSa(bad));
-            }
+        if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
+            return Err(EngineError::EmptyBundle);
         }
+        check_handles(&e, self.inbound.len())?;
         self.spd_in.push(e);
         Ok(())
+    }
+
+    /// Installs or replaces inbound SPD entry `id`. A `Protect` with an empty list admits
+    /// traffic from any inbound SA (SAs installed later included).
+    pub fn set_inbound_policy(
+        &mut self,
+        id: PolicyId,
+        priority: u32,
+        e: SpdEntry,
+    ) -> Result<(), EngineError> {
+        check_handles(&e, self.inbound.len())?;
+        self.spd_in.set(id, priority, e);
+        Ok(())
+    }
+
+    /// Removes inbound SPD entry `id`.
+    pub fn remove_inbound_policy(&mut self, id: PolicyId) -> Result<(), EngineError> {
+        self.spd_in.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy"))
     }
 
     /// Checks a cleartext packet that arrived from the network against the inbound SPD: only
@@ -175,7 +297,7 @@ impl Engine {
     pub fn check_clear(&mut self, buf: &PacketBuf) -> Result<(), DropReason> {
         let r = match IpLayout::parse(buf.as_slice()) {
             Err(_) => Err(DropReason::Malformed),
-            Ok(l) => match spd::lookup(&self.spd_in, buf.as_slice(), &l) {
+            Ok(l) => match self.spd_in.lookup(buf.as_slice(), &l).map(|(_, a)| a) {
                 Some(Action::Bypass) => Ok(()),
                 Some(Action::Discard) => Err(DropReason::PolicyDiscard),
                 Some(Action::Protect(_)) => Err(DropReason::InboundPolicyMismatch),
@@ -193,8 +315,9 @@ impl Engine {
             return Ok(());
         }
         let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
-        match spd::lookup(&self.spd_in, buf.as_slice(), &l) {
-            Some(Action::Protect(hs)) if hs.contains(&sa) => Ok(()),
+        match self.spd_in.lookup(buf.as_slice(), &l).map(|(_, a)| a) {
+            // An empty list admits any inbound SA (`set_inbound_policy`).
+            Some(Action::Protect(hs)) if hs.is_empty() || hs.contains(&sa) => Ok(()),
             _ => Err(DropReason::InboundPolicyMismatch),
         }
     }
@@ -207,6 +330,21 @@ impl Engine {
     /// An outbound SA, mutably (for tools that set its first sequence number).
     pub fn outbound_sa_mut(&mut self, h: SaHandle) -> Option<&mut SecurityAssociation> {
         self.outbound.get_mut(h.0).and_then(Option::as_mut)
+    }
+
+    /// Outbound SAs with their handles.
+    pub fn outbound_entries(&self) -> impl Iterator<Item = (SaHandle, &SecurityAssociation)> {
+        self.outbound.iter().enumerate().filter_map(|(i, s)| Some((SaHandle(i), s.as_ref()?)))
+    }
+
+    /// Inbound SAs with their handles.
+    pub fn inbound_entries(&self) -> impl Iterator<Item = (SaHandle, &SecurityAssociation)> {
+        self.inbound.iter().enumerate().filter_map(|(i, s)| Some((SaHandle(i), s.as_ref()?)))
+    }
+
+    /// True if events wait to be drained (cheap enough to ask after every batch).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// Inbound SAs.
@@ -298,18 +436,33 @@ impl Engine {
 
     fn outbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
         let layout = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
-        match spd::lookup(&self.spd, buf.as_slice(), &layout) {
-            None => Err(DropReason::NoPolicy),
-            Some(Action::Discard) => Err(DropReason::PolicyDiscard),
-            Some(Action::Bypass) => Ok(Processed::Bypassed),
-            Some(Action::Protect(bundle)) => Self::protect(
-                &mut self.outbound,
-                &mut self.events,
-                bundle.iter().copied(),
-                buf,
-                now,
+        let (i, r) = match self.spd.lookup(buf.as_slice(), &layout) {
+            None => return Err(DropReason::NoPolicy),
+            Some((_, Action::Discard)) => return Err(DropReason::PolicyDiscard),
+            Some((_, Action::Bypass)) => return Ok(Processed::Bypassed),
+            Some((i, Action::Protect(bundle))) => (
+                i,
+                Self::protect(
+                    &mut self.outbound,
+                    &mut self.events,
+                    bundle.iter().copied(),
+                    buf,
+                    now,
+                ),
             ),
+        };
+        if r == Err(DropReason::NoSa) {
+            // RFC 4301 §4.4.1.1: ask the key manager for the SA; the packet itself is dropped
+            // (fail closed), and a policy asks at most once per `acquire_interval`.
+            if let Some(policy) = self.spd.acquire_due(i, now, self.acquire_interval) {
+                let (s, d) = layout.addrs(buf.as_slice());
+                if let (Some(src), Some(dst)) = (addr_of(s), addr_of(d)) {
+                    let proto = layout.next_header;
+                    self.events.push(SaEvent::Acquire { policy, src, dst, proto });
+                }
+            }
         }
+        r
     }
 
     /// Inbound processing: removes every ESP/AH layer addressed to an SA in the SAD.
@@ -460,4 +613,28 @@ impl Engine {
             *r = self.inbound(b, now);
         }
     }
+}
+
+/// Refuses a `Protect` naming a handle that was never issued.
+fn check_handles(e: &SpdEntry, issued: usize) -> Result<(), EngineError> {
+    match &e.action {
+        Action::Protect(hs) => match hs.iter().find(|&&h| h >= issued) {
+            Some(&bad) => Err(EngineError::UnknownSa(bad)),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// A slot of a removed SA that no policy names (a policy naming a removed SA must keep
+/// dropping, not start using whatever SA takes the slot next).
+fn take_free(
+    free: &mut Vec<usize>,
+    slots: &[Option<SecurityAssociation>],
+    spd: &SpdTable,
+) -> Option<usize> {
+    let pos = free.iter().rposition(|&i| {
+        slots.get(i).is_some_and(Option::is_none) && !spd.referenced().any(|r| r == i)
+    })?;
+    Some(free.swap_remove(pos))
 }

@@ -16,6 +16,7 @@ pub mod lifetime;
 pub mod replay;
 pub mod sa;
 pub mod spd;
+pub mod spd_table;
 pub mod types;
 
 pub use buf::PacketBuf;
@@ -26,4 +27,5 @@ pub use lifetime::{Lifetime, SaEvent};
 pub use replay::ReplayWindow;
 pub use sa::{Mode, Protocol, SaError, SaParams, SecurityAssociation, Transform};
 pub use spd::{Action, Selector, SpdEntry};
+pub use spd_table::{PolicyId, SpdTable};
 pub use types::{SeqNum, Spi, Time};

@@ -32,6 +32,18 @@ pub enum SaEvent {
         /// Which limit: "bytes", "packets", "seconds", "sequence".
         limit: &'static str,
     },
+    /// A packet matched a protect policy whose SA is missing (RFC 4301 §4.4.1.1): the packet
+    /// was dropped; the key manager should negotiate the SA. Rate-limited per policy.
+    Acquire {
+        /// The policy's id.
+        policy: crate::spd_table::PolicyId,
+        /// The packet's source address.
+        src: std::net::IpAddr,
+        /// Its destination.
+        dst: std::net::IpAddr,
+        /// Its upper-layer protocol.
+        proto: u8,
+    },
 }
 
 /// Usage counters and expiry state of one SA.

@@ -3,7 +3,7 @@
 //! Read first: RFC 4301 §5 (processing), RFC 3948 §2 (UDP encapsulation).
 //!
 //! One folder per role, arrows pointing down only:
-//! - [`run`]: starts the lanes and the control thread, stops them on a signal;
+//! - [`mod@run`]: starts the lanes and the control thread, stops them on a signal;
 //! - [`control`]: the control socket, `status`, `/metrics`;
 //! - [`keying`]: how SAs and policies reach the data path (manual keying today);
 //! - [`datapath`]: the lanes of worker threads, TUN, carrier sockets, the per-packet work;

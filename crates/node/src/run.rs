@@ -67,8 +67,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             (Transport::Udp { local, peer }, n) if n > 1 => lanes::open_udp(*local, n)
                 .map_err(io_err(format!("carrier sockets (SO_REUSEPORT on {local})")))?
                 .into_iter()
-                .map(|l| (carrier::Carrier::udp(l.rx, *peer), l.tx))
-                .collect(),
+                .map(|l| Ok((carrier::Carrier::udp(l.rx, *peer)?, l.tx)))
+                .collect::<io::Result<_>>()
+                .map_err(io_err("carrier sockets"))?,
             _ => vec![(
                 carrier::Carrier::open(&c.transport).map_err(io_err("carrier sockets"))?,
                 None,
@@ -120,26 +121,28 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         let carrier_fds = carrier.fds();
         // Batched UDP (quinn-udp): sends wait while the socket buffer is full (backpressure
         // instead of loss); receives never block.
+        let default_peer = carrier.udp_socket().and_then(|(_, peer)| peer);
         let (udp_out, udp_in) = match carrier.udp_socket() {
-            Some((sock, peer)) if tuning.mmsg => {
+            Some((sock, _)) if tuning.mmsg => {
                 let from = tx.as_ref().unwrap_or(sock);
                 let s =
                     udp::UdpBatch::sender(from, tuning.gso).map_err(io_err("carrier socket"))?;
                 let r =
                     udp::UdpBatch::receiver(sock, tuning.gro).map_err(io_err("carrier socket"))?;
-                (Some((s, peer)), Some(r))
+                (Some(s), Some(r))
             }
             _ => (None, None),
         };
         mmsg = udp_out.is_some();
         (gso, gro) =
-            (udp_out.as_ref().is_some_and(|u| u.0.gso), udp_in.as_ref().is_some_and(|u| u.gro));
+            (udp_out.as_ref().is_some_and(|u| u.gso), udp_in.as_ref().is_some_and(|u| u.gro));
         let carrier = Arc::new(carrier);
         let mut out = outbound::Outbound::new(
             out_engine,
             Arc::clone(&dev),
             Arc::clone(&carrier),
             udp_out,
+            default_peer,
             mtu,
         );
         let mut inb = inbound::Inbound::new(
@@ -157,6 +160,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             None => None,
         };
         inb.filter = filter.clone();
+        inb.lane = lane;
         let slot = workers.len();
         if tuning.workers >= 2 {
             workers.push(Worker::new(Some((out, tun_fd)), None, lane, slot, start));

@@ -144,7 +144,7 @@ pub enum Problem {
         /// Line of the first one.
         line: usize,
     },
-    /// ESP without integrity where the reader requires it ([`Options::require_integrity`]).
+    /// ESP without integrity where the reader requires it ([`super::safile::Options::require_integrity`]).
     #[error(
         "missing: {0} is ESP without integrity, so packets can be forged (RFC 4303 §3.2); add \"auth\""
     )]

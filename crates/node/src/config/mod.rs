@@ -94,8 +94,9 @@ pub enum Transport {
     Udp {
         /// Local address and port to bind.
         local: SocketAddr,
-        /// Where outbound ESP goes.
-        peer: SocketAddr,
+        /// Where outbound ESP goes when its SA names no `peer` of its own (optional: a node
+        /// with many peers gives each SA its endpoint).
+        peer: Option<SocketAddr>,
     },
     /// Raw IP sockets for ESP (50) and AH (51).
     Raw {
@@ -200,7 +201,7 @@ struct RawInterface {
 struct RawNetwork {
     transport: Option<Spanned<String>>,
     local: Spanned<String>,
-    peer: Spanned<String>,
+    peer: Option<Spanned<String>>,
     bypass_device: Option<Spanned<String>>,
 }
 
@@ -458,11 +459,21 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
     let kind = r.transport.as_ref().map_or("udp", |t| t.get_ref().as_str());
     match kind {
         "udp" => {
-            let local = endpoint(ctx, &r.local, "local")?;
-            let peer = endpoint(ctx, &r.peer, "peer")?;
-            if local.is_ipv4() != peer.is_ipv4() {
-                return Err(ctx.err(r.peer.span(), "peer", "local and peer differ in IP version"));
-            }
+            let local = sa::endpoint(ctx, &r.local, "local")?;
+            let peer = match &r.peer {
+                None => None,
+                Some(p) => {
+                    let peer = sa::endpoint(ctx, p, "peer")?;
+                    if local.is_ipv4() != peer.is_ipv4() {
+                        return Err(ctx.err(
+                            p.span(),
+                            "peer",
+                            "local and peer differ in IP version",
+                        ));
+                    }
+                    Some(peer)
+                }
+            };
             Ok(Transport::Udp { local, peer })
         }
         "raw" => {
@@ -472,9 +483,13 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
                 })
             };
             let local = addr(&r.local, "local")?;
-            let peer = addr(&r.peer, "peer")?;
+            let Some(p) = &r.peer else {
+                let span = r.transport.as_ref().map_or(0..0, |t| t.span());
+                return Err(ctx.err(span, "peer", "transport = \"raw\" needs the peer's address"));
+            };
+            let peer = addr(p, "peer")?;
             if local.is_ipv4() != peer.is_ipv4() {
-                return Err(ctx.err(r.peer.span(), "peer", "local and peer differ in IP version"));
+                return Err(ctx.err(p.span(), "peer", "local and peer differ in IP version"));
             }
             Ok(Transport::Raw { local, peer })
         }
@@ -483,21 +498,6 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
             Err(ctx.err(span, "transport", format!("{other:?}: use \"udp\" or \"raw\"")))
         }
     }
-}
-
-/// `ADDR:PORT`, `[V6]:PORT`, or a bare address (port 4500).
-fn endpoint(
-    ctx: &Ctx<'_>,
-    s: &Spanned<String>,
-    field: &'static str,
-) -> Result<SocketAddr, ConfigError> {
-    let t = s.get_ref().trim();
-    if let Ok(a) = t.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    t.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, DEFAULT_UDP_PORT)).map_err(|_| {
-        ctx.err(s.span(), field, format!("{t:?} is not ADDR, ADDR:PORT or [V6ADDR]:PORT"))
-    })
 }
 
 fn policy(

@@ -5,6 +5,7 @@
 use super::error::{ConfigError, Ctx, Problem};
 use super::safile::{self, Note, Options, RawSa};
 use ipsec::SaParams;
+use std::net::{IpAddr, SocketAddr};
 use toml::Spanned;
 
 pub use super::safile::DEFAULT_REPLAY_WINDOW;
@@ -34,6 +35,10 @@ pub struct SaConf {
     /// BEET mode (RFC 7402 §5): transport mode between inner addresses that never travel; the
     /// carrier writes its own addresses on the wire and the receiver restores the SA's.
     pub beet: bool,
+    /// The peer's UDP endpoint for ESP in UDP (`peer`): where an outbound SA's packets go and
+    /// where an inbound SA's come from (NAT rebinding moves it). None: `[network] peer`, else
+    /// the SA's outer address on the carrier's port (`keying::manual::default_endpoint`).
+    pub peer: Option<std::net::SocketAddr>,
     /// Legacy notes for the user (insecure SAs are refused, not noted).
     pub notes: Vec<Note>,
 }
@@ -77,6 +82,7 @@ pub(crate) fn parse_all(ctx: &Ctx<'_>, raw: &[Spanned<RawSa>]) -> Result<Vec<SaC
             line: e.line,
             lane,
             beet: e.beet,
+            peer: r.peer.as_ref().map(|p| endpoint(ctx, p, "peer")).transpose()?,
             notes: e.notes,
         });
     }
@@ -172,5 +178,20 @@ pub fn counterpart(sas: &[SaConf], i: usize, lane: usize) -> Option<usize> {
     let name = sa.name.as_ref()?;
     sas.iter().position(|c| {
         c.lane == lane && c.direction == sa.direction && c.name.as_ref() == Some(name)
+    })
+}
+
+/// `ADDR:PORT`, `[V6]:PORT`, or a bare address (port 4500).
+pub(crate) fn endpoint(
+    ctx: &Ctx<'_>,
+    s: &Spanned<String>,
+    field: &'static str,
+) -> Result<SocketAddr, ConfigError> {
+    let t = s.get_ref().trim();
+    if let Ok(a) = t.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    t.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, super::DEFAULT_UDP_PORT)).map_err(|_| {
+        ctx.err(s.span(), field, format!("{t:?} is not ADDR, ADDR:PORT or [V6ADDR]:PORT"))
     })
 }

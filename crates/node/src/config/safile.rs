@@ -102,6 +102,8 @@ pub(crate) struct RawSa {
     pub(crate) name: Option<Spanned<String>>,
     /// Node config only: the data-path lane (TUN queue) that owns the SA.
     pub(crate) lane: Option<Spanned<i64>>,
+    /// Node config only: the peer's UDP endpoint (`ADDR:PORT`).
+    pub(crate) peer: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -187,17 +189,17 @@ impl Reader<'_> {
 
     fn entry(&self, r: &RawSa, line: usize) -> Result<SaEntry, ConfigError> {
         if !self.opts.node_fields {
-            for (f, name) in [(&r.direction, "direction"), (&r.name, "name")] {
+            for (f, name) in [(&r.direction, "direction"), (&r.name, "name"), (&r.peer, "peer")] {
                 if let Some(f) = f {
                     let p = Problem::NotApplicable(
-                        "\"direction\", \"name\" and \"lane\" are for the node config",
+                        "\"direction\", \"name\", \"lane\" and \"peer\" are for the node config",
                     );
                     return Err(self.err(f.span(), name, p));
                 }
             }
             if let Some(l) = &r.lane {
                 let p = Problem::NotApplicable(
-                    "\"direction\", \"name\" and \"lane\" are for the node config",
+                    "\"direction\", \"name\", \"lane\" and \"peer\" are for the node config",
                 );
                 return Err(self.err(l.span(), "lane", p));
             }

@@ -32,7 +32,7 @@ fn example_parses() {
         c.transport,
         Transport::Udp {
             local: "192.0.2.1:4500".parse().unwrap(),
-            peer: "192.0.2.2:4500".parse().unwrap()
+            peer: Some("192.0.2.2:4500".parse().unwrap())
         }
     );
     assert_eq!(c.sas.len(), 2);

@@ -53,8 +53,8 @@ pub enum Carrier {
     Udp {
         /// Bound to the local endpoint.
         sock: UdpSocket,
-        /// Where protected packets go.
-        peer: SocketAddr,
+        /// Where protected packets go when their SA names no endpoint.
+        peer: Option<SocketAddr>,
         /// Local address (destination of rebuilt headers).
         local: IpAddr,
     },
@@ -110,9 +110,9 @@ impl Carrier {
     }
 
     /// ESP in UDP on an already bound socket (a lane's, `crate::datapath::lanes`).
-    pub fn udp(sock: UdpSocket, peer: SocketAddr) -> Carrier {
-        let local = sock.local_addr().map_or(peer.ip(), |a| a.ip());
-        Carrier::Udp { sock, peer, local }
+    pub fn udp(sock: UdpSocket, peer: Option<SocketAddr>) -> io::Result<Carrier> {
+        let local = sock.local_addr()?.ip();
+        Ok(Carrier::Udp { sock, peer, local })
     }
 
     /// Whether this carrier can send a packet of IP protocol `protocol` (UDP carries ESP only).
@@ -131,7 +131,7 @@ impl Carrier {
     }
 
     /// The UDP socket and peer, for batched I/O (None for raw IP).
-    pub fn udp_socket(&self) -> Option<(&UdpSocket, SocketAddr)> {
+    pub fn udp_socket(&self) -> Option<(&UdpSocket, Option<SocketAddr>)> {
         match self {
             Carrier::Udp { sock, peer, .. } => Some((sock, *peer)),
             Carrier::Raw { .. } => None,
@@ -234,17 +234,19 @@ impl Carrier {
         }
     }
 
-    /// Sends a packet the engine protected (outer IP header + ESP/AH, or a transport-mode packet).
-    /// Returns false if the packet is not ESP/AH (never sent: fail closed) or UDP carries AH.
-    pub fn send(&self, buf: &PacketBuf) -> io::Result<bool> {
+    /// Sends a packet the engine protected (outer IP header + ESP/AH, or a transport-mode packet);
+    /// over UDP to `to` (its SA's endpoint) or else the default peer. Returns false if the packet
+    /// is not ESP/AH (never sent: fail closed), UDP carries AH, or there is nowhere to send it.
+    pub fn send(&self, buf: &PacketBuf, to: Option<SocketAddr>) -> io::Result<bool> {
         let p = buf.as_slice();
         let Some((hdr_len, protocol, dst)) = encap::outer_info(p) else { return Ok(false) };
         let r = match self {
             Carrier::Udp { sock, peer, .. } => {
+                let Some(to) = to.or(*peer) else { return Ok(false) };
                 if protocol != proto::ESP {
                     return Ok(false);
                 }
-                sock.send_to(&p[hdr_len..], *peer)
+                sock.send_to(&p[hdr_len..], to)
             }
             Carrier::Raw { esp, ah, hdrincl, peer, .. } => match hdrincl {
                 // The engine's header, as it is: AH's ICV covers it.

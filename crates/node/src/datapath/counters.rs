@@ -1,12 +1,6 @@
-//! The data path's own counters (the engine counts its drops by `ipsec::DropReason`), and the
-//! inbound SAs' configured addresses the carrier rebuilds IP headers from.
+//! The data path's own counters (the engine counts its drops by `ipsec::DropReason`).
 
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::net::IpAddr;
-
-/// Configured (src, dst) of inbound SAs by (SPI, IP protocol).
-pub type InboundAddrs = HashMap<(u32, u8), (IpAddr, IpAddr)>;
 
 macro_rules! counters {
     ($($(#[doc = $doc:literal])* $f:ident,)*) => {
@@ -39,8 +33,14 @@ counters! {
     net_rx,
     /// Protected packets sent on the carrier.
     net_tx,
-    /// IKE messages (RFC 3948 non-ESP marker) dropped: no IKE daemon in this node yet.
+    /// Control packets (IKE after the RFC 3948 non-ESP marker) handed to the control thread.
+    punted,
+    /// IKE messages dropped: the queue to the control thread was full, or the carrier
+    /// (unbatched receive) cannot punt.
     ike_dropped,
+    /// Inbound SAs whose peer endpoint moved after an authenticated packet came from a new
+    /// address or port (NAT rebinding, RFC 3948 §3.1).
+    nat_rebinds,
     /// NAT-keepalives received and ignored (RFC 3948 §2.3).
     keepalives,
     /// Datagrams too short to hold an SPI.

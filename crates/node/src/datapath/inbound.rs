@@ -6,13 +6,16 @@
 //! This half owns every inbound SA, so replay windows are updated by one thread only.
 
 use super::carrier::{Carrier, Rx};
-use super::counters::{InboundAddrs, NodeCounters};
+use super::counters::NodeCounters;
 use super::encap::{self, UdpPayload};
 use super::gro::{Coalescer, MAX_SEGMENTS};
+use super::mailbox::{Event, InboundPeer, PuntKind, Update};
+use super::tables::InTables;
 use super::udp::UdpBatch;
 use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
+use std::collections::HashMap;
 use std::io::{self, IoSlice};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tun_rs::SyncDevice;
 use wire::proto;
@@ -28,6 +31,9 @@ const GRO_SEGMENTS: usize = 64;
 /// pairs): 8 rounds 4.62 / 4.69 / 5.25 / 4.88 Gbit/s, 1 round 4.82 / 5.18 / 5.45 / 5.33, at the
 /// same µs/KB.
 const RECV_ROUNDS: usize = 1;
+/// Most events (punted IKE messages, rebindings) a half holds for its worker; beyond, punted
+/// messages are dropped and counted (`ike_dropped`) rather than queued without bound.
+const MAX_EVENTS: usize = 256;
 
 /// Carrier → engine → TUN.
 pub struct Inbound {
@@ -35,7 +41,8 @@ pub struct Inbound {
     tun: Arc<SyncDevice>,
     carrier: Arc<Carrier>,
     udp: Option<UdpBatch>,
-    in_addrs: InboundAddrs,
+    /// Inbound SAs' header addresses and peer endpoints, and the policies by SA key.
+    pub(crate) tables: InTables,
     /// Last (SPI, addresses) looked up in `in_addrs`.
     last_addrs: Option<(u32, (IpAddr, IpAddr))>,
     local: IpAddr,
@@ -48,6 +55,10 @@ pub struct Inbound {
     pub(crate) counters: NodeCounters,
     /// Packet filter applied after IPsec is removed (issue 5).
     pub(crate) filter: Option<super::filter_stage::SharedFilter>,
+    /// Events for the control plane, taken by the worker after each turn.
+    pub(crate) events: Vec<Event>,
+    /// The lane this half serves (named in events).
+    pub(crate) lane: usize,
 }
 
 impl std::fmt::Debug for Inbound {
@@ -64,15 +75,17 @@ impl Inbound {
         tun: Arc<SyncDevice>,
         carrier: Arc<Carrier>,
         udp: Option<UdpBatch>,
-        in_addrs: InboundAddrs,
+        in_addrs: HashMap<(u32, u8), InboundPeer>,
     ) -> Inbound {
         let local = carrier.local();
         Inbound {
+            tables: InTables::from_engine(&engine, in_addrs),
             engine,
             tun,
             carrier,
             udp,
-            in_addrs,
+            events: Vec::with_capacity(MAX_EVENTS),
+            lane: 0,
             last_addrs: None,
             local,
             bufs: (0..IN_BUFS).map(|_| PacketBuf::with_max_packet()).collect(),
@@ -82,6 +95,12 @@ impl Inbound {
             counters: NodeCounters::default(),
             filter: None,
         }
+    }
+
+    /// Applies a control-plane update to this half's SAs and policies (between batches).
+    pub fn apply(&mut self, u: Update) -> Result<(), String> {
+        self.last_addrs = None;
+        self.tables.apply(&mut self.engine, u)
     }
 
     /// Reads what carrier socket `which` has, opens it and writes it to the TUN device.
@@ -114,6 +133,17 @@ impl Inbound {
                     self.counters.net_rx += 1;
                     match encap::classify(d) {
                         UdpPayload::Esp => {}
+                        UdpPayload::Ike if self.events.len() < MAX_EVENTS => {
+                            // RFC 3948 §2.2: the IKE message follows the non-ESP marker.
+                            self.counters.punted += 1;
+                            self.events.push(Event::Punted {
+                                lane: self.lane,
+                                kind: PuntKind::Ike,
+                                from: meta.from,
+                                bytes: d[4..].to_vec(),
+                            });
+                            continue;
+                        }
                         UdpPayload::Ike => {
                             self.counters.ike_dropped += 1;
                             continue;
@@ -131,7 +161,8 @@ impl Inbound {
                     let addrs = match self.last_addrs {
                         Some((s, a)) if s == spi => Some(a),
                         _ => {
-                            let a = self.in_addrs.get(&(spi, proto::ESP)).copied();
+                            let a =
+                                self.tables.peers.get(&(spi, proto::ESP)).map(|p| (p.src, p.dst));
                             if let Some(a) = a {
                                 self.last_addrs = Some((spi, a));
                             }
@@ -159,8 +190,8 @@ impl Inbound {
     }
 
     fn recv_single(&mut self, which: usize, now: Time) -> io::Result<()> {
-        let in_addrs = &self.in_addrs;
-        let lookup = |spi: u32, p: u8| in_addrs.get(&(spi, p)).copied();
+        let peers = &self.tables.peers;
+        let lookup = |spi: u32, p: u8| peers.get(&(spi, p)).map(|a| (a.src, a.dst));
         let mut n = 0;
         while n < IN_BUFS {
             let rx = self.carrier.recv(which, &mut self.bufs[n], &lookup)?;
@@ -190,8 +221,19 @@ impl Inbound {
             Some(udp) => {
                 for i in 0..n {
                     let (m, off, len) = self.sources[i];
-                    let src = udp.message(m).0.get(off..off + len).unwrap_or(&[]);
+                    let (msg, meta) = udp.message(m);
+                    let src = msg.get(off..off + len).unwrap_or(&[]);
                     self.results[i] = self.engine.inbound_from(&mut self.bufs[i], src, now);
+                    if let Ok(Processed::Decapsulated { spi, .. }) = self.results[i] {
+                        Self::check_endpoint(
+                            &mut self.tables,
+                            &mut self.counters,
+                            &mut self.events,
+                            self.lane,
+                            spi,
+                            meta.from,
+                        );
+                    }
                 }
             }
             None => self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now),
@@ -215,6 +257,32 @@ impl Inbound {
             return;
         }
         self.write_tun(k);
+    }
+
+    /// NAT traversal (RFC 3948 §3.1; DESIGN §6): an authenticated packet of inbound SA `spi`
+    /// from another address or port than its peer's moves the peer's endpoint. Only after the
+    /// ICV verified: a forged packet from a new address moves nothing. An SA whose endpoint is
+    /// not known yet learns it quietly.
+    fn check_endpoint(
+        tables: &mut InTables,
+        counters: &mut NodeCounters,
+        events: &mut Vec<Event>,
+        lane: usize,
+        spi: ipsec::Spi,
+        from: SocketAddr,
+    ) {
+        let Some(p) = tables.peers.get_mut(&(spi.0, proto::ESP)) else { return };
+        match p.endpoint {
+            Some(e) if e == from => {}
+            Some(e) => {
+                p.endpoint = Some(from);
+                counters.nat_rebinds += 1;
+                if events.len() < MAX_EVENTS {
+                    events.push(Event::Rebound { lane, spi, from: e, to: from });
+                }
+            }
+            None => p.endpoint = Some(from),
+        }
     }
 
     /// Writes the packets in `bufs[..k]` to the device: with offloads, coalesced by

@@ -7,10 +7,13 @@
 
 use super::carrier::Carrier;
 use super::counters::NodeCounters;
+use super::mailbox::Update;
+use super::tables::OutTables;
 use super::tun::VNET_HDR_LEN;
 use super::udp::UdpBatch;
 use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tun_rs::SyncDevice;
 
@@ -26,11 +29,17 @@ pub struct Outbound {
     pub(crate) engine: Engine,
     tun: Arc<SyncDevice>,
     carrier: Arc<Carrier>,
-    udp: Option<(UdpBatch, std::net::SocketAddr)>,
+    udp: Option<UdpBatch>,
+    /// Where packets of SAs without an endpoint of their own go (`[network] peer`).
+    default_peer: Option<SocketAddr>,
+    /// SA keys, policies and per-SA endpoints, for the control plane's updates.
+    pub(crate) tables: OutTables,
     bufs: Vec<PacketBuf>,
     sizes: Vec<usize>,
     /// Offset of the UDP payload in each sealed packet (0: do not send).
     send_at: Vec<usize>,
+    /// Where each sealed packet goes (ESP in UDP: its SA's endpoint).
+    dests: Vec<Option<SocketAddr>>,
     results: Vec<Result<Processed, DropReason>>,
     /// Raw read buffer: virtio-net header + a 64 KB super-packet.
     super_buf: Box<[u8]>,
@@ -58,15 +67,19 @@ impl Outbound {
         engine: Engine,
         tun: Arc<SyncDevice>,
         carrier: Arc<Carrier>,
-        udp: Option<(UdpBatch, std::net::SocketAddr)>,
+        udp: Option<UdpBatch>,
+        default_peer: Option<SocketAddr>,
         tun_mtu: usize,
     ) -> Outbound {
         let head = ipsec::buf::DEFAULT_HEADROOM;
         Outbound {
+            tables: OutTables::from_engine(&engine),
             engine,
             tun,
             carrier,
             udp,
+            default_peer,
+            dests: vec![None; OUT_BUFS],
             bufs: (0..OUT_BUFS).map(|_| PacketBuf::new(head + tun_mtu + TAILROOM, head)).collect(),
             sizes: vec![0; OUT_BUFS],
             send_at: vec![0; OUT_BUFS],
@@ -78,6 +91,11 @@ impl Outbound {
             mtu: tun_mtu,
             icmp_buf: vec![0u8; VNET_HDR_LEN + 1280].into_boxed_slice(),
         }
+    }
+
+    /// Applies a control-plane update to this half's SAs and policies (between batches).
+    pub fn apply(&mut self, u: Update) -> Result<(), String> {
+        self.tables.apply(&mut self.engine, u, &mut self.default_peer)
     }
 
     /// Reads what the TUN device has (up to the buffers), protects it and sends it.
@@ -97,10 +115,15 @@ impl Outbound {
         for i in 0..n {
             self.send_at[i] = 0;
             match self.results[i] {
-                Ok(Processed::Protected { .. }) => {
+                Ok(Processed::Protected { sa }) => {
+                    let to = self.tables.endpoint(sa).or(self.default_peer);
                     match super::encap::outer_info(self.bufs[i].as_slice()) {
-                        Some((hdr_len, p, _)) if self.carrier.can_send(p) => {
-                            self.send_at[i] = hdr_len
+                        // Over UDP a packet needs an endpoint; raw IP goes by its header.
+                        Some((hdr_len, p, _))
+                            if self.carrier.can_send(p) && (to.is_some() || self.udp.is_none()) =>
+                        {
+                            self.send_at[i] = hdr_len;
+                            self.dests[i] = to;
                         }
                         _ => self.counters.unsendable += 1,
                     }
@@ -115,18 +138,34 @@ impl Outbound {
                 Ok(Processed::Decapsulated { .. }) | Err(_) => {}
             }
         }
-        let (bufs, send_at) = (&self.bufs[..n], &self.send_at[..n]);
-        if let Some((udp, dst)) = &mut self.udp {
-            let payloads =
-                bufs.iter().zip(send_at).filter(|(_, o)| **o > 0).map(|(b, o)| &b.as_slice()[*o..]);
-            let st = udp.send(*dst, payloads);
-            self.counters.net_tx += st.sent;
-            self.counters.send_errors += st.errors;
-            self.counters.send_syscalls += st.syscalls;
+        let (bufs, send_at, dests) = (&self.bufs[..n], &self.send_at[..n], &self.dests[..n]);
+        if let Some(udp) = &mut self.udp {
+            // One send per run of packets to the same peer (a GSO run has one destination).
+            let mut i = 0;
+            while i < n {
+                let Some(dst) = dests[i].filter(|_| send_at[i] > 0) else {
+                    i += 1;
+                    continue;
+                };
+                let mut end = i + 1;
+                while end < n && (send_at[end] == 0 || dests[end] == Some(dst)) {
+                    end += 1;
+                }
+                let payloads = bufs[i..end]
+                    .iter()
+                    .zip(&send_at[i..end])
+                    .filter(|(_, o)| **o > 0)
+                    .map(|(b, o)| &b.as_slice()[*o..]);
+                let st = udp.send(dst, payloads);
+                self.counters.net_tx += st.sent;
+                self.counters.send_errors += st.errors;
+                self.counters.send_syscalls += st.syscalls;
+                i = end;
+            }
         } else {
-            for (b, _) in bufs.iter().zip(send_at).filter(|(_, o)| **o > 0) {
+            for ((b, _), to) in bufs.iter().zip(send_at).zip(dests).filter(|((_, o), _)| **o > 0) {
                 self.counters.send_syscalls += 1;
-                match self.carrier.send(b) {
+                match self.carrier.send(b, *to) {
                     Ok(true) => self.counters.net_tx += 1,
                     Ok(false) => self.counters.unsendable += 1,
                     Err(_) => self.counters.send_errors += 1,

@@ -16,6 +16,7 @@
 
 use super::board::Board;
 use super::inbound::Inbound;
+use super::mailbox::{Event, Mailbox, Update};
 use super::outbound::Outbound;
 use super::snapshot;
 use crate::log::{Level, log_event};
@@ -50,6 +51,8 @@ pub struct Worker {
     pub scheduling: crate::config::Scheduling,
     /// The scheduling class the thread runs with (set when it starts).
     scheduled: crate::config::Scheduling,
+    /// Where control-plane updates come from and events go (None: a fixed node, events logged).
+    pub mailbox: Option<Mailbox>,
 }
 
 impl Worker {
@@ -70,6 +73,7 @@ impl Worker {
             beet: Vec::new(),
             scheduling: crate::config::Scheduling::Other,
             scheduled: crate::config::Scheduling::Other,
+            mailbox: None,
         }
     }
 
@@ -106,24 +110,36 @@ impl Worker {
         if let Some((_, v)) = &self.inb {
             fds.extend(v);
         }
+        let wake_at = fds.len();
+        if let Some(m) = &self.mailbox {
+            fds.push(m.fd());
+        }
         let mut ready = vec![false; fds.len()];
         let mut last_timer = self.now();
         let mut served = 0;
         while !stop.load(Ordering::Relaxed) {
             sys::poll_readable(&fds, &mut ready, POLL_MS)?;
             let now = self.now();
+            // Updates first: an SA acknowledged as installed must see the very next packet.
+            if ready.get(wake_at) == Some(&true) {
+                if let Some(m) = &self.mailbox {
+                    m.clear_wake();
+                }
+            }
+            self.apply_updates();
             if let Some((o, _)) = &mut self.out {
                 if ready[0] {
                     o.on_readable(now)?;
                 }
             }
             if let Some((i, _)) = &mut self.inb {
-                for (k, r) in ready[first_in..].iter().enumerate() {
+                for (k, r) in ready[first_in..wake_at].iter().enumerate() {
                     if *r {
                         i.on_readable(k, now)?;
                     }
                 }
             }
+            self.forward_events(false, now);
             let want = board.requested.load(Ordering::Acquire);
             if want != served {
                 served = want;
@@ -134,26 +150,104 @@ impl Worker {
             }
             if now.0.saturating_sub(last_timer.0) >= 1_000_000 {
                 last_timer = now;
-                for e in self.engines_mut() {
-                    e.poll(now);
-                    for ev in e.drain_events() {
-                        log_sa_event(&ev);
-                    }
-                }
+                self.forward_events(true, now);
             }
         }
         Ok(())
     }
 
-    fn engines_mut(&mut self) -> Vec<&mut Engine> {
-        let mut v = Vec::new();
-        if let Some((o, _)) = &mut self.out {
-            v.push(&mut o.engine);
+    /// Applies every queued envelope of updates, in order, and acknowledges each.
+    fn apply_updates(&mut self) {
+        let Some(m) = &self.mailbox else { return };
+        while let Some(env) = m.next() {
+            let mut errors = Vec::new();
+            for (k, u) in env.updates.into_iter().enumerate() {
+                if let Err(e) = Self::apply_one(&mut self.out, &mut self.inb, u) {
+                    errors.push((k, e));
+                }
+            }
+            m.emit(Event::Applied { ticket: env.ticket, worker: m.worker, errors });
         }
-        if let Some((i, _)) = &mut self.inb {
-            v.push(&mut i.engine);
+    }
+
+    /// Routes one update to the half it concerns (policies and endpoints to both).
+    fn apply_one(
+        out: &mut Option<(Outbound, RawFd)>,
+        inb: &mut Option<(Inbound, Vec<RawFd>)>,
+        u: Update,
+    ) -> Result<(), String> {
+        match u {
+            Update::AddOutbound { .. } | Update::DelOutbound { .. } => match out {
+                Some((o, _)) => o.apply(u),
+                None => Err("this worker has no outbound half".into()),
+            },
+            Update::AddInbound { .. } | Update::DelInbound { .. } => match inb {
+                Some((i, _)) => i.apply(u),
+                None => Err("this worker has no inbound half".into()),
+            },
+            Update::SetPolicy { id, spec } => {
+                if let Some((o, _)) = out {
+                    o.apply(Update::SetPolicy { id, spec: spec.clone() })?;
+                }
+                match inb {
+                    Some((i, _)) => i.apply(Update::SetPolicy { id, spec }),
+                    None => Ok(()),
+                }
+            }
+            Update::DelPolicy { id } => {
+                if let Some((o, _)) = out {
+                    o.apply(Update::DelPolicy { id })?;
+                }
+                match inb {
+                    Some((i, _)) => i.apply(Update::DelPolicy { id }),
+                    None => Ok(()),
+                }
+            }
+            Update::MoveEndpoint { from, to } => {
+                if let Some((o, _)) = out {
+                    o.apply(Update::MoveEndpoint { from, to })?;
+                }
+                match inb {
+                    Some((i, _)) => i.apply(Update::MoveEndpoint { from, to }),
+                    None => Ok(()),
+                }
+            }
         }
-        v
+    }
+
+    /// Hands the engines' events (acquires at once; lifetimes when `timers`, after re-checking
+    /// the time-based limits) and the inbound half's events to the control plane, or logs them
+    /// when the node has none.
+    fn forward_events(&mut self, timers: bool, now: Time) {
+        let lane = self.lane;
+        let mut sa_events = Vec::new();
+        for (dir, e) in self.engines_mut() {
+            if timers {
+                e.poll(now);
+            }
+            if e.has_events() {
+                sa_events.extend(e.drain_events().into_iter().map(|ev| (dir, ev)));
+            }
+        }
+        let half_events = match &mut self.inb {
+            Some((i, _)) if !i.events.is_empty() => std::mem::take(&mut i.events),
+            _ => Vec::new(),
+        };
+        for (dir, ev) in sa_events {
+            match &self.mailbox {
+                Some(m) => m.emit(event_of(lane, dir, ev)),
+                None => log_sa_event(&ev),
+            }
+        }
+        if let Some(m) = &self.mailbox {
+            half_events.into_iter().for_each(|e| m.emit(e));
+        }
+    }
+
+    fn engines_mut(&mut self) -> impl Iterator<Item = (&'static str, &mut Engine)> {
+        let o = self.out.as_mut().map(|(o, _)| ("out", &mut o.engine));
+        let i = self.inb.as_mut().map(|(i, _)| ("in", &mut i.engine));
+        o.into_iter().chain(i)
     }
 
     fn snapshot(&self, now: Time) -> Value {
@@ -184,7 +278,23 @@ impl Worker {
     }
 }
 
-/// Logs an SA lifetime event (RFC 4301 §4.4.2.1): soft is the time to rekey, hard stops the SA.
+/// An engine event as the control plane gets it.
+fn event_of(lane: usize, direction: &'static str, ev: SaEvent) -> Event {
+    match ev {
+        SaEvent::SoftExpired { spi, limit } => {
+            Event::Lifetime { lane, direction, spi, hard: false, limit }
+        }
+        SaEvent::HardExpired { spi, limit } => {
+            Event::Lifetime { lane, direction, spi, hard: true, limit }
+        }
+        SaEvent::Acquire { policy, src, dst, proto } => {
+            Event::Acquire { lane, policy, src, dst, proto }
+        }
+    }
+}
+
+/// Logs an SA event (RFC 4301 §4.4.2.1): soft is the time to rekey, hard stops the SA; an
+/// acquire asks for an SA a policy lacks.
 fn log_sa_event(ev: &SaEvent) {
     match ev {
         SaEvent::SoftExpired { spi, limit } => log_event!(
@@ -198,6 +308,14 @@ fn log_sa_event(ev: &SaEvent) {
             "sa-hard-expired",
             "spi" => spi.to_string(),
             "limit" => limit
+        ),
+        SaEvent::Acquire { policy, src, dst, proto } => log_event!(
+            Level::Info,
+            "acquire",
+            "policy" => policy,
+            "src" => src.to_string(),
+            "dst" => dst.to_string(),
+            "proto" => proto
         ),
     }
 }

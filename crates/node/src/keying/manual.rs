@@ -3,11 +3,16 @@
 //! counterpart (`crate::config::sa::counterpart`, RFC 9611 per-resource SAs).
 
 use crate::config::sa::{Direction, counterpart};
-use crate::config::{NodeConfig, PolicyAction, Transport};
-use crate::datapath::counters::InboundAddrs;
+use crate::config::{NodeConfig, PolicyAction, PolicyConf, Transport};
+use crate::datapath::mailbox::{InKey, InboundPeer};
 use crate::error::NodeError;
 use ipsec::spd::{Action, Selector, SpdEntry};
-use ipsec::{Engine, SecurityAssociation, Time};
+use ipsec::spd_table::DEFAULT_PRIORITY;
+use ipsec::{Engine, Mode, PolicyId, SaParams, SecurityAssociation, Time};
+use std::net::SocketAddr;
+
+/// Inbound SAs' header addresses and peer endpoints, by (SPI, protocol).
+pub type InboundAddrs = HashMap<InKey, InboundPeer>;
 use std::collections::HashMap;
 
 /// Builds the engine from a checked config. Also returns the inbound SAs' addresses.
@@ -47,11 +52,13 @@ pub fn build_engine_for(
             Direction::In => {
                 in_handles[i] = Some(engine.add_inbound(&s.params, now).map_err(err)?.0);
                 let key = (s.params.spi.0, s.params.protocol.number());
-                in_addrs.insert(key, (s.params.src, s.params.dst));
+                let endpoint = s.peer.or_else(|| default_endpoint(c, &s.params, Direction::In));
+                in_addrs
+                    .insert(key, InboundPeer { src: s.params.src, dst: s.params.dst, endpoint });
             }
         }
     }
-    for p in c.policies.iter().filter(|_| out) {
+    for (id, p) in policy_ids(c).filter(|_| out) {
         let action = match &p.action {
             PolicyAction::Bypass => Action::Bypass,
             PolicyAction::Discard => Action::Discard,
@@ -60,24 +67,20 @@ pub fn build_engine_for(
             ),
         };
         engine
-            .add_policy(SpdEntry { selector: p.selector.clone(), action })
+            .set_policy(id, DEFAULT_PRIORITY, SpdEntry { selector: p.selector.clone(), action })
             .map_err(|source| NodeError::Engine { file: file.clone(), line: p.line, source })?;
     }
-    for p in c.policies.iter().filter(|_| inb) {
+    for (id, p) in policy_ids(c).filter(|_| inb) {
         let action = match &p.action {
             PolicyAction::Bypass => Action::Bypass,
             PolicyAction::Discard => Action::Discard,
+            // No `in-sas`: any inbound SA, also those the control plane installs later.
+            PolicyAction::Protect(_) if p.in_sas.is_empty() => Action::Protect(vec![]),
             PolicyAction::Protect(_) => {
-                let hs: Vec<usize> = if p.in_sas.is_empty() {
-                    in_handles.iter().flatten().copied().collect()
-                } else {
-                    p.in_sas.iter().filter_map(|&i| here(i).and_then(|j| in_handles[j])).collect()
-                };
-                if hs.is_empty() {
-                    // No inbound SA: nothing can arrive protected for this entry anyway.
-                    continue;
-                }
-                Action::Protect(hs)
+                let hs: Vec<usize> =
+                    p.in_sas.iter().filter_map(|&i| here(i).and_then(|j| in_handles[j])).collect();
+                // None of its SAs here: nothing may arrive for this entry.
+                if hs.is_empty() { Action::Discard } else { Action::Protect(hs) }
             }
         };
         let sel = &p.selector;
@@ -89,10 +92,28 @@ pub fn build_engine_for(
             dst_ports: sel.src_ports,
         };
         engine
-            .add_inbound_policy(SpdEntry { selector: mirrored, action })
+            .set_inbound_policy(id, DEFAULT_PRIORITY, SpdEntry { selector: mirrored, action })
             .map_err(|source| NodeError::Engine { file: file.clone(), line: p.line, source })?;
     }
     Ok((engine, in_addrs))
+}
+
+/// The ids of the config's policies: their place in the file, from 1 (what `hipsec policy
+/// list` shows and `hipsec policy del` takes).
+pub fn policy_ids(c: &NodeConfig) -> impl Iterator<Item = (PolicyId, &PolicyConf)> {
+    c.policies.iter().enumerate().map(|(i, p)| (i as PolicyId + 1, p))
+}
+
+/// Where an SA's peer sends from or receives at when the SA does not say (`peer`): the
+/// `[network] peer` if there is one, else, for a tunnel-mode SA over UDP, the SA's outer
+/// address on the carrier's port. `None` over raw IP (the IP header names the peer).
+pub fn default_endpoint(c: &NodeConfig, p: &SaParams, dir: Direction) -> Option<SocketAddr> {
+    let Transport::Udp { local, peer } = c.transport else { return None };
+    if let Some(peer) = peer {
+        return Some(peer);
+    }
+    let addr = if dir == Direction::Out { p.dst } else { p.src };
+    (p.mode == Mode::Tunnel).then_some(SocketAddr::new(addr, local.port()))
 }
 
 /// Bytes the largest protect bundle adds on the wire: per SA its ESP/AH overhead without the
