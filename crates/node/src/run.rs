@@ -4,20 +4,22 @@
 use crate::config::sa::Direction;
 use crate::config::{self, NodeConfig, Transport};
 use crate::control::metrics::MetricsServer;
+use crate::control::server::ControlThread;
 use crate::control::socket::ControlServer;
 use crate::datapath::board::Board;
+use crate::datapath::mailbox;
 use crate::datapath::tuning::Tuning;
-use crate::datapath::worker::{POLL_MS, Worker};
+use crate::datapath::worker::Worker;
 use crate::datapath::{carrier, clear, filter_stage, inbound, lanes, outbound, tun, udp};
 use crate::error::{NodeError, io_err};
+use crate::keying::manual;
 use crate::keying::manual::build_engine_for;
 use crate::keying::manual::wire_overhead;
+use crate::keying::plane::{ControlPlane, EndpointDefaults, WorkerPort};
 use crate::log::{self, Level, log_event};
-use crate::sys;
 use ipsec::Time;
-use serde_json::{Value, json};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +51,15 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     let start = Instant::now();
     // Set once per process: the first node's `[log]` counts (a process runs one node).
     log::init(c.log);
+    if let Some(mode) = config::readable_by_others(&c.file).filter(|_| !c.sas.is_empty()) {
+        log_event!(
+            Level::Warn,
+            "keys-readable",
+            "file" => c.file.display().to_string(),
+            "mode" => format!("{mode:o}"),
+            "action" => "other users can read the keys of its [[sa]]: chmod 600 it"
+        );
+    }
     let lanes = c.interface.queues;
     let mut engines = Vec::with_capacity(lanes);
     for lane in 0..lanes {
@@ -201,8 +212,32 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             .and_then(|m| m.local_addr().ok())
             .map_or_else(|| "off".to_string(), |a| a.to_string()),
     );
-    let r = run_all(workers, control.as_ref(), metrics.as_ref(), filter.as_ref(), stop, start)
-        .map_err(io_err("data path"));
+    // The control plane: a mailbox per worker, one event queue back.
+    let (events_tx, events_rx) = std::sync::mpsc::channel();
+    let mut ports = Vec::with_capacity(workers.len());
+    for (i, w) in workers.iter_mut().enumerate() {
+        let (mailbox, port) =
+            mailbox::mailbox(i, events_tx.clone()).map_err(io_err("control mailbox"))?;
+        w.mailbox = Some(mailbox);
+        ports.push(WorkerPort { lane: w.lane, out: w.out.is_some(), inb: w.inb.is_some(), port });
+    }
+    drop(events_tx);
+    let defaults = match c.transport {
+        Transport::Udp { local, peer } => EndpointDefaults { udp_port: Some(local.port()), peer },
+        Transport::Raw { .. } => EndpointDefaults::default(),
+    };
+    let mut plane = ControlPlane::new(ports, events_rx, start, defaults);
+    manual::adopt(c, &mut plane);
+    let board = Board::new(workers.len());
+    let thread = ControlThread::new(
+        plane,
+        control.as_ref(),
+        metrics.as_ref(),
+        filter.as_ref(),
+        &board,
+        start,
+    );
+    let r = run_all(workers, thread, stop).map_err(io_err("data path"));
     drop(control);
     drop(metrics);
     log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
@@ -210,17 +245,14 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
 }
 
 /// Runs `workers` on threads of their own (named `hipsec-out`, `hipsec-in` or `hipsec-io`, as
-/// `top -H` shows them) and answers `control` on this thread until `stop` is set; a worker that
+/// `top -H` shows them) and the control thread on this one until `stop` is set; a worker that
 /// fails sets `stop` for all. Returns the first worker error.
 pub fn run_all(
     workers: Vec<Worker>,
-    control: Option<&ControlServer>,
-    metrics: Option<&MetricsServer>,
-    filter: Option<&filter_stage::SharedFilter>,
+    mut control: ControlThread<'_>,
     stop: &AtomicBool,
-    start: Instant,
 ) -> io::Result<()> {
-    let board = Board::new(workers.len());
+    let board = control.board;
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for mut w in workers {
@@ -231,7 +263,6 @@ pub fn run_all(
             };
             // Lanes after the first get their number (`top -H` shows "hipsec-io1").
             let name = if w.lane == 0 { role.to_string() } else { format!("{role}{}", w.lane) };
-            let board = &board;
             let h = std::thread::Builder::new().name(name).spawn_scoped(s, move || {
                 w.apply_scheduling();
                 let r = w.run(stop, board);
@@ -249,64 +280,7 @@ pub fn run_all(
                 }
             }
         }
-        // The control socket first (if any), then the metrics listener (if any).
-        let fds: Vec<RawFd> =
-            control.iter().map(|c| c.fd()).chain(metrics.iter().map(|m| m.fd())).collect();
-        let mut ready = vec![false; fds.len()];
-        while !stop.load(Ordering::Relaxed) {
-            if fds.is_empty() {
-                std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
-                continue;
-            }
-            if sys::poll_readable(&fds, &mut ready, POLL_MS).is_err() {
-                continue;
-            }
-            if let Some(m) = metrics.filter(|_| ready.last() == Some(&true)) {
-                // The same snapshot as `status`, so metrics and status never disagree.
-                m.serve(|| {
-                    let now = Time(start.elapsed().as_micros() as u64);
-                    crate::control::metrics::render(&crate::control::status::status_value(
-                        &board.collect(),
-                        now,
-                    ))
-                });
-            }
-            // With a control socket, ready[0] is its readiness.
-            if ready[0] {
-                if let Some(c) = control {
-                    c.serve(|cmd| match cmd {
-                        "status" => {
-                            let now = Time(start.elapsed().as_micros() as u64);
-                            let s = crate::control::status::status_json(&board.collect(), now);
-                            match filter {
-                                Some(f) => {
-                                    let mut v: Value = serde_json::from_str(&s).unwrap_or_default();
-                                    v["filter"] = filter_stage::lock(f).status();
-                                    v.to_string()
-                                }
-                                None => s,
-                            }
-                        }
-                        // Rules are re-read without a restart; a bad file keeps the old ones.
-                        "reload-filter" => match filter {
-                            Some(f) => match filter_stage::lock(f).reload() {
-                                Ok(()) => json!({ "reloaded": true }).to_string(),
-                                Err(e) => {
-                                    json!({ "reloaded": false, "error": e.to_string() }).to_string()
-                                }
-                            },
-                            None => json!({ "error": "this node has no [filter]" }).to_string(),
-                        },
-                        other => json!({
-                            "error": format!(
-                                "unknown command {other:?}; try \"status\" or \"reload-filter\""
-                            )
-                        })
-                        .to_string(),
-                    });
-                }
-            }
-        }
+        control.run(stop);
         let mut first_err = Ok(());
         for h in handles {
             let r = h.join().unwrap_or_else(|_| Err(io::Error::other("worker panicked")));

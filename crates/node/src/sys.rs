@@ -139,3 +139,33 @@ pub fn set_thread_fifo(priority: i32) -> io::Result<()> {
     let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
+
+/// The user id of the process at the other end of a Unix stream socket (SO_PEERCRED, unix(7)):
+/// the kernel's record, which the peer cannot forge.
+#[allow(unsafe_code)]
+pub fn peer_uid(fd: RawFd) -> io::Result<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) writes at most `len` bytes into `cred`, a live, exclusively
+    // borrowed ucred, and the length back into `len`; it keeps no pointer after returning.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// The effective user id of this process.
+#[allow(unsafe_code)]
+pub fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}

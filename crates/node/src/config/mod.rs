@@ -5,12 +5,15 @@
 
 pub mod error;
 pub mod filter;
+pub mod policy;
 pub mod sa;
 pub mod safile;
 
 use error::Ctx;
 pub use error::{ConfigError, Problem};
-use ipsec::spd::{Prefix, Selector};
+use ipsec::spd::Prefix;
+use policy::RawPolicy;
+pub use policy::{PolicyAction, PolicyConf};
 use sa::{Direction, SaConf};
 use safile::RawSa;
 use serde::Deserialize;
@@ -117,32 +120,6 @@ impl Transport {
     }
 }
 
-/// What an SPD entry does with matching packets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyAction {
-    /// Apply these SAs (indices into [`NodeConfig::sas`], all outbound), in order.
-    Protect(Vec<usize>),
-    /// Pass unprotected.
-    Bypass,
-    /// Drop.
-    Discard,
-}
-
-/// One SPD entry.
-#[derive(Debug, Clone)]
-pub struct PolicyConf {
-    /// Selectors.
-    pub selector: Selector,
-    /// Action.
-    pub action: PolicyAction,
-    /// Inbound SAs (indices into [`NodeConfig::sas`]) that may carry the reverse traffic of a
-    /// protect policy (`in-sas`); empty: any inbound SA of the node. See
-    /// [`crate::keying::manual::build_engine_for`] for the inbound SPD made from it (RFC 4301 §5.2).
-    pub in_sas: Vec<usize>,
-    /// Line of its `[[policy]]` header.
-    pub line: usize,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
@@ -211,19 +188,12 @@ struct RawControl {
     socket: String,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawPolicy {
-    src: Spanned<String>,
-    dst: Spanned<String>,
-    proto: Option<Spanned<toml::Value>>,
-    #[serde(alias = "src_ports")]
-    src_ports: Option<Spanned<toml::Value>>,
-    #[serde(alias = "dst_ports")]
-    dst_ports: Option<Spanned<toml::Value>>,
-    action: Spanned<String>,
-    sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
-    in_sas: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+/// The permission bits of a file holding keys if users other than its owner may read it
+/// (group or others; `wg` warns the same way), else None.
+pub fn readable_by_others(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then_some(mode)
 }
 
 /// Reads and checks a configuration file.
@@ -270,7 +240,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     }
     let mut policies = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {
-        policies.push(policy(&ctx, p, &sas)?);
+        policies.push(policy::policy(&ctx, p, &sas)?);
     }
     check_lanes(&ctx, &raw, &interface, &transport, &sas, &policies)?;
     let filter = raw.filter.as_ref().map(|f| filter_conf(&ctx, f)).transpose()?;
@@ -497,119 +467,6 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
             let span = r.transport.as_ref().map_or(0..0, |t| t.span());
             Err(ctx.err(span, "transport", format!("{other:?}: use \"udp\" or \"raw\"")))
         }
-    }
-}
-
-fn policy(
-    ctx: &Ctx<'_>,
-    p: &Spanned<RawPolicy>,
-    sas: &[SaConf],
-) -> Result<PolicyConf, ConfigError> {
-    let line = ctx.header_line(p.span().start);
-    let r = p.get_ref();
-    let prefix = |s: &Spanned<String>, f: &'static str| -> Result<Prefix, ConfigError> {
-        s.get_ref().parse::<Prefix>().map_err(|e| ctx.err(s.span(), f, e))
-    };
-    let src = prefix(&r.src, "src")?;
-    let dst = prefix(&r.dst, "dst")?;
-    if src.addr.is_ipv4() != dst.addr.is_ipv4() {
-        return Err(ctx.err(r.dst.span(), "dst", "src and dst differ in IP version"));
-    }
-    let proto = match &r.proto {
-        None => None,
-        Some(v) => protocol(v.get_ref(), src.addr.is_ipv6()).ok_or_else(|| {
-            ctx.err(v.span(), "proto", "want any, tcp, udp, icmp, icmpv6, sctp or 0..=255")
-        })?,
-    };
-    let ports = |v: &Option<Spanned<toml::Value>>, f: &'static str| -> Result<_, ConfigError> {
-        let Some(v) = v else { return Ok(None) };
-        if !matches!(proto, Some(6 | 17 | 132)) {
-            return Err(ctx.err(v.span(), f, "ports need proto = \"tcp\", \"udp\" or \"sctp\""));
-        }
-        port_range(v.get_ref())
-            .map(Some)
-            .ok_or_else(|| ctx.err(v.span(), f, "want a port (80) or a range (\"1024-65535\")"))
-    };
-    let src_ports = ports(&r.src_ports, "src-ports")?;
-    let dst_ports = ports(&r.dst_ports, "dst-ports")?;
-    let action = match r.action.get_ref().as_str() {
-        "protect" => {
-            let list = r.sas.as_ref().ok_or_else(|| {
-                ctx.err(r.action.span(), "sas", "protect needs sas = [\"name\", ...]")
-            })?;
-            if list.get_ref().is_empty() {
-                return Err(ctx.err(list.span(), "sas", "protect needs at least one SA"));
-            }
-            let mut idx = Vec::new();
-            for s in list.get_ref() {
-                idx.push(sa::resolve(ctx, s, sas, Direction::Out, "sas")?);
-            }
-            PolicyAction::Protect(idx)
-        }
-        a @ ("bypass" | "discard") => {
-            if let Some(s) = &r.sas {
-                return Err(ctx.err(s.span(), "sas", format!("{a} takes no SAs")));
-            }
-            if let Some(s) = &r.in_sas {
-                return Err(ctx.err(s.span(), "in-sas", format!("{a} takes no SAs")));
-            }
-            if a == "bypass" { PolicyAction::Bypass } else { PolicyAction::Discard }
-        }
-        other => {
-            return Err(ctx.err(
-                r.action.span(),
-                "action",
-                format!("{other:?}: use \"protect\", \"bypass\" or \"discard\""),
-            ));
-        }
-    };
-    let mut in_sas = Vec::new();
-    if let Some(list) = &r.in_sas {
-        if list.get_ref().is_empty() {
-            return Err(ctx.err(list.span(), "in-sas", "leave in-sas out for any inbound SA"));
-        }
-        for s in list.get_ref() {
-            in_sas.push(sa::resolve(ctx, s, sas, Direction::In, "in-sas")?);
-        }
-    }
-    Ok(PolicyConf {
-        selector: Selector { src, dst, proto, src_ports, dst_ports },
-        action,
-        in_sas,
-        line,
-    })
-}
-
-fn protocol(v: &toml::Value, v6: bool) -> Option<Option<u8>> {
-    match v {
-        toml::Value::Integer(i) => u8::try_from(*i).ok().map(Some),
-        toml::Value::String(s) => match s.as_str() {
-            "any" => Some(None),
-            "tcp" => Some(Some(6)),
-            "udp" => Some(Some(17)),
-            "sctp" => Some(Some(132)),
-            "icmp" if !v6 => Some(Some(1)),
-            "icmpv6" | "icmp" => Some(Some(58)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn port_range(v: &toml::Value) -> Option<(u16, u16)> {
-    match v {
-        toml::Value::Integer(i) => u16::try_from(*i).ok().map(|p| (p, p)),
-        toml::Value::String(s) => {
-            let (lo, hi) = match s.split_once('-') {
-                Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
-                None => {
-                    let p = s.trim().parse().ok()?;
-                    (p, p)
-                }
-            };
-            (lo <= hi).then_some((lo, hi))
-        }
-        _ => None,
     }
 }
 

@@ -195,3 +195,79 @@ pub(crate) fn endpoint(
         ctx.err(s.span(), field, format!("{t:?} is not ADDR, ADDR:PORT or [V6ADDR]:PORT"))
     })
 }
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSas {
+    #[serde(default)]
+    sa: Vec<Spanned<RawSa>>,
+}
+
+/// `[[sa]]` tables given while the node runs (`hipsec sa add`): the node config's fields, and
+/// the same checks (`direction` required, integrity required, unique keys).
+pub fn parse_runtime(file: &str, text: &str) -> Result<Vec<SaConf>, ConfigError> {
+    let ctx = Ctx { file, text };
+    let raw: RawSas = ctx.deserialize()?;
+    parse_all(&ctx, &raw.sa)
+}
+
+/// An SA named in a request: by SPI, and for an outbound SA (whose SPI the peer chose) its
+/// destination where the SPI alone is ambiguous; the protocol defaults to ESP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SaRef {
+    /// SPI.
+    pub spi: u32,
+    /// IP protocol (50 or 51).
+    pub proto: u8,
+    /// Destination address (outbound SAs).
+    pub dst: Option<IpAddr>,
+}
+
+/// Reads an SA reference: an SPI (`4096`, `"0x1000"`) or a table `{ spi, proto, dst }`.
+pub(crate) fn sa_ref(
+    ctx: &Ctx<'_>,
+    v: &Spanned<toml::Value>,
+    field: &'static str,
+) -> Result<SaRef, ConfigError> {
+    let bad = |m: &str| ctx.err(v.span(), field, m);
+    let want = "want an SPI (4096 or \"0x1000\") or { spi, dst, proto }";
+    match v.get_ref() {
+        toml::Value::Table(t) => {
+            if let Some(k) = t.keys().find(|k| !matches!(k.as_str(), "spi" | "dst" | "proto")) {
+                return Err(bad(&format!("unknown key {k:?}; {want}")));
+            }
+            let spi = t.get("spi").and_then(safile::spi_number).ok_or_else(|| bad(want))?;
+            let proto = match t.get("proto").map(|p| p.as_str()) {
+                None | Some(Some("esp")) => wire::proto::ESP,
+                Some(Some("ah")) => wire::proto::AH,
+                _ => return Err(bad("proto: want \"esp\" or \"ah\"")),
+            };
+            let dst = match t.get("dst") {
+                None => None,
+                Some(d) => Some(
+                    d.as_str()
+                        .and_then(|s| s.parse::<IpAddr>().ok())
+                        .ok_or_else(|| bad("dst: want an IP address"))?,
+                ),
+            };
+            Ok(SaRef { spi, proto, dst })
+        }
+        other => {
+            let spi = safile::spi_number(other).ok_or_else(|| bad(want))?;
+            Ok(SaRef { spi, proto: wire::proto::ESP, dst: None })
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRef {
+    r: Spanned<toml::Value>,
+}
+
+/// Reads the SA reference in `r = ...` (an SPI or `{ spi, dst, proto }`).
+pub fn parse_ref(file: &str, text: &str) -> Result<SaRef, ConfigError> {
+    let ctx = Ctx { file, text };
+    let raw: RawRef = ctx.deserialize()?;
+    sa_ref(&ctx, &raw.r, "spi")
+}

@@ -12,7 +12,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixDatagram;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, Sender};
 
 /// An outbound SA's identity (RFC 4301 §4.1: SPI, destination and protocol; the peer picked the
 /// SPI, so two peers may pick the same one).
@@ -253,10 +253,7 @@ impl Mailbox {
 
     /// The next queued envelope, if any; never blocks.
     pub fn next(&self) -> Option<Envelope> {
-        match self.updates.try_recv() {
-            Ok(e) => Some(e),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-        }
+        self.updates.try_recv().ok()
     }
 
     /// Sends an event to the control plane (dropped if the control plane has gone).

@@ -4,8 +4,9 @@
 
 use crate::config::sa::{Direction, counterpart};
 use crate::config::{NodeConfig, PolicyAction, PolicyConf, Transport};
-use crate::datapath::mailbox::{InKey, InboundPeer};
+use crate::datapath::mailbox::{self, InKey, InboundPeer, PolicySpec};
 use crate::error::NodeError;
+use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of, record};
 use ipsec::spd::{Action, Selector, SpdEntry};
 use ipsec::spd_table::DEFAULT_PRIORITY;
 use ipsec::{Engine, Mode, PolicyId, SaParams, SecurityAssociation, Time};
@@ -141,3 +142,47 @@ pub fn wire_overhead(c: &NodeConfig) -> usize {
 #[cfg(test)]
 #[path = "spd_tests.rs"]
 mod spd_tests;
+
+/// What the control plane records of the config's SAs and policies at start (no keys), so
+/// that requests can name them: SAs by key, policies by their place in the file.
+pub fn adopt(c: &NodeConfig, plane: &mut ControlPlane) {
+    let mut ins = Vec::new();
+    let mut outs = Vec::new();
+    for s in &c.sas {
+        let out = s.direction == Direction::Out;
+        let endpoint = s.peer.or_else(|| default_endpoint(c, &s.params, s.direction));
+        let spec = SaSpec {
+            params: s.params.clone(),
+            lane: s.lane,
+            endpoint,
+            beet: s.beet,
+            name: s.name.clone(),
+        };
+        let rec = record(&spec);
+        if out {
+            outs.push((out_key_of(&s.params), rec));
+        } else {
+            ins.push((in_key_of(&s.params), rec));
+        }
+    }
+    let policies = policy_ids(c)
+        .map(|(id, p)| {
+            let action = match &p.action {
+                PolicyAction::Bypass => mailbox::PolicyAction::Bypass,
+                PolicyAction::Discard => mailbox::PolicyAction::Discard,
+                PolicyAction::Protect(v) => mailbox::PolicyAction::Protect(
+                    v.iter().map(|&i| out_key_of(&c.sas[i].params)).collect(),
+                ),
+            };
+            let in_sas = p.in_sas.iter().map(|&i| in_key_of(&c.sas[i].params)).collect();
+            let spec = PolicySpec {
+                selector: p.selector.clone(),
+                action,
+                in_sas,
+                priority: DEFAULT_PRIORITY,
+            };
+            (id, spec)
+        })
+        .collect();
+    plane.adopt(ins, outs, policies);
+}

@@ -3,3 +3,4 @@
 //! to the lanes through the same control interface.
 
 pub mod manual;
+pub mod plane;

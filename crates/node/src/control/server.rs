@@ -1,0 +1,210 @@
+//! The control thread: answers the control socket and `/metrics`, applies SA and policy
+//! requests through the control plane, runs its timers (retiring old inbound SAs, following NAT
+//! rebindings) and passes the lanes' events to the log and to `hipsec monitor` clients.
+
+use super::commands::{self, MAX_REQUEST, Request};
+use super::exec::{self, error_reply};
+use super::metrics::MetricsServer;
+use super::monitor::{self, Monitors};
+use super::socket::{self, ControlServer};
+use super::status;
+use crate::datapath::board::Board;
+use crate::datapath::filter_stage::{self, SharedFilter};
+use crate::datapath::mailbox::Event;
+use crate::keying::plane::ControlPlane;
+use crate::log::{Level, log_event};
+use ipsec::Time;
+use serde_json::{Value, json};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// How often the control thread looks at events and timers when nothing else wakes it.
+const TICK_MS: i32 = 20;
+
+/// What the control thread serves.
+#[derive(Debug)]
+pub struct ControlThread<'a> {
+    /// The control interface to the lanes.
+    pub plane: ControlPlane,
+    /// The control socket, if configured.
+    pub socket: Option<&'a ControlServer>,
+    /// The metrics listener, if configured.
+    pub metrics: Option<&'a MetricsServer>,
+    /// The packet filter, if any.
+    pub filter: Option<&'a SharedFilter>,
+    /// Where the workers publish their snapshots.
+    pub board: &'a Board,
+    /// Time origin of the engines.
+    pub start: Instant,
+    monitors: Monitors,
+}
+
+impl<'a> ControlThread<'a> {
+    /// A control thread over these parts.
+    pub fn new(
+        plane: ControlPlane,
+        socket: Option<&'a ControlServer>,
+        metrics: Option<&'a MetricsServer>,
+        filter: Option<&'a SharedFilter>,
+        board: &'a Board,
+        start: Instant,
+    ) -> ControlThread<'a> {
+        ControlThread {
+            plane,
+            socket,
+            metrics,
+            filter,
+            board,
+            start,
+            monitors: Monitors::default(),
+        }
+    }
+
+    /// Serves until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) {
+        // The control socket first (if any), then the metrics listener (if any).
+        let fds: Vec<RawFd> =
+            self.socket.iter().map(|c| c.fd()).chain(self.metrics.iter().map(|m| m.fd())).collect();
+        let mut ready = vec![false; fds.len()];
+        while !stop.load(Ordering::Relaxed) {
+            if fds.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(TICK_MS as u64));
+            } else if crate::sys::poll_readable(&fds, &mut ready, TICK_MS).is_err() {
+                continue;
+            }
+            self.events();
+            if let Some(m) = self.metrics.filter(|_| ready.last() == Some(&true)) {
+                // The same snapshot as `status`, so metrics and status never disagree.
+                m.serve(|| super::metrics::render(&self.status_value()));
+            }
+            if ready.first() == Some(&true) && self.socket.is_some() {
+                self.serve_socket();
+            }
+        }
+    }
+
+    fn now(&self) -> Time {
+        Time(self.start.elapsed().as_micros() as u64)
+    }
+
+    fn status_value(&self) -> Value {
+        let mut v = status::status_value(&self.board.collect(), self.now());
+        let s = self.plane.stats;
+        v["control"] = json!({
+            "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,
+            "rebinds": s.rebinds, "monitors": self.monitors.len(),
+        });
+        v
+    }
+
+    /// Logs the lanes' events and streams them to the monitors.
+    fn events(&mut self) {
+        for e in self.plane.poll() {
+            log(&e);
+            if let Some(v) = monitor::event_json(&e) {
+                if !self.monitors.is_empty() {
+                    self.monitors.send(&v);
+                }
+            }
+        }
+    }
+
+    fn serve_socket(&mut self) {
+        let Some(sock) = self.socket else { return };
+        while let Some(client) = sock.accept(MAX_REQUEST) {
+            let req = match commands::parse(&client.line) {
+                Ok(r) => r,
+                Err(e) => {
+                    socket::reply(&client, &error_reply(&e.field, &e.message).to_string());
+                    continue;
+                }
+            };
+            let answer = match req {
+                Request::Monitor => {
+                    self.monitors.add(client.stream);
+                    continue;
+                }
+                Request::Status => {
+                    let mut v = self.status_value();
+                    if let Some(f) = self.filter {
+                        v["filter"] = filter_stage::lock(f).status();
+                    }
+                    v
+                }
+                // Rules are re-read without a restart; a bad file keeps the old ones.
+                Request::ReloadFilter => match self.filter {
+                    Some(f) => match filter_stage::lock(f).reload() {
+                        Ok(()) => json!({ "reloaded": true }),
+                        Err(e) => json!({ "reloaded": false, "error": e.to_string() }),
+                    },
+                    None => json!({ "error": "this node has no [filter]" }),
+                },
+                other => {
+                    let what = op_name(&other);
+                    let v = exec::execute(&mut self.plane, other);
+                    log_event!(
+                        if v["ok"] == true { Level::Info } else { Level::Warn },
+                        "control-request",
+                        "op" => what,
+                        "ok" => v["ok"] == true,
+                        "error" => v["error"].as_str().unwrap_or("")
+                    );
+                    v
+                }
+            };
+            socket::reply(&client, &answer.to_string());
+        }
+    }
+}
+
+fn op_name(r: &Request) -> &'static str {
+    match r {
+        Request::Status => "status",
+        Request::ReloadFilter => "reload-filter",
+        Request::Monitor => "monitor",
+        Request::SaAdd { replace: false, .. } => "sa-add",
+        Request::SaAdd { replace: true, .. } => "sa-update",
+        Request::SaDel { .. } => "sa-del",
+        Request::SaList => "sa-list",
+        Request::SaSwitch { .. } => "sa-switch",
+        Request::SaRetire { .. } => "sa-retire",
+        Request::SaRekey { .. } => "sa-rekey",
+        Request::PolicyAdd { replace: false, .. } => "policy-add",
+        Request::PolicyAdd { replace: true, .. } => "policy-update",
+        Request::PolicyDel { .. } => "policy-del",
+        Request::PolicyList => "policy-list",
+    }
+}
+
+/// Logs an event (RFC 4301 §4.4.2.1: soft is the time to rekey, hard stops the SA).
+fn log(e: &Event) {
+    match e {
+        Event::Lifetime { lane, direction, spi, hard, limit } => log_event!(
+            if *hard { Level::Warn } else { Level::Info },
+            if *hard { "sa-hard-expired" } else { "sa-soft-expired" },
+            "lane" => lane,
+            "direction" => *direction,
+            "spi" => spi.to_string(),
+            "limit" => *limit
+        ),
+        Event::Acquire { lane, policy, src, dst, proto } => log_event!(
+            Level::Info,
+            "acquire",
+            "lane" => lane,
+            "policy" => policy,
+            "src" => src.to_string(),
+            "dst" => dst.to_string(),
+            "proto" => proto
+        ),
+        Event::Rebound { lane, spi, from, to } => log_event!(
+            Level::Info,
+            "nat-rebind",
+            "lane" => lane,
+            "spi" => spi.to_string(),
+            "from" => from.to_string(),
+            "to" => to.to_string()
+        ),
+        Event::Punted { .. } | Event::Applied { .. } => {}
+    }
+}
