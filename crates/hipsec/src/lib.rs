@@ -5,6 +5,7 @@ pub mod bench_esp;
 pub mod bench_filter;
 pub mod bench_tunnel;
 pub mod capture;
+pub mod ctl;
 pub mod pcap;
 pub mod status;
 /// The SA file of the pcap tools: the same parser as the node config's `[[sa]]` tables.

@@ -178,6 +178,7 @@ fn sa_json(dir: &str, r: &SaRecord) -> Value {
         "direction": dir, "spi": r.spi.to_string(), "proto": r.proto, "suite": r.suite,
         "mode": r.mode, "src": r.src.to_string(), "dst": r.dst.to_string(),
         "peer": r.endpoint.map(|e| e.to_string()), "lane": r.lane, "name": r.name,
+        "esn": r.esn, "replay-window": r.replay_window,
     })
 }
 
@@ -185,7 +186,7 @@ fn sa_json(dir: &str, r: &SaRecord) -> Value {
 pub fn sa_list(p: &ControlPlane) -> Value {
     let mut sas: Vec<Value> = p.outbound().values().map(|r| sa_json("out", r)).collect();
     sas.extend(p.inbound().values().map(|r| sa_json("in", r)));
-    json!({ "ok": true, "sas": sas })
+    json!({ "ok": true, "lanes": p.lanes(), "sas": sas })
 }
 
 /// `policy-list`: every policy by id, SAs by key.

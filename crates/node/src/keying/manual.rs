@@ -117,6 +117,9 @@ pub fn default_endpoint(c: &NodeConfig, p: &SaParams, dir: Direction) -> Option<
     (p.mode == Mode::Tunnel).then_some(SocketAddr::new(addr, local.port()))
 }
 
+/// ESP header (8) + CBC IV (16) + padding and trailer (at most 15 + 2) + ICV (32).
+pub const MAX_ESP_OVERHEAD: usize = 8 + 16 + 17 + 32;
+
 /// Bytes the largest protect bundle adds on the wire: per SA its ESP/AH overhead without the
 /// tunnel header (the carrier's own IP header replaces it), plus that IP header and UDP.
 pub fn wire_overhead(c: &NodeConfig) -> usize {
@@ -134,6 +137,9 @@ pub fn wire_overhead(c: &NodeConfig) -> usize {
         })
         .max()
         .unwrap_or(0);
+    // A node started without protected traffic gets its SAs at run time: leave room for the
+    // largest ESP overhead any suite has (tunnel mode, AES-CBC with HMAC-SHA-512-256).
+    let bundle = if bundle == 0 { MAX_ESP_OVERHEAD } else { bundle };
     let ip = if c.transport.local_ip().is_ipv4() { 20 } else { 40 };
     let udp = if matches!(c.transport, Transport::Udp { .. }) { 8 } else { 0 };
     bundle + ip + udp

@@ -61,6 +61,10 @@ pub struct SaRecord {
     pub endpoint: Option<SocketAddr>,
     /// Name, if given.
     pub name: Option<String>,
+    /// Extended sequence numbers.
+    pub esn: bool,
+    /// Replay window (inbound).
+    pub replay_window: u32,
 }
 
 /// Why a request was refused or failed; `field` names what was wrong where one thing was.
@@ -160,6 +164,8 @@ pub fn record(s: &SaSpec) -> SaRecord {
         dst: p.dst,
         endpoint: s.endpoint,
         name: s.name.clone(),
+        esn: p.esn,
+        replay_window: p.replay_window,
     }
 }
 
