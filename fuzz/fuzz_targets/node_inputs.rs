@@ -23,8 +23,8 @@ fuzz_target!(|data: &[u8]| {
         }
         3 => coalesce(rest),
         _ => {
-            let route = node::metrics::route(rest);
-            let reply = node::metrics::response(route, || "hipsec_up 1\n".to_string());
+            let route = node::control::metrics::route(rest);
+            let reply = node::control::metrics::response(route, || "hipsec_up 1\n".to_string());
             assert!(reply.starts_with(b"HTTP/1.1 "), "{route:?}");
         }
     }
@@ -44,7 +44,7 @@ fn coalesce(data: &[u8]) {
         pkts.push(b);
         rest = &r[n..];
     }
-    let mut c = node::gro::Coalescer::default();
+    let mut c = node::datapath::gro::Coalescer::default();
     let udp = data.first().is_some_and(|b| b & 1 == 1);
     let writes = c.plan(&mut pkts, udp).to_vec();
     let mut seen = vec![false; pkts.len()];
@@ -55,7 +55,7 @@ fn coalesce(data: &[u8]) {
             seen[i] = true;
             len += pkts[i].len() - if k == 0 { 0 } else { w.header_len };
         }
-        assert!(w.segments <= node::gro::MAX_SEGMENTS);
+        assert!(w.segments <= node::datapath::gro::MAX_SEGMENTS);
         assert!(w.segments == 1 || len <= 65535, "{len}");
     }
     assert!(seen.iter().all(|s| *s));

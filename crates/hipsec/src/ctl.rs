@@ -33,6 +33,14 @@ fn scalar(v: &str) -> Value {
     }
 }
 
+/// An SA in a list: `SPI`, or `SPI@DST` for an outbound SA that need not be installed yet.
+fn sa_ref(v: &str) -> Value {
+    match v.split_once('@') {
+        Some((spi, dst)) => json!({"spi": scalar(spi), "dst": dst}),
+        None => scalar(v),
+    }
+}
+
 /// Fields whose value is a list (`sas=0x1001,0x1002`).
 const LIST_FIELDS: &[&str] = &["sas", "in-sas"];
 
@@ -51,7 +59,7 @@ pub fn fields(words: &[String]) -> Result<Value, String> {
             at = e.as_object_mut().ok_or_else(|| format!("{k}: {p} is not a table"))?;
         }
         let value = if LIST_FIELDS.contains(&last) {
-            Value::Array(v.split(',').filter(|x| !x.is_empty()).map(scalar).collect())
+            Value::Array(v.split(',').filter(|x| !x.is_empty()).map(sa_ref).collect())
         } else {
             scalar(v)
         };
@@ -284,8 +292,10 @@ pub fn rekey_pair(a: &Path, b: &Path, spi_ab: Option<u32>, grace_ms: u64) -> Res
     let b_peer = peer_of(&b_in, &spi_of(ab));
     let a_peer = peer_of(&a_in, &spi_of(ba));
     let t0 = std::time::Instant::now();
-    request(b, &json!({"op": "sa-add", "sas": [as_in(&ab_new, b_peer.as_ref())]}))?;
-    request(a, &json!({"op": "sa-add", "sas": [as_in(&ba_new, a_peer.as_ref())]}))?;
+    let add =
+        |new: Value, old: &Value| json!({"op": "sa-add", "sas": [new], "succeeds": old["spi"]});
+    request(b, &add(as_in(&ab_new, b_peer.as_ref()), ab))?;
+    request(a, &add(as_in(&ba_new, a_peer.as_ref()), ba))?;
     request(
         a,
         &json!({"op": "sa-switch", "old": {"spi": ab["spi"], "dst": ab["dst"]}, "sa": ab_new}),
@@ -322,8 +332,8 @@ mod tests {
         assert_eq!(v["esn"], true);
         assert_eq!(v["lifetime"]["soft"]["seconds"], 30);
         assert!(fields(&["novalue".to_string()]).is_err());
-        let p = fields(&["sas=0x1001,4098".to_string()]).unwrap_or_default();
-        assert_eq!(p["sas"], json!(["0x1001", 4098]));
+        let p = fields(&["sas=0x1001,4098@192.0.2.9".to_string()]).unwrap_or_default();
+        assert_eq!(p["sas"], json!(["0x1001", {"spi": 4098, "dst": "192.0.2.9"}]));
         assert!(fields(&["a=1".to_string(), "a.b=2".to_string()]).is_err());
     }
 

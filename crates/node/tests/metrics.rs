@@ -59,6 +59,9 @@ impl Ns {
         );
         let path = self.dir.join(format!("{tag}.toml"));
         std::fs::write(&path, cfg).unwrap();
+        // It holds keys: readable by its owner only, as the node asks (else it warns).
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         let log = self.dir.join(format!("{tag}.log"));
         let child = Command::new("ip")
             .args(["netns", "exec", &self.name, NODE, "-c"])

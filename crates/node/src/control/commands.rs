@@ -7,7 +7,7 @@
 //!
 //! | op | fields |
 //! |---|---|
-//! | `sa-add`, `sa-update` | `sas`: `[[sa]]` tables as JSON objects (`direction` required) |
+//! | `sa-add`, `sa-update` | `sas`: `[[sa]]` tables as JSON objects (`direction` required); `sa-add` also `succeeds`: the inbound SA a single new inbound SA succeeds |
 //! | `sa-del` | `sas`: `{direction, spi, proto?, dst?}` |
 //! | `sa-list`, `policy-list` | — |
 //! | `sa-switch` | `old`: `{spi, dst?, proto?}` outbound; `sa`: the new outbound SA |
@@ -42,6 +42,9 @@ pub enum Request {
         sas: Vec<SaConf>,
         /// `sa-update`.
         replace: bool,
+        /// `succeeds`: the one inbound SA given succeeds this one (make-before-break: it joins
+        /// every policy that admits the old one).
+        succeeds: Option<SaRef>,
     },
     /// Remove SAs.
     SaDel {
@@ -125,7 +128,8 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
     let op = o.get("op").and_then(Value::as_str).ok_or_else(|| err("op", "missing"))?;
     let allowed: &[&str] = match op {
         "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" => &[],
-        "sa-add" | "sa-update" | "sa-del" => &["sas"],
+        "sa-add" => &["sas", "succeeds"],
+        "sa-update" | "sa-del" => &["sas"],
         "sa-switch" => &["old", "sa"],
         "sa-retire" => &["spi", "proto", "grace-ms"],
         "sa-rekey" => &["old-in", "old-out", "sas", "grace-ms"],
@@ -143,12 +147,21 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "sa-list" => Request::SaList,
         "policy-list" => Request::PolicyList,
         "sa-add" | "sa-update" => {
-            let sas = array(o, "sas")?
+            let sas: Vec<SaConf> = array(o, "sas")?
                 .iter()
                 .enumerate()
                 .map(|(i, s)| one_sa(s, &format!("sas[{i}]")))
                 .collect::<Result<_, _>>()?;
-            Request::SaAdd { sas, replace: op == "sa-update" }
+            let succeeds = match o.get("succeeds") {
+                None => None,
+                Some(v) => {
+                    if sas.len() != 1 || sas[0].direction != Direction::In {
+                        return Err(err("succeeds", "takes exactly one new inbound SA in sas"));
+                    }
+                    Some(sa_ref(v, "succeeds")?)
+                }
+            };
+            Request::SaAdd { sas, replace: op == "sa-update", succeeds }
         }
         "sa-del" => {
             let (mut inbound, mut outbound) = (Vec::new(), Vec::new());

@@ -31,7 +31,7 @@ fn words_and_lists() {
 fn sa_add_reads_every_field() {
     let line =
         format!(r#"{{"op":"sa-add","sas":[{},{}]}}"#, sa("in", "0x2001"), sa("out", "0x1001"));
-    let Ok(Request::SaAdd { sas, replace: false }) = parse(line.as_bytes()) else {
+    let Ok(Request::SaAdd { sas, replace: false, succeeds: None }) = parse(line.as_bytes()) else {
         panic!("{line}")
     };
     assert_eq!(sas.len(), 2);

@@ -97,7 +97,12 @@ pub fn execute(p: &mut ControlPlane, req: Request) -> Value {
 
 fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
     match req {
-        Request::SaAdd { sas, replace } => {
+        Request::SaAdd { mut sas, succeeds: Some(old), .. } => {
+            let new = sas.pop().ok_or_else(|| PlaneError::field("sas", "empty"))?;
+            p.install_successor(in_key(&old), spec(&new))?;
+            Ok(json!({ "ok": true, "installed": 1 }))
+        }
+        Request::SaAdd { sas, replace, .. } => {
             let (ins, outs): (Vec<&SaConf>, Vec<&SaConf>) =
                 sas.iter().partition(|s| s.direction == Direction::In);
             let n = sas.len();

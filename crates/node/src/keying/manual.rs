@@ -53,7 +53,7 @@ pub fn build_engine_for(
             Direction::In => {
                 in_handles[i] = Some(engine.add_inbound(&s.params, now).map_err(err)?.0);
                 let key = (s.params.spi.0, s.params.protocol.number());
-                let endpoint = s.peer.or_else(|| default_endpoint(c, &s.params, Direction::In));
+                let endpoint = s.peer.or_else(|| inbound_endpoint(c, s));
                 in_addrs
                     .insert(key, InboundPeer { src: s.params.src, dst: s.params.dst, endpoint });
             }
@@ -120,6 +120,16 @@ pub fn default_endpoint(c: &NodeConfig, p: &SaParams, dir: Direction) -> Option<
 /// ESP header (8) + CBC IV (16) + padding and trailer (at most 15 + 2) + ICV (32).
 pub const MAX_ESP_OVERHEAD: usize = 8 + 16 + 17 + 32;
 
+/// Where an inbound SA's packets are expected from. The peer's lane k (k ≥ 1) sends from its
+/// own port (`crate::datapath::lanes`), not the one we send to: those SAs learn their peer from
+/// the first authenticated packet instead of taking it as a NAT rebinding.
+pub fn inbound_endpoint(c: &NodeConfig, s: &crate::config::sa::SaConf) -> Option<SocketAddr> {
+    if c.interface.queues > 1 && s.lane > 0 {
+        return None;
+    }
+    default_endpoint(c, &s.params, Direction::In)
+}
+
 /// Bytes the largest protect bundle adds on the wire: per SA its ESP/AH overhead without the
 /// tunnel header (the carrier's own IP header replaces it), plus that IP header and UDP.
 pub fn wire_overhead(c: &NodeConfig) -> usize {
@@ -156,7 +166,10 @@ pub fn adopt(c: &NodeConfig, plane: &mut ControlPlane) {
     let mut outs = Vec::new();
     for s in &c.sas {
         let out = s.direction == Direction::Out;
-        let endpoint = s.peer.or_else(|| default_endpoint(c, &s.params, s.direction));
+        let endpoint = match s.direction {
+            Direction::Out => s.peer.or_else(|| default_endpoint(c, &s.params, s.direction)),
+            Direction::In => s.peer.or_else(|| inbound_endpoint(c, s)),
+        };
         let spec = SaSpec {
             params: s.params.clone(),
             lane: s.lane,

@@ -252,6 +252,15 @@ impl ControlPlane {
         (p.mode == Mode::Tunnel).then_some(SocketAddr::new(addr, port))
     }
 
+    /// Where an inbound SA's packets are expected from when it names no peer: as
+    /// `keying::manual::inbound_endpoint` (lanes ≥ 1 learn theirs from the first packet).
+    fn inbound_endpoint(&self, s: &SaSpec) -> Option<SocketAddr> {
+        if self.lanes > 1 && s.lane > 0 {
+            return None;
+        }
+        self.default_endpoint(&s.params, false)
+    }
+
     fn build(&self, s: &SaSpec, field: &str) -> Result<Box<SecurityAssociation>, PlaneError> {
         SecurityAssociation::new(&s.params, crypto::default_provider(), self.now())
             .map(Box::new)
@@ -367,7 +376,7 @@ impl ControlPlane {
                 ));
             }
             let sa = self.build(s, &format!("{at}key"))?;
-            let endpoint = s.endpoint.or_else(|| self.default_endpoint(&s.params, false));
+            let endpoint = s.endpoint.or_else(|| self.inbound_endpoint(s));
             let peer = InboundPeer { src: s.params.src, dst: s.params.dst, endpoint };
             per[self.worker_for(s.lane, false)?].push(Update::AddInbound { sa, peer });
             recs.push((Some(key), None, SaRecord { endpoint, ..record(s) }));
@@ -402,8 +411,50 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Make-before-break, inbound half: installs `new` beside inbound SA `old` and adds it to
+    /// every policy whose `in-sas` names `old`, in one envelope, so that traffic the peer seals
+    /// with `new` passes the inbound policy check from its first packet.
+    pub fn install_successor(&mut self, old: InKey, new: SaSpec) -> Result<(), PlaneError> {
+        if !self.inbound.contains_key(&old) {
+            return Err(PlaneError::field("succeeds", format!("no inbound SA {}", Spi(old.0))));
+        }
+        self.check_lane(&new, true, "")?;
+        let key = in_key_of(&new.params);
+        if self.inbound.contains_key(&key) {
+            return Err(PlaneError::field(
+                "spi",
+                format!("an inbound SA {} exists", new.params.spi),
+            ));
+        }
+        let sa = self.build(&new, "key")?;
+        let endpoint = new.endpoint.or_else(|| self.inbound_endpoint(&new));
+        let peer = InboundPeer { src: new.params.src, dst: new.params.dst, endpoint };
+        let w = self.worker_for(new.lane, false)?;
+        let mut per = self.empty();
+        per[w].push(Update::AddInbound { sa, peer });
+        let grown: Vec<(PolicyId, PolicySpec)> = self
+            .policies
+            .iter()
+            .filter(|(_, p)| p.in_sas.contains(&old))
+            .map(|(id, p)| {
+                let mut p = p.clone();
+                p.in_sas.push(key);
+                (*id, p)
+            })
+            .collect();
+        for (id, spec) in &grown {
+            per.iter_mut().for_each(|u| u.push(Update::SetPolicy { id: *id, spec: spec.clone() }));
+        }
+        self.send(per)?;
+        self.inbound.insert(key, SaRecord { endpoint, ..record(&new) });
+        self.policies.extend(grown);
+        self.stats.installed += 1;
+        Ok(())
+    }
+
     /// Removes SAs. Outbound: the policies naming them drop their packets (no_sa) and raise
-    /// acquires until repointed.
+    /// acquires until repointed. Inbound: policies that list them among other `in-sas` forget
+    /// them (a list never becomes empty, which would mean any SA).
     pub fn remove(&mut self, inbound: &[InKey], outbound: &[OutKey]) -> Result<(), PlaneError> {
         let mut per = self.empty();
         for (i, k) in inbound.iter().enumerate() {
@@ -421,7 +472,21 @@ impl ControlPlane {
             })?;
             per[self.worker_for(r.lane, true)?].push(Update::DelOutbound { key: *k });
         }
+        let shrunk: Vec<(PolicyId, PolicySpec)> = self
+            .policies
+            .iter()
+            .filter(|(_, p)| p.in_sas.iter().any(|k| inbound.contains(k)))
+            .filter_map(|(id, p)| {
+                let mut p = p.clone();
+                p.in_sas.retain(|k| !inbound.contains(k));
+                (!p.in_sas.is_empty()).then_some((*id, p))
+            })
+            .collect();
+        for (id, spec) in &shrunk {
+            per.iter_mut().for_each(|u| u.push(Update::SetPolicy { id: *id, spec: spec.clone() }));
+        }
         self.send(per)?;
+        self.policies.extend(shrunk);
         for k in inbound {
             self.inbound.remove(k);
             self.stats.removed += 1;
@@ -535,7 +600,7 @@ impl ControlPlane {
                 format!("no outbound SA {}", Spi(old_out.spi)),
             ));
         }
-        self.install(vec![new_in], vec![], false)?;
+        self.install_successor(old_in, new_in)?;
         self.switch_outbound(old_out, new_out)?;
         self.retire_after(old_in, grace);
         self.stats.rekeys += 1;
