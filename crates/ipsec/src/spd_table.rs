@@ -4,11 +4,20 @@
 //! and remove one entry without rebuilding the rest. Replacing an entry at the same priority
 //! keeps its place: repointing a policy to a new SA is one step (make-before-break rekeying).
 //!
+//! Lookups stay flat in the number of entries for the usual shape of a node with many peers,
+//! one entry per peer host (RFC 4301 §4.4.1.1 selectors with a single destination address):
+//! entries whose destination (or, for the mirrored inbound entries, source) is one address are
+//! also filed in a hash map by that address, so a lookup visits the entries of the packet's
+//! addresses and the others ("rest": prefixes, catch-alls), and takes the first in order.
+//! std's `HashMap` is keyed randomly, so addresses chosen by an attacker do not collide.
+//!
 //! Each entry also remembers when it last raised an acquire (RFC 4301 §4.4.1.1: a packet needs
 //! an SA that does not exist yet), so that acquires are rate-limited per policy.
 
 use crate::spd::{Action, SpdEntry};
 use crate::types::Time;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use wire::IpLayout;
 
 /// Stable id of an SPD entry, chosen by the control plane.
@@ -20,40 +29,78 @@ pub const DEFAULT_PRIORITY: u32 = 1000;
 /// Ids from here up are given by [`SpdTable::push`] to entries added without an id.
 const AUTO_ID_BASE: PolicyId = 1 << 63;
 
-#[derive(Debug, Clone, Copy)]
-struct Meta {
+/// Match order: priority, then installation.
+type Order = (u32, u64);
+
+#[derive(Debug)]
+struct Slot {
     id: PolicyId,
-    priority: u32,
+    order: Order,
+    entry: SpdEntry,
     last_acquire: Option<Time>,
 }
 
-/// Ordered SPD entries with ids and priorities.
+/// Where an entry is filed besides the ordered list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Dst(IpAddr),
+    Src(IpAddr),
+    Rest,
+}
+
+/// Ordered SPD entries with ids and priorities, indexed by single addresses.
 #[derive(Debug, Default)]
 pub struct SpdTable {
-    entries: Vec<SpdEntry>,
-    meta: Vec<Meta>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    by_id: HashMap<PolicyId, usize>,
+    all: BTreeMap<Order, usize>,
+    by_dst: HashMap<IpAddr, BTreeMap<Order, usize>>,
+    by_src: HashMap<IpAddr, BTreeMap<Order, usize>>,
+    rest: BTreeMap<Order, usize>,
+    next_seq: u64,
     next_auto: PolicyId,
+}
+
+fn host(p: &crate::spd::Prefix) -> Option<IpAddr> {
+    let full = if p.addr.is_ipv4() { 32 } else { 128 };
+    (p.len == full).then_some(p.addr)
+}
+
+fn key_of(e: &SpdEntry) -> Key {
+    match (host(&e.selector.dst), host(&e.selector.src)) {
+        (Some(d), _) => Key::Dst(d),
+        (None, Some(s)) => Key::Src(s),
+        (None, None) => Key::Rest,
+    }
+}
+
+fn addr(b: &[u8]) -> Option<IpAddr> {
+    match b.len() {
+        4 => <[u8; 4]>::try_from(b).ok().map(IpAddr::from),
+        16 => <[u8; 16]>::try_from(b).ok().map(IpAddr::from),
+        _ => None,
+    }
 }
 
 impl SpdTable {
     /// True if no entry is installed.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.all.is_empty()
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.all.len()
     }
 
-    /// The entries in match order.
-    pub fn entries(&self) -> &[SpdEntry] {
-        &self.entries
+    fn slot(&self, i: usize) -> Option<&Slot> {
+        self.slots.get(i).and_then(Option::as_ref)
     }
 
     /// `(id, priority, entry)` in match order.
     pub fn iter(&self) -> impl Iterator<Item = (PolicyId, u32, &SpdEntry)> {
-        self.meta.iter().zip(&self.entries).map(|(m, e)| (m.id, m.priority, e))
+        self.all.values().filter_map(|&i| self.slot(i)).map(|s| (s.id, s.order.0, &s.entry))
     }
 
     /// Appends an entry at [`DEFAULT_PRIORITY`] under a fresh id, which it returns.
@@ -68,67 +115,128 @@ impl SpdTable {
     /// (and its acquire timer); otherwise the entry goes after every entry of lower or equal
     /// priority. Returns the entry it replaced.
     pub fn set(&mut self, id: PolicyId, priority: u32, e: SpdEntry) -> Option<SpdEntry> {
-        if let Some(i) = self.position(id) {
-            if self.meta[i].priority == priority {
-                return Some(std::mem::replace(&mut self.entries[i], e));
+        let (order, last_acquire, old) = match self.by_id.get(&id).copied() {
+            Some(i) => {
+                let keep = self.slot(i).map(|s| (s.order, s.last_acquire));
+                let old = self.remove(id);
+                match keep {
+                    Some((o, t)) if o.0 == priority => (o, t, old),
+                    _ => (self.next_order(priority), None, old),
+                }
             }
-            let old = self.remove(id);
-            self.insert(id, priority, e);
-            return old;
-        }
-        self.insert(id, priority, e);
-        None
+            None => (self.next_order(priority), None, None),
+        };
+        let key = key_of(&e);
+        let slot = Slot { id, order, entry: e, last_acquire };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(slot);
+                i
+            }
+            None => {
+                self.slots.push(Some(slot));
+                self.slots.len() - 1
+            }
+        };
+        self.by_id.insert(id, i);
+        self.all.insert(order, i);
+        match key {
+            Key::Dst(a) => self.by_dst.entry(a).or_default().insert(order, i),
+            Key::Src(a) => self.by_src.entry(a).or_default().insert(order, i),
+            Key::Rest => self.rest.insert(order, i),
+        };
+        old
     }
 
-    fn insert(&mut self, id: PolicyId, priority: u32, e: SpdEntry) {
-        let at = self.meta.partition_point(|m| m.priority <= priority);
-        self.entries.insert(at, e);
-        self.meta.insert(at, Meta { id, priority, last_acquire: None });
+    fn next_order(&mut self, priority: u32) -> Order {
+        self.next_seq += 1;
+        (priority, self.next_seq)
     }
 
     /// Removes entry `id`; returns it.
     pub fn remove(&mut self, id: PolicyId) -> Option<SpdEntry> {
-        let i = self.position(id)?;
-        self.meta.remove(i);
-        Some(self.entries.remove(i))
+        let i = self.by_id.remove(&id)?;
+        let s = self.slots.get_mut(i).and_then(Option::take)?;
+        self.free.push(i);
+        self.all.remove(&s.order);
+        let drop_from = |m: &mut HashMap<IpAddr, BTreeMap<Order, usize>>, a: IpAddr| {
+            if let Some(t) = m.get_mut(&a) {
+                t.remove(&s.order);
+                if t.is_empty() {
+                    m.remove(&a);
+                }
+            }
+        };
+        match key_of(&s.entry) {
+            Key::Dst(a) => drop_from(&mut self.by_dst, a),
+            Key::Src(a) => drop_from(&mut self.by_src, a),
+            Key::Rest => {
+                self.rest.remove(&s.order);
+            }
+        }
+        Some(s.entry)
     }
 
     /// The entry with id `id`.
     pub fn get(&self, id: PolicyId) -> Option<&SpdEntry> {
-        self.position(id).map(|i| &self.entries[i])
+        self.by_id.get(&id).and_then(|&i| self.slot(i)).map(|s| &s.entry)
     }
 
-    fn position(&self, id: PolicyId) -> Option<usize> {
-        self.meta.iter().position(|m| m.id == id)
-    }
-
-    /// Index and action of the first entry that matches (RFC 4301 §4.4.1: ordered, first match).
+    /// The first entry in match order that matches, with the handle [`SpdTable::acquire_due`]
+    /// takes (RFC 4301 §4.4.1: ordered, first match).
     pub fn lookup(&self, p: &[u8], layout: &IpLayout) -> Option<(usize, &Action)> {
-        self.entries
+        let matches =
+            |i: &usize| self.slot(*i).is_some_and(|s| s.entry.selector.matches(p, layout));
+        let first =
+            |t: &BTreeMap<Order, usize>| t.iter().find(|(_, i)| matches(i)).map(|(o, i)| (*o, *i));
+        fn better(best: &mut Option<(Order, usize)>, c: Option<(Order, usize)>) {
+            if let Some(c) = c {
+                if best.is_none_or(|b| c.0 < b.0) {
+                    *best = Some(c);
+                }
+            }
+        }
+        let mut best: Option<(Order, usize)> = None;
+        if !self.by_dst.is_empty() || !self.by_src.is_empty() {
+            let (s, d) = layout.addrs(p);
+            if let Some(t) = addr(d).and_then(|d| self.by_dst.get(&d)) {
+                better(&mut best, first(t));
+            }
+            if let Some(t) = addr(s).and_then(|s| self.by_src.get(&s)) {
+                better(&mut best, first(t));
+            }
+        }
+        // The rest only up to the best found so far: an entry after it cannot win.
+        let bound = best.map(|b| b.0);
+        let r = self
+            .rest
             .iter()
-            .enumerate()
-            .find(|(_, e)| e.selector.matches(p, layout))
-            .map(|(i, e)| (i, &e.action))
+            .take_while(|(o, _)| bound.is_none_or(|b| **o < b))
+            .find(|(_, i)| matches(i))
+            .map(|(o, i)| (*o, *i));
+        better(&mut best, r);
+        best.and_then(|(_, i)| self.slot(i).map(|s| (i, &s.entry.action)))
     }
 
-    /// If entry `i` may raise an acquire at `now` (none in the last `interval`), records it and
-    /// returns the entry's id.
+    /// If the entry `lookup` returned as `i` may raise an acquire at `now` (none in the last
+    /// `interval`), records it and returns the entry's id.
     pub fn acquire_due(&mut self, i: usize, now: Time, interval: Time) -> Option<PolicyId> {
-        let m = self.meta.get_mut(i)?;
-        match m.last_acquire {
+        let s = self.slots.get_mut(i).and_then(Option::as_mut)?;
+        match s.last_acquire {
             Some(t) if now.0.saturating_sub(t.0) < interval.0 => None,
             _ => {
-                m.last_acquire = Some(now);
-                Some(m.id)
+                s.last_acquire = Some(now);
+                Some(s.id)
             }
         }
     }
 
     /// Every SA index named by a `Protect` action, once per entry that names it.
     pub fn referenced(&self) -> impl Iterator<Item = usize> + '_ {
-        self.entries
+        self.slots
             .iter()
-            .flat_map(|e| match &e.action {
+            .flatten()
+            .flat_map(|s| match &s.entry.action {
                 Action::Protect(v) => v.as_slice(),
                 _ => &[],
             })
@@ -137,56 +245,5 @@ impl SpdTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::spd::{Prefix, Selector};
-
-    fn entry(dst: &str, action: Action) -> SpdEntry {
-        let any: Prefix = "0.0.0.0/0".parse().unwrap_or(Prefix::any(false));
-        let dst = dst.parse().unwrap_or(any);
-        SpdEntry {
-            selector: Selector { src: any, dst, proto: None, src_ports: None, dst_ports: None },
-            action,
-        }
-    }
-
-    fn ids(t: &SpdTable) -> Vec<PolicyId> {
-        t.iter().map(|(id, _, _)| id).collect()
-    }
-
-    #[test]
-    fn priority_then_installation_order() {
-        let mut t = SpdTable::default();
-        t.set(1, 100, entry("10.0.0.1", Action::Bypass));
-        t.set(2, 50, entry("10.0.0.2", Action::Bypass));
-        t.set(3, 100, entry("10.0.0.3", Action::Bypass));
-        t.set(4, 0, entry("10.0.0.4", Action::Discard));
-        assert_eq!(ids(&t), [4, 2, 1, 3]);
-        // Same priority: replaced in place. Other priority: moved.
-        t.set(2, 50, entry("10.0.0.2", Action::Protect(vec![7])));
-        assert_eq!(ids(&t), [4, 2, 1, 3]);
-        assert_eq!(t.get(2).map(|e| e.action.clone()), Some(Action::Protect(vec![7])));
-        t.set(4, 200, entry("10.0.0.4", Action::Discard));
-        assert_eq!(ids(&t), [2, 1, 3, 4]);
-        assert!(t.remove(1).is_some());
-        assert!(t.remove(1).is_none());
-        assert_eq!(ids(&t), [2, 3, 4]);
-        assert_eq!(t.referenced().collect::<Vec<_>>(), [7]);
-        let auto = t.push(entry("10.0.0.9", Action::Bypass));
-        assert!(auto >= AUTO_ID_BASE);
-        assert_eq!(ids(&t), [2, 3, 4, auto], "default priority 1000 sorts after 200");
-    }
-
-    #[test]
-    fn acquire_rate_limited_per_entry() {
-        let mut t = SpdTable::default();
-        t.set(1, 1, entry("10.0.0.1", Action::Protect(vec![])));
-        t.set(2, 1, entry("10.0.0.2", Action::Protect(vec![])));
-        let sec = Time::from_secs(1);
-        assert_eq!(t.acquire_due(0, Time(10), sec), Some(1));
-        assert_eq!(t.acquire_due(0, Time(999_999), sec), None);
-        assert_eq!(t.acquire_due(1, Time(20), sec), Some(2), "limits are per policy");
-        assert_eq!(t.acquire_due(0, Time(1_000_010), sec), Some(1));
-        assert_eq!(t.acquire_due(9, Time(0), sec), None);
-    }
-}
+#[path = "spd_table_tests.rs"]
+mod tests;

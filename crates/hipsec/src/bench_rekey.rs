@@ -1,0 +1,352 @@
+//! `hipsec bench rekey`: make-before-break rekeying under load (issue 10, DESIGN rule 4). Two
+//! nodes in namespaces (`bench_net`), kernel TCP (iperf3) through the tunnel with the SA pair
+//! replaced every `--interval-ms` through the control socket, beside the same transfer without
+//! rekeys in the same run; then a fixed-rate UDP stream whose sequence numbers show whether
+//! anything was lost, with and without rekeys. Reported: rekeys done and their latency, drops
+//! for lack of an SA or policy, replay and unknown-SPI drops (each node's counters over each
+//! phase), TCP retransmissions, and the throughput ratio rekey / no rekey.
+
+use crate::bench_net::{Topo, congestion_control, load_avg, remove_stale, sa_keys, sh};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::net::UdpSocket;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PREFIX: &str = "hrekey-";
+
+/// Arguments of `hipsec bench rekey`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchRekeyArgs {
+    /// ESP suite of the SAs (and of every SA that replaces them).
+    #[arg(long, default_value = "aes128gcm")]
+    pub suite: String,
+    /// Seconds of each TCP transfer (with and without rekeys).
+    #[arg(long, default_value_t = 30)]
+    pub seconds: u32,
+    /// Seconds of each UDP stream (with and without rekeys).
+    #[arg(long, default_value_t = 10)]
+    pub udp_seconds: u32,
+    /// Datagrams per second of the UDP stream.
+    #[arg(long, default_value_t = 5000)]
+    pub udp_rate: u32,
+    /// Milliseconds between two rekeys (from the start of one to the start of the next).
+    #[arg(long, default_value_t = 100)]
+    pub interval_ms: u64,
+    /// How long an old inbound SA keeps receiving after the switch.
+    #[arg(long, default_value_t = 500)]
+    pub grace_ms: u64,
+    /// TCP congestion control for iperf3 ("system": the kernel's default).
+    #[arg(long, default_value = "cubic")]
+    pub congestion: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Drop counters that must stay at zero while rekeying (summed over both nodes).
+const WATCHED: &[&str] =
+    &["no_sa", "no_policy", "replayed", "too_old", "integrity_failed", "inbound_policy_mismatch"];
+
+/// One phase: a transfer with or without rekeys.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    /// "tcp" or "udp".
+    pub traffic: &'static str,
+    /// Rekeys done during it.
+    pub rekeys: u64,
+    /// Median and largest time one pair rekey took (both nodes, six requests), ms.
+    pub rekey_ms_median: f64,
+    /// Largest.
+    pub rekey_ms_max: f64,
+    /// TCP: Gbit/s received; UDP: datagrams received / sent.
+    pub gbps: f64,
+    /// TCP retransmissions (iperf3's count).
+    pub retransmits: u64,
+    /// UDP: datagrams sent.
+    pub sent: u64,
+    /// UDP: datagrams that never arrived.
+    pub lost: u64,
+    /// Watched drop counters over the phase, both nodes summed (all should be zero).
+    pub drops: BTreeMap<String, u64>,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Suite.
+    pub suite: String,
+    /// Congestion control.
+    pub congestion: String,
+    /// Interval between rekeys, ms.
+    pub interval_ms: u64,
+    /// Grace period, ms.
+    pub grace_ms: u64,
+    /// Load average when it started.
+    pub load_at_start: f64,
+    /// Phases in the order run.
+    pub phases: Vec<Phase>,
+    /// TCP throughput with rekeys / without.
+    pub tcp_throughput_ratio: f64,
+    /// True when no watched counter moved and no UDP datagram was lost while rekeying.
+    pub zero_loss: bool,
+}
+
+fn watched(st: &Value) -> BTreeMap<String, u64> {
+    WATCHED.iter().map(|r| (r.to_string(), st["drops"][r].as_u64().unwrap_or(0))).collect()
+}
+
+fn counters(topo: &Topo) -> Result<BTreeMap<String, u64>, String> {
+    let mut sum = BTreeMap::new();
+    for side in 0..2 {
+        let st: Value =
+            serde_json::from_str(&node::status(&topo.sock(side)).map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
+        for (k, v) in watched(&st) {
+            *sum.entry(k).or_insert(0) += v;
+        }
+    }
+    Ok(sum)
+}
+
+/// Rekeys the pair every `interval` until `done`; returns each rekey's duration.
+fn rekeyer(
+    a: &Path,
+    b: &Path,
+    interval: Duration,
+    grace_ms: u64,
+    done: &AtomicBool,
+) -> Result<Vec<f64>, String> {
+    let mut took = Vec::new();
+    let t0 = Instant::now();
+    let mut k = 0u32;
+    while !done.load(Ordering::Relaxed) {
+        let start = Instant::now();
+        crate::ctl::rekey_pair(a, b, None, grace_ms)?;
+        took.push(start.elapsed().as_secs_f64() * 1e3);
+        k += 1;
+        let next = t0 + interval * k;
+        while Instant::now() < next && !done.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                Duration::from_millis(2).min(next.saturating_duration_since(Instant::now())),
+            );
+        }
+    }
+    Ok(took)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[(v.len() - 1) / 2]
+}
+
+/// A fixed-rate UDP stream from A to B through the tunnel: (sent, lost).
+fn udp_stream(topo: &Topo, seconds: u32, rate: u32) -> Result<(u64, u64), String> {
+    let (ns_a, ns_b) = (topo.ns[0].clone(), topo.ns[1].clone());
+    let total = u64::from(seconds) * u64::from(rate);
+    let ready = Arc::new(Mutex::new(false));
+    let r2 = Arc::clone(&ready);
+    let sink = std::thread::spawn(move || -> Result<std::collections::HashSet<u64>, String> {
+        node::netns::enter(&ns_b).map_err(|e| e.to_string())?;
+        let s = UdpSocket::bind("10.99.0.2:7010").map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_millis(1500))).map_err(|e| e.to_string())?;
+        *r2.lock().map_err(|_| "lock")? = true;
+        let mut seen = std::collections::HashSet::with_capacity(total as usize);
+        let mut b = [0u8; 64];
+        while let Ok(n) = s.recv(&mut b) {
+            if n >= 8 {
+                seen.insert(u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+            }
+        }
+        Ok(seen)
+    });
+    while !*ready.lock().map_err(|_| "lock")? {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let source = std::thread::spawn(move || -> Result<(), String> {
+        node::netns::enter(&ns_a).map_err(|e| e.to_string())?;
+        let s = UdpSocket::bind("10.99.0.1:0").map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let gap_ns = 1_000_000_000 / u64::from(rate.max(1));
+        for i in 0..total {
+            let due = t0 + Duration::from_nanos(i * gap_ns);
+            if let Some(d) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            let mut p = [0u8; 64];
+            p[..8].copy_from_slice(&i.to_be_bytes());
+            // A full socket buffer is a loss of the sender's, not of the tunnel: retry.
+            while s.send_to(&p, "10.99.0.2:7010").is_err() {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        Ok(())
+    });
+    source.join().map_err(|_| "UDP source panicked")??;
+    let seen = sink.join().map_err(|_| "UDP sink panicked")??;
+    Ok((total, (0..total).filter(|i| !seen.contains(i)).count() as u64))
+}
+
+/// Runs one phase; rekeys meanwhile if `rekey`.
+fn phase(
+    topo: &mut Topo,
+    args: &BenchRekeyArgs,
+    tcp: bool,
+    rekey: bool,
+    cc: &str,
+    stop: &AtomicBool,
+) -> Result<Phase, String> {
+    let before = counters(topo)?;
+    let done = Arc::new(AtomicBool::new(false));
+    let (a, b) = (topo.sock(0), topo.sock(1));
+    let (interval, grace) = (Duration::from_millis(args.interval_ms), args.grace_ms);
+    let d2 = Arc::clone(&done);
+    let keyer = rekey.then(|| std::thread::spawn(move || rekeyer(&a, &b, interval, grace, &d2)));
+    let result = if tcp {
+        topo.iperf("10.99.0.2", args.seconds, cc, 1, stop).map(|v| (Some(v), (0, 0)))
+    } else {
+        udp_stream(topo, args.udp_seconds, args.udp_rate).map(|x| (None, x))
+    };
+    done.store(true, Ordering::Relaxed);
+    let mut took = match keyer {
+        Some(h) => h.join().map_err(|_| "rekey thread panicked")??,
+        None => Vec::new(),
+    };
+    let (iperf, (sent, lost)) = result?;
+    // Old inbound SAs retire after the grace period: let the last ones go before counting.
+    std::thread::sleep(Duration::from_millis(args.grace_ms + 100));
+    let after = counters(topo)?;
+    let drops =
+        after.iter().map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0))).collect();
+    let (gbps, retransmits) = match &iperf {
+        Some(v) => (
+            v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e9,
+            v["end"]["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+        ),
+        None => (0.0, 0),
+    };
+    let max = took.iter().copied().fold(f64::NAN, f64::max);
+    Ok(Phase {
+        traffic: if tcp { "tcp" } else { "udp" },
+        rekeys: took.len() as u64,
+        rekey_ms_median: median(&mut took),
+        rekey_ms_max: max,
+        gbps,
+        retransmits,
+        sent,
+        lost,
+        drops,
+    })
+}
+
+/// Runs the benchmark and returns the report.
+pub fn measure_all(args: &BenchRekeyArgs, stop: &AtomicBool) -> Result<Report, String> {
+    sa_keys(&args.suite, 0)?;
+    if !(1..=600).contains(&args.seconds) || !(1..=600).contains(&args.udp_seconds) {
+        return Err("--seconds and --udp-seconds: 1..=600".into());
+    }
+    if !(10..=10_000).contains(&args.interval_ms) {
+        return Err(format!("--interval-ms {}: 10..=10000", args.interval_ms));
+    }
+    if !(1..=200_000).contains(&args.udp_rate) {
+        return Err(format!("--udp-rate {}: 1..=200000", args.udp_rate));
+    }
+    let cc = congestion_control(&args.congestion)?;
+    let load = load_avg();
+    remove_stale(PREFIX);
+    let mut topo = Topo::new(PREFIX)?;
+    // No IPv6 in the namespaces: the kernel's router solicitations would count as no_policy.
+    for ns in topo.ns.clone() {
+        for k in ["all", "default"] {
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{k}.disable_ipv6=1"),
+            ])?;
+        }
+    }
+    for side in 0..2 {
+        let c = topo.config(side, &args.suite, 1)?;
+        topo.start_node(side, &c)?;
+    }
+    let mut phases = Vec::new();
+    for (tcp, rekey) in [(true, false), (true, true), (false, false), (false, true)] {
+        let what = match (tcp, rekey) {
+            (true, r) => {
+                format!("TCP (iperf3) {} s{}", args.seconds, if r { ", rekeying" } else { "" })
+            }
+            (false, r) => format!(
+                "UDP {} datagrams/s for {} s{}",
+                args.udp_rate,
+                args.udp_seconds,
+                if r { ", rekeying" } else { "" }
+            ),
+        };
+        eprintln!("bench rekey: {what}");
+        phases.push(phase(&mut topo, args, tcp, rekey, &cc, stop)?);
+        if stop.load(Ordering::Relaxed) {
+            return Err("interrupted; cleaned up".into());
+        }
+    }
+    let zero_loss = phases.iter().all(|p| p.lost == 0 && p.drops.values().all(|&d| d == 0));
+    Ok(Report {
+        suite: args.suite.clone(),
+        congestion: cc,
+        interval_ms: args.interval_ms,
+        grace_ms: args.grace_ms,
+        load_at_start: load,
+        tcp_throughput_ratio: phases[1].gbps / phases[0].gbps,
+        zero_loss,
+        phases,
+    })
+}
+
+/// Runs the benchmark and prints a table or JSON.
+pub fn run(args: &BenchRekeyArgs) -> Result<(), String> {
+    let stop = node::netns::stop_flag().map_err(|e| format!("signal handler: {e}"))?;
+    let r = measure_all(args, &stop)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!(
+        "bench rekey: {} (congestion {}), a rekey every {} ms, grace {} ms",
+        r.suite, r.congestion, r.interval_ms, r.grace_ms
+    );
+    println!(
+        "{:<5} {:>7} {:>10} {:>9} {:>9} {:>8} {:>9} {:>6}  drops (no_sa no_policy replayed too_old integrity inbound_policy)",
+        "phase", "rekeys", "rekey ms", "max ms", "Gbit/s", "retrans", "sent", "lost"
+    );
+    for p in &r.phases {
+        let d: Vec<String> =
+            WATCHED.iter().map(|k| p.drops.get(*k).copied().unwrap_or(0).to_string()).collect();
+        println!(
+            "{:<5} {:>7} {:>10.2} {:>9.2} {:>9.3} {:>8} {:>9} {:>6}  {}",
+            p.traffic,
+            p.rekeys,
+            p.rekey_ms_median,
+            p.rekey_ms_max,
+            p.gbps,
+            p.retransmits,
+            p.sent,
+            p.lost,
+            d.join(" ")
+        );
+    }
+    println!("TCP throughput with rekeys / without: {:.3}", r.tcp_throughput_ratio);
+    println!("{}", json!({"zero_loss": r.zero_loss}));
+    if !r.zero_loss {
+        return Err("packets were lost or dropped for lack of an SA while rekeying".into());
+    }
+    Ok(())
+}
