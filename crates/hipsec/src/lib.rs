@@ -5,6 +5,7 @@ pub mod bench_esp;
 pub mod bench_filter;
 mod bench_net;
 pub mod bench_rekey;
+pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod capture;
 pub mod ctl;

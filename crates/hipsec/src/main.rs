@@ -539,6 +539,18 @@ Example:
   hipsec bench rekey
   hipsec bench rekey --seconds 10 --interval-ms 50 --json")]
     Rekey(hipsec::bench_rekey::BenchRekeyArgs),
+    /// Per-packet cost, install rate and memory with 1 to 10,000 SAs to distinct peers.
+    #[command(long_about = "\
+How the node scales with SAs: seal (SPD lookup + ESP) and open (SAD lookup, replay check, ESP,
+inbound SPD) per packet with N SAs to N/2 peers, one host policy per peer, packets spread
+round-robin over every peer, beside one SA pair in the same run (ratios); SAs per second through
+the in-process control interface (keyed, sent to a lane, filed, acknowledged) and resident
+memory per SA. In-process, no root needed.
+
+Example:
+  hipsec bench sas
+  hipsec bench sas --sas 1,1000,100000 --size 1420 --json")]
+    Sas(hipsec::bench_sas::BenchSasArgs),
 }
 
 fn parse_spi(s: &str) -> Result<u32, String> {
@@ -619,6 +631,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Bench(BenchCommand::Filter(a)) => bench_filter::run(&a),
         Command::Bench(BenchCommand::Tunnel(a)) => bench_tunnel::run(&a),
         Command::Bench(BenchCommand::Rekey(a)) => hipsec::bench_rekey::run(&a),
+        Command::Bench(BenchCommand::Sas(a)) => hipsec::bench_sas::run(&a),
     }
 }
 

@@ -1,0 +1,353 @@
+//! `hipsec bench sas`: how the node scales with the number of SAs and peers (issue 10).
+//!
+//! 1. Per packet: seal (SPD lookup + ESP) and open (SAD lookup + replay + ESP + inbound SPD) with
+//!    N SAs to N/2 distinct peers (one policy per peer host), packets spread round-robin over
+//!    every peer, beside the same with one peer, in the same run: ns per packet and the ratio.
+//! 2. Install rate through the in-process control interface (`node::keying::plane`): the SAs
+//!    keyed on the calling thread, one envelope to a lane that files them in its tables and
+//!    engine (the lane here is a thread serving the mailbox exactly as a worker does between
+//!    batches, without TUN or sockets), acknowledged.
+//! 3. Memory per SA: the process's resident set before and after those installs.
+//!
+//! The command-line install rate is measured on a real node by the netns test
+//! `crates/hipsec/tests/control_plane.rs` and reported in the issue note.
+
+use ipsec::spd::{Action, Prefix, Selector, SpdEntry};
+use ipsec::{Engine, Mode, PacketBuf, PolicyId, SaParams, Spi, Time, sa::Protocol};
+use node::datapath::mailbox::{self, Event, OutKey, PolicyAction, PolicySpec, Update};
+use node::datapath::tables::{InTables, OutTables};
+use node::keying::plane::{ControlPlane, EndpointDefaults, SaSpec, WorkerPort};
+use serde::Serialize;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+/// Arguments of `hipsec bench sas`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchSasArgs {
+    /// SA counts to measure (each is N/2 peers with a pair each; 1 means one outbound and one
+    /// inbound SA).
+    #[arg(long, value_delimiter = ',', default_value = "1,100,10000")]
+    pub sas: Vec<usize>,
+    /// Inner IP packet size in bytes (small packets show the per-packet work; large ones the
+    /// cipher).
+    #[arg(long, default_value_t = 128)]
+    pub size: usize,
+    /// Packets in a row to one peer before the next (1: strict round-robin, every packet to
+    /// another SA; TCP flows arrive in bursts, which keep an SA's state in cache).
+    #[arg(long, default_value_t = 1)]
+    pub burst: usize,
+    /// Seconds of measurement per count and operation (in rounds; medians are reported).
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One SA count's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// SAs (outbound + inbound).
+    pub sas: usize,
+    /// Peers.
+    pub peers: usize,
+    /// Seal, ns per packet (median of rounds).
+    pub seal_ns: f64,
+    /// Open, ns per packet.
+    pub open_ns: f64,
+    /// seal_ns / the 1-SA figure.
+    pub seal_ratio: f64,
+    /// open_ns / the 1-SA figure.
+    pub open_ratio: f64,
+    /// SAs per second through the in-process control interface (plus their policies).
+    pub install_per_s: f64,
+    /// Resident memory added per SA installed (bytes; engines, tables, control records).
+    pub bytes_per_sa: f64,
+}
+
+fn peer_addr(p: usize) -> Ipv4Addr {
+    Ipv4Addr::new(100, 64 + (p >> 16) as u8, (p >> 8) as u8, p as u8)
+}
+
+fn inner_addr(p: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 128 + (p >> 16) as u8, (p >> 8) as u8, p as u8)
+}
+
+fn params(spi: u32, src: Ipv4Addr, dst: Ipv4Addr) -> SaParams {
+    let key: Vec<u8> = (0..20).map(|i| (spi as u8).wrapping_mul(31).wrapping_add(i)).collect();
+    SaParams {
+        spi: Spi(spi),
+        protocol: Protocol::Esp(
+            "aes128gcm".parse().unwrap_or_else(|_| unreachable!("known suite")),
+        ),
+        mode: Mode::Tunnel,
+        src: IpAddr::V4(src),
+        dst: IpAddr::V4(dst),
+        enc_key: Zeroizing::new(key),
+        auth_key: Zeroizing::new(Vec::new()),
+        esn: false,
+        replay_window: 128,
+        soft: Default::default(),
+        hard: Default::default(),
+    }
+}
+
+const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+const INNER_LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+fn host(a: Ipv4Addr) -> Prefix {
+    Prefix { addr: IpAddr::V4(a), len: 32 }
+}
+
+/// A sender engine (outbound SA and a host policy per peer) and a receiver engine (the
+/// matching inbound SAs and mirrored policies), as two nodes would hold them.
+fn engines(peers: usize) -> Result<(Engine, Engine), String> {
+    let provider = crypto::default_provider();
+    let (mut tx, mut rx) = (Engine::new(provider), Engine::new(provider));
+    for p in 0..peers {
+        let spi = 0x1000_0000 + p as u32;
+        let pr = params(spi, LOCAL, peer_addr(p));
+        let h = tx.add_outbound(&pr, Time(0)).map_err(|e| e.to_string())?;
+        let sel = Selector {
+            src: host(INNER_LOCAL),
+            dst: host(inner_addr(p)),
+            proto: None,
+            src_ports: None,
+            dst_ports: None,
+        };
+        tx.set_policy(
+            p as PolicyId + 1,
+            1000,
+            SpdEntry { selector: sel.clone(), action: Action::Protect(vec![h.0]) },
+        )
+        .map_err(|e| e.to_string())?;
+        let hi = rx.add_inbound(&pr, Time(0)).map_err(|e| e.to_string())?;
+        // The receiving peer's inbound entry: the mirror of its own outbound policy
+        // (inner(p) → us), which is this very selector.
+        rx.set_inbound_policy(
+            p as PolicyId + 1,
+            1000,
+            SpdEntry { selector: sel, action: Action::Protect(vec![hi.0]) },
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok((tx, rx))
+}
+
+/// An IPv4/UDP packet of `size` bytes from us to peer `p`'s inner address.
+fn packet(p: usize, size: usize) -> Vec<u8> {
+    let size = size.max(28);
+    let mut v = vec![0u8; size];
+    v[0] = 0x45;
+    v[2..4].copy_from_slice(&(size as u16).to_be_bytes());
+    v[8] = 64;
+    v[9] = 17;
+    v[12..16].copy_from_slice(&INNER_LOCAL.octets());
+    v[16..20].copy_from_slice(&inner_addr(p).octets());
+    let c = wire::ip::internet_checksum(&v[..20]);
+    v[10..12].copy_from_slice(&c.to_be_bytes());
+    v[20..22].copy_from_slice(&4000u16.to_be_bytes());
+    v[22..24].copy_from_slice(&5000u16.to_be_bytes());
+    v[24..26].copy_from_slice(&((size - 20) as u16).to_be_bytes());
+    v
+}
+
+/// (seal ns, open ns) per packet, medians of rounds of one pass over every peer.
+fn per_packet(peers: usize, size: usize, burst: usize, seconds: f64) -> Result<(f64, f64), String> {
+    /// Packets sealed, then opened, at a time: the data path's batch (its buffers stay in
+    /// cache, as a lane's do; only the SAs change from packet to packet).
+    const BATCH: usize = 256;
+    let (mut tx, mut rx) = engines(peers)?;
+    let burst = burst.max(1);
+    // A round visits every peer `burst` times in a row, and is long enough to time.
+    let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;
+    let plain: Vec<Vec<u8>> = (0..peers).map(|p| packet(p, size)).collect();
+    let head = ipsec::buf::DEFAULT_HEADROOM;
+    let mut bufs: Vec<PacketBuf> =
+        (0..BATCH).map(|_| PacketBuf::new(head + size + 256, head)).collect();
+    let (mut seal, mut open) = (Vec::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let now = Time(1);
+    while Instant::now() < deadline || seal.len() < 3 {
+        let (mut t_seal, mut t_open) = (Duration::ZERO, Duration::ZERO);
+        for chunk in 0..per_round / BATCH {
+            for (k, b) in bufs.iter_mut().enumerate() {
+                let i = chunk * BATCH + k;
+                b.load(&plain[(i / burst) % peers], head).map_err(|e| format!("{e:?}"))?;
+            }
+            let t = Instant::now();
+            for b in bufs.iter_mut() {
+                tx.outbound(b, now).map_err(|d| format!("seal: {d}"))?;
+            }
+            t_seal += t.elapsed();
+            let t = Instant::now();
+            for b in bufs.iter_mut() {
+                rx.inbound(b, now).map_err(|d| format!("open: {d}"))?;
+            }
+            t_open += t.elapsed();
+        }
+        seal.push(t_seal.as_nanos() as f64 / per_round as f64);
+        open.push(t_open.as_nanos() as f64 / per_round as f64);
+    }
+    Ok((median(&mut seal), median(&mut open)))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get((v.len().max(1) - 1) / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn rss_bytes() -> f64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|x| x.parse::<f64>().ok()))
+        .unwrap_or(f64::NAN);
+    pages * 4096.0
+}
+
+/// A lane without I/O: serves its mailbox as a worker does between batches.
+fn lane(mb: mailbox::Mailbox, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let provider = crypto::default_provider();
+    let (mut out_e, mut in_e) = (Engine::new(provider), Engine::new(provider));
+    let (mut out_t, mut in_t) = (OutTables::default(), InTables::default());
+    let mut peer = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let Some(env) = mb.next() else {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        };
+        let mut errors = Vec::new();
+        for (k, u) in env.updates.into_iter().enumerate() {
+            let r = match u {
+                Update::AddInbound { .. } | Update::DelInbound { .. } => in_t.apply(&mut in_e, u),
+                Update::SetPolicy { id, spec } => out_t
+                    .apply(&mut out_e, Update::SetPolicy { id, spec: spec.clone() }, &mut peer)
+                    .and_then(|_| in_t.apply(&mut in_e, Update::SetPolicy { id, spec })),
+                other => out_t.apply(&mut out_e, other, &mut peer),
+            };
+            if let Err(e) = r {
+                errors.push((k, e));
+            }
+        }
+        mb.emit(Event::Applied { ticket: env.ticket, worker: mb.worker, errors });
+    }
+    // Keeps the engines alive until here, so the resident set counts them.
+    drop((out_e, in_e, out_t, in_t));
+}
+
+/// SAs per second through the control interface, and bytes of memory per SA.
+fn install(sas: usize) -> Result<(f64, f64), String> {
+    let peers = (sas / 2).max(1);
+    let (ev_tx, ev_rx) = std::sync::mpsc::channel();
+    let (mb, port) = mailbox::mailbox(0, ev_tx).map_err(|e| e.to_string())?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = std::sync::Arc::clone(&stop);
+    let th = std::thread::spawn(move || lane(mb, s2));
+    let mut plane = ControlPlane::new(
+        vec![WorkerPort { lane: 0, out: true, inb: true, port }],
+        ev_rx,
+        Instant::now(),
+        EndpointDefaults { udp_port: Some(4500), peer: None },
+    );
+    let spec = |p: SaParams| SaSpec { params: p, lane: 0, endpoint: None, beet: false, name: None };
+    let ins: Vec<SaSpec> =
+        (0..peers).map(|p| spec(params(0x2000_0000 + p as u32, peer_addr(p), LOCAL))).collect();
+    let outs: Vec<SaSpec> =
+        (0..peers).map(|p| spec(params(0x1000_0000 + p as u32, LOCAL, peer_addr(p)))).collect();
+    let policies: Vec<(PolicyId, PolicySpec)> = (0..peers)
+        .map(|p| {
+            let key =
+                OutKey { spi: 0x1000_0000 + p as u32, proto: 50, dst: IpAddr::V4(peer_addr(p)) };
+            let selector = Selector {
+                src: host(INNER_LOCAL),
+                dst: host(inner_addr(p)),
+                proto: None,
+                src_ports: None,
+                dst_ports: None,
+            };
+            let spec = PolicySpec {
+                selector,
+                action: PolicyAction::Protect(vec![key]),
+                in_sas: vec![(0x2000_0000 + p as u32, 50)],
+                priority: 1000,
+            };
+            (p as PolicyId + 1, spec)
+        })
+        .collect();
+    let rss0 = rss_bytes();
+    let t = Instant::now();
+    plane.install(ins, outs, false).map_err(|e| e.to_string())?;
+    plane.set_policies(policies).map_err(|e| e.to_string())?;
+    let secs = t.elapsed().as_secs_f64();
+    let rss1 = rss_bytes();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = th.join();
+    let n = (2 * peers) as f64;
+    Ok((n / secs, (rss1 - rss0) / n))
+}
+
+/// Runs the benchmark.
+pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
+    if args.sas.is_empty() || args.sas.iter().any(|&n| n == 0 || n > 1_000_000) {
+        return Err("--sas: counts in 1..=1000000".into());
+    }
+    if !(28..=9000).contains(&args.size) {
+        return Err(format!("--size {}: 28..=9000", args.size));
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    let (base_seal, base_open) = per_packet(1, args.size, args.burst, args.seconds)?;
+    for &n in &args.sas {
+        let peers = (n / 2).max(1);
+        eprintln!("bench sas: {n} SAs ({peers} peers)");
+        let (seal, open) = if n <= 2 {
+            (base_seal, base_open)
+        } else {
+            per_packet(peers, args.size, args.burst, args.seconds)?
+        };
+        let (rate, bytes) = install(n)?;
+        rows.push(Row {
+            sas: n,
+            peers,
+            seal_ns: seal,
+            open_ns: open,
+            seal_ratio: seal / base_seal,
+            open_ratio: open / base_open,
+            install_per_s: rate,
+            bytes_per_sa: bytes,
+        });
+    }
+    Ok(rows)
+}
+
+/// Runs and prints.
+pub fn run(args: &BenchSasArgs) -> Result<(), String> {
+    let rows = measure_all(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!(
+        "bench sas: aes128gcm, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
+         ratios against 1 SA pair",
+        args.size, args.burst
+    );
+    println!(
+        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>12} {:>9}",
+        "SAs", "peers", "seal ns", "ratio", "open ns", "ratio", "install SA/s", "B/SA"
+    );
+    for r in &rows {
+        println!(
+            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>12.0} {:>9.0}",
+            r.sas,
+            r.peers,
+            r.seal_ns,
+            r.seal_ratio,
+            r.open_ns,
+            r.open_ratio,
+            r.install_per_s,
+            r.bytes_per_sa
+        );
+    }
+    Ok(())
+}
