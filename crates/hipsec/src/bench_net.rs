@@ -329,3 +329,18 @@ pub(crate) fn mean_ms(v: &[Duration]) -> f64 {
     }
     v.iter().map(|d| d.as_secs_f64()).sum::<f64>() * 1e3 / v.len() as f64
 }
+
+/// Runs `measure` with a flag that SIGINT/SIGTERM set (so the topology is cleaned up); with
+/// `json` prints its report as JSON and returns None, else returns it for the table.
+pub(crate) fn measured<R: serde::Serialize>(
+    json: bool,
+    measure: impl FnOnce(&std::sync::Arc<AtomicBool>) -> Result<R, String>,
+) -> Result<Option<R>, String> {
+    let stop = node::netns::stop_flag().map_err(|e| format!("signal handler: {e}"))?;
+    let r = measure(&stop)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+        return Ok(None);
+    }
+    Ok(Some(r))
+}

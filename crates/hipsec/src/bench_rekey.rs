@@ -6,7 +6,7 @@
 //! for lack of an SA or policy, replay and unknown-SPI drops (each node's counters over each
 //! phase), TCP retransmissions, and the throughput ratio rekey / no rekey.
 
-use crate::bench_net::{Topo, congestion_control, load_avg, remove_stale, sa_keys, sh};
+use crate::bench_net::{Topo, congestion_control, load_avg, measured, remove_stale, sa_keys, sh};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -313,12 +313,7 @@ pub fn measure_all(args: &BenchRekeyArgs, stop: &AtomicBool) -> Result<Report, S
 
 /// Runs the benchmark and prints a table or JSON.
 pub fn run(args: &BenchRekeyArgs) -> Result<(), String> {
-    let stop = node::netns::stop_flag().map_err(|e| format!("signal handler: {e}"))?;
-    let r = measure_all(args, &stop)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
-        return Ok(());
-    }
+    let Some(r) = measured(args.json, |stop| measure_all(args, stop))? else { return Ok(()) };
     println!(
         "bench rekey: {} (congestion {}), a rekey every {} ms, grace {} ms",
         r.suite, r.congestion, r.interval_ms, r.grace_ms

@@ -14,7 +14,7 @@
 //! (stale leftovers of a killed run) at the next start.
 
 use crate::bench_net::{
-    Topo, congestion_control, load_avg, machine_jiffies, mean_ms, remove_stale, sa_keys,
+    Topo, congestion_control, load_avg, machine_jiffies, mean_ms, measured, remove_stale, sa_keys,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -333,12 +333,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Rep
 
 /// Runs the benchmark and prints the table or JSON.
 pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
-    let stop = node::netns::stop_flag().map_err(|e| format!("signal handler: {e}"))?;
-    let r = measure_all(args, &stop)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
-        return Ok(());
-    }
+    let Some(r) = measured(args.json, |stop| measure_all(args, stop))? else { return Ok(()) };
     println!(
         "hipsec bench tunnel: {} over UDP, {} lane(s), iperf3 TCP ({}, {} stream(s)) {} s each, \
          {} round(s), {} CPUs, load average {:.2} at start",
