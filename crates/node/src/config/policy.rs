@@ -10,7 +10,7 @@ use toml::Spanned;
 /// What an SPD entry does with matching packets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyAction {
-    /// Apply these SAs (indices into [`NodeConfig::sas`], all outbound), in order.
+    /// Apply these SAs (indices into [`super::NodeConfig::sas`], all outbound), in order.
     Protect(Vec<usize>),
     /// Pass unprotected.
     Bypass,
@@ -25,7 +25,7 @@ pub struct PolicyConf {
     pub selector: Selector,
     /// Action.
     pub action: PolicyAction,
-    /// Inbound SAs (indices into [`NodeConfig::sas`]) that may carry the reverse traffic of a
+    /// Inbound SAs (indices into [`super::NodeConfig::sas`]) that may carry the reverse traffic of a
     /// protect policy (`in-sas`); empty: any inbound SA of the node. See
     /// [`crate::keying::manual::build_engine_for`] for the inbound SPD made from it (RFC 4301 §5.2).
     pub in_sas: Vec<usize>,

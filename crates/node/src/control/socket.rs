@@ -24,7 +24,7 @@ pub struct ControlServer {
 /// A connected client and its request line (zeroized when dropped: it may hold keys).
 #[derive(Debug)]
 pub struct Client {
-    /// The connection, blocking with [`CLIENT_TIMEOUT`].
+    /// The connection, blocking with a 2 s timeout.
     pub stream: UnixStream,
     /// The request, without its newline.
     pub line: Zeroizing<Vec<u8>>,

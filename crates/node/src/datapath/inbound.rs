@@ -45,6 +45,9 @@ pub struct Inbound {
     pub(crate) tables: InTables,
     /// Last (SPI, addresses) looked up in `in_addrs`.
     last_addrs: Option<(u32, (IpAddr, IpAddr))>,
+    /// Last (SPI, sender) whose endpoint was checked: a run of one SA's datagrams from one
+    /// sender is checked once.
+    last_from: Option<(u32, SocketAddr)>,
     local: IpAddr,
     bufs: Vec<PacketBuf>,
     results: Vec<Result<Processed, DropReason>>,
@@ -87,6 +90,7 @@ impl Inbound {
             events: Vec::with_capacity(MAX_EVENTS),
             lane: 0,
             last_addrs: None,
+            last_from: None,
             local,
             bufs: (0..IN_BUFS).map(|_| PacketBuf::with_max_packet()).collect(),
             results: vec![Ok(Processed::Bypassed); IN_BUFS],
@@ -100,6 +104,7 @@ impl Inbound {
     /// Applies a control-plane update to this half's SAs and policies (between batches).
     pub fn apply(&mut self, u: Update) -> Result<(), String> {
         self.last_addrs = None;
+        self.last_from = None;
         self.tables.apply(&mut self.engine, u)
     }
 
@@ -225,6 +230,10 @@ impl Inbound {
                     let src = msg.get(off..off + len).unwrap_or(&[]);
                     self.results[i] = self.engine.inbound_from(&mut self.bufs[i], src, now);
                     if let Ok(Processed::Decapsulated { spi, .. }) = self.results[i] {
+                        if self.last_from == Some((spi.0, meta.from)) {
+                            continue;
+                        }
+                        self.last_from = Some((spi.0, meta.from));
                         Self::check_endpoint(
                             &mut self.tables,
                             &mut self.counters,
