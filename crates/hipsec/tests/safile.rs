@@ -243,8 +243,10 @@ fn node_fields_are_refused() {
     let e = err(&gcm("direction = \"out\"\n"));
     assert_eq!(
         e,
-        "sa.toml:9:13: field \"direction\": not used here: \"direction\", \"name\" and \"lane\" are for the node config"
+        "sa.toml:9:13: field \"direction\": not used here: \"direction\", \"name\", \"lane\" and \"peer\" are for the node config"
     );
+    let e = err(&gcm("peer = \"192.0.2.2:4500\"\n"));
+    assert!(e.starts_with("sa.toml:9:") && e.contains("field \"peer\": not used here"), "{e}");
     let e = err(&gcm("lane = 1
 "));
     assert!(e.starts_with("sa.toml:9:") && e.contains("field \"lane\": not used here"), "{e}");
