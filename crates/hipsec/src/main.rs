@@ -529,11 +529,11 @@ Examples:
 Two hipsec nodes in network namespaces; kernel TCP (iperf3) through the tunnel while the SA pair
 is replaced every --interval-ms through the control socket (fresh SPIs and keys; new inbound
 SAs live first, outbound switched, old inbound retired after --grace-ms), beside the same
-transfer without rekeys in the same run; then a fixed-rate UDP stream whose sequence numbers
+transfer without rekeys in the same run (--rounds pairs, the order alternating); then a fixed-rate UDP stream whose sequence numbers
 show whether a single datagram was lost, with and without rekeys. Reports rekeys done and how
 long each took, drops for lack of an SA or policy, replay and integrity drops (both nodes, per
 phase), TCP retransmissions and the throughput ratio. Exits non-zero if anything was lost.
-Needs root and iperf3; about 90 s with the defaults.
+Needs root and iperf3; about 2.5 minutes with the defaults.
 
 Example:
   hipsec bench rekey

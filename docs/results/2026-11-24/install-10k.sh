@@ -6,11 +6,12 @@
 set -euo pipefail
 HIPSEC="${HIPSEC:-$(dirname "$0")/../../../target/release/hipsec}"
 PEERS="${PEERS:-5000}"
-d=$(mktemp -d); ns="hinst-$$"
-cleanup() { kill "$pid" 2>/dev/null || true; sleep 0.5; ip netns del "$ns" 2>/dev/null || true; rm -rf "$d"; }
+d=$(mktemp -d); ns="hinst-$$"; pid=0
+cleanup() { [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; sleep 0.5; ip netns del "$ns" 2>/dev/null || true; rm -rf "$d"; }
 trap cleanup EXIT
 ip netns add "$ns"; ip -n "$ns" link set lo up
-ip -n "$ns" link add d0 type dummy; ip -n "$ns" addr add 192.0.2.1/16 dev d0; ip -n "$ns" link set d0 up
+ip -n "$ns" link add d0 type veth peer name d1; ip -n "$ns" addr add 192.0.2.1/16 dev d0
+ip -n "$ns" link set d0 up; ip -n "$ns" link set d1 up
 cat > "$d/node.toml" <<EOT
 [interface]
 name = "hinst0"
