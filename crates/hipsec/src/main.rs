@@ -157,7 +157,7 @@ struct SaInput {
     /// TOML file of [[sa]] tables.
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
-    /// FIELD=VALUE words of one more SA.
+    /// FIELD=VALUE words of one more entry (SA or policy).
     #[arg(value_name = "FIELD=VALUE")]
     fields: Vec<String>,
 }
@@ -224,8 +224,9 @@ const POLICY_ADD_HELP: &str = "\
 Install SPD entries (RFC 4301 §4.4.1) in a running node. Fields are the node config's [[policy]]
 fields (src, dst, proto, src-ports, dst-ports, action = protect|bypass|discard, in-sas) plus `id`
 (default: the next free one) and `priority` (lower matches first; default 1000, the config's
-own). `sas` names outbound SAs by SPI, or {spi, dst, proto} for one not installed yet: its
-packets are dropped and raise an acquire (hipsec monitor) until it is.
+own). `sas` names outbound SAs by SPI, or SPI@DST ({spi, dst} in a file) for one not installed
+yet: its packets are dropped, never sent in clear, and raise an acquire (hipsec monitor) until
+it is.
 
 Examples:
   hipsec policy add /run/hipsec.sock --file policies.toml
