@@ -64,6 +64,12 @@ pub struct Row {
     pub install_per_s: f64,
     /// Resident memory added per SA installed (bytes; engines, tables, control records).
     pub bytes_per_sa: f64,
+    /// The reference: the raw AEAD sealing the same bytes with one key per peer, taken in the
+    /// same order (ns per call), and its ratio to the 1-key figure: how much of the growth is
+    /// the cipher's own state going cold rather than the stack's lookups.
+    pub raw_seal_ns: f64,
+    /// raw_seal_ns / the 1-key figure.
+    pub raw_ratio: f64,
 }
 
 fn peer_addr(p: usize) -> Ipv4Addr {
@@ -193,6 +199,39 @@ fn per_packet(peers: usize, size: usize, burst: usize, seconds: f64) -> Result<(
     Ok((median(&mut seal), median(&mut open)))
 }
 
+/// The raw AEAD (AES-128-GCM through the provider, as the engine keys it) sealing `size`
+/// bytes with one key per peer, the keys visited as `per_packet` visits the SAs: ns per call.
+fn raw_seal(peers: usize, size: usize, burst: usize, seconds: f64) -> Result<f64, String> {
+    let provider = crypto::default_provider();
+    let alg = crypto::AeadAlg::Aes128Gcm;
+    let keys: Vec<Box<dyn crypto::Aead>> = (0..peers)
+        .map(|p| {
+            let k: Vec<u8> = (0..16).map(|i| (p as u8).wrapping_mul(31).wrapping_add(i)).collect();
+            provider.aead(alg, &k).map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let burst = burst.max(1);
+    let per_round = (peers * burst).max(4096);
+    let mut buf = vec![0u8; size];
+    let mut tag = [0u8; 16];
+    let mut nonce = [0u8; 12];
+    let mut rounds = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    while Instant::now() < deadline || rounds.len() < 3 {
+        let t = Instant::now();
+        for i in 0..per_round {
+            n += 1;
+            nonce[4..].copy_from_slice(&n.to_be_bytes());
+            keys[(i / burst) % peers]
+                .seal_in_place(&nonce, &[0u8; 8], &mut buf, &mut tag)
+                .map_err(|e| e.to_string())?;
+        }
+        rounds.push(t.elapsed().as_nanos() as f64 / per_round as f64);
+    }
+    Ok(median(&mut rounds))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get((v.len().max(1) - 1) / 2).copied().unwrap_or(f64::NAN)
@@ -297,6 +336,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
     }
     let mut rows: Vec<Row> = Vec::new();
     let (base_seal, base_open) = per_packet(1, args.size, args.burst, args.seconds)?;
+    let base_raw = raw_seal(1, args.size, args.burst, args.seconds)?;
     for &n in &args.sas {
         let peers = (n / 2).max(1);
         eprintln!("bench sas: {n} SAs ({peers} peers)");
@@ -306,6 +346,8 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             per_packet(peers, args.size, args.burst, args.seconds)?
         };
         let (rate, bytes) = install(n)?;
+        let raw =
+            if n <= 2 { base_raw } else { raw_seal(peers, args.size, args.burst, args.seconds)? };
         rows.push(Row {
             sas: n,
             peers,
@@ -315,6 +357,8 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             open_ratio: open / base_open,
             install_per_s: rate,
             bytes_per_sa: bytes,
+            raw_seal_ns: raw,
+            raw_ratio: raw / base_raw,
         });
     }
     Ok(rows)
@@ -329,22 +373,33 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
     }
     println!(
         "bench sas: aes128gcm, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
-         ratios against 1 SA pair",
+         ratios against 1 SA pair; raw: the AEAD alone, one key per peer, same order",
         args.size, args.burst
     );
     println!(
-        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>12} {:>9}",
-        "SAs", "peers", "seal ns", "ratio", "open ns", "ratio", "install SA/s", "B/SA"
+        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>12} {:>9}",
+        "SAs",
+        "peers",
+        "seal ns",
+        "ratio",
+        "open ns",
+        "ratio",
+        "raw ns",
+        "ratio",
+        "install SA/s",
+        "B/SA"
     );
     for r in &rows {
         println!(
-            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>12.0} {:>9.0}",
+            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>12.0} {:>9.0}",
             r.sas,
             r.peers,
             r.seal_ns,
             r.seal_ratio,
             r.open_ns,
             r.open_ratio,
+            r.raw_seal_ns,
+            r.raw_ratio,
             r.install_per_s,
             r.bytes_per_sa
         );
