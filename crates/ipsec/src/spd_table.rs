@@ -40,6 +40,46 @@ struct Slot {
     last_acquire: Option<Time>,
 }
 
+/// The entries of one address, in match order. Almost every host has one: it is kept inline
+/// in the hash map's slot, so a lookup reaches it without another pointer to follow.
+#[derive(Debug, Default)]
+struct Host {
+    first: Option<(Order, usize)>,
+    more: Vec<(Order, usize)>,
+}
+
+impl Host {
+    fn insert(&mut self, o: Order, i: usize) {
+        match self.first {
+            None => self.first = Some((o, i)),
+            Some(f) if o < f.0 => {
+                self.more.insert(0, f);
+                self.first = Some((o, i));
+            }
+            Some(_) => {
+                let at = self.more.partition_point(|m| m.0 < o);
+                self.more.insert(at, (o, i));
+            }
+        }
+    }
+
+    fn remove(&mut self, o: Order) {
+        if self.first.is_some_and(|f| f.0 == o) {
+            self.first = if self.more.is_empty() { None } else { Some(self.more.remove(0)) };
+        } else {
+            self.more.retain(|m| m.0 != o);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Order, usize)> {
+        self.first.iter().chain(&self.more)
+    }
+}
+
 /// Where an entry is filed besides the ordered list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Key {
@@ -55,8 +95,8 @@ pub struct SpdTable {
     free: Vec<usize>,
     by_id: HashMap<PolicyId, usize>,
     all: BTreeMap<Order, usize>,
-    by_dst: HashMap<IpAddr, BTreeMap<Order, usize>>,
-    by_src: HashMap<IpAddr, BTreeMap<Order, usize>>,
+    by_dst: HashMap<IpAddr, Host>,
+    by_src: HashMap<IpAddr, Host>,
     rest: BTreeMap<Order, usize>,
     next_seq: u64,
     next_auto: PolicyId,
@@ -143,8 +183,10 @@ impl SpdTable {
         match key {
             Key::Dst(a) => self.by_dst.entry(a).or_default().insert(order, i),
             Key::Src(a) => self.by_src.entry(a).or_default().insert(order, i),
-            Key::Rest => self.rest.insert(order, i),
-        };
+            Key::Rest => {
+                self.rest.insert(order, i);
+            }
+        }
         old
     }
 
@@ -159,9 +201,9 @@ impl SpdTable {
         let s = self.slots.get_mut(i).and_then(Option::take)?;
         self.free.push(i);
         self.all.remove(&s.order);
-        let drop_from = |m: &mut HashMap<IpAddr, BTreeMap<Order, usize>>, a: IpAddr| {
+        let drop_from = |m: &mut HashMap<IpAddr, Host>, a: IpAddr| {
             if let Some(t) = m.get_mut(&a) {
-                t.remove(&s.order);
+                t.remove(s.order);
                 if t.is_empty() {
                     m.remove(&a);
                 }
@@ -187,8 +229,7 @@ impl SpdTable {
     pub fn lookup(&self, p: &[u8], layout: &IpLayout) -> Option<(usize, &Action)> {
         let matches =
             |i: &usize| self.slot(*i).is_some_and(|s| s.entry.selector.matches(p, layout));
-        let first =
-            |t: &BTreeMap<Order, usize>| t.iter().find(|(_, i)| matches(i)).map(|(o, i)| (*o, *i));
+        let first = |t: &Host| t.iter().find(|(_, i)| matches(i)).copied();
         fn better(best: &mut Option<(Order, usize)>, c: Option<(Order, usize)>) {
             if let Some(c) = c {
                 if best.is_none_or(|b| c.0 < b.0) {
