@@ -188,7 +188,8 @@ fn random_spi(lane: u64, lanes: u64) -> Result<u32, String> {
     let mut b = [0u8; 4];
     crypto::default_provider().fill_random(&mut b).map_err(|e| format!("random: {e}"))?;
     let lanes = lanes.max(1);
-    let x = u64::from(u32::from_be_bytes(b) | 0x1000_0000);
+    // In 0x1000_0000..=0x7fff_ffff, so that moving it to the lane cannot pass u32::MAX.
+    let x = u64::from(u32::from_be_bytes(b) & 0x7fff_ffff | 0x1000_0000);
     Ok((x - x % lanes + lane % lanes) as u32)
 }
 

@@ -246,19 +246,30 @@ fn print_json(v: &serde_json::Value) {
     println!("{v}");
 }
 
+/// Sends the entries of `a` (its `--file`'s `[[table]]` tables and its FIELD=VALUE words) as
+/// request `op`, under `field`, and prints the answer.
+fn send_entries(a: &SaInput, op: &str, field: &str, table: &str) -> Result<(), String> {
+    let entries = ctl::entries(a.file.as_deref(), &a.fields, table)?;
+    print_json(&ctl::request(&a.socket, &serde_json::json!({"op": op, field: entries}))?);
+    Ok(())
+}
+
+/// Prints the answer to a list request as JSON or as a table of `what`.
+fn show_list(a: &ListArgs, op: &str, what: &str) -> Result<(), String> {
+    let v = ctl::request(&a.socket, &serde_json::json!({ "op": op }))?;
+    if a.json {
+        print_json(&v)
+    } else {
+        print!("{}", ctl::render_list(&v, what))
+    }
+    Ok(())
+}
+
 fn run_sa(c: SaCommand) -> Result<(), String> {
     use serde_json::json;
     match c {
-        SaCommand::Add(a) => {
-            let sas = ctl::entries(a.file.as_deref(), &a.fields, "sa")?;
-            print_json(&ctl::request(&a.socket, &json!({"op": "sa-add", "sas": sas}))?);
-            Ok(())
-        }
-        SaCommand::Update(a) => {
-            let sas = ctl::entries(a.file.as_deref(), &a.fields, "sa")?;
-            print_json(&ctl::request(&a.socket, &json!({"op": "sa-update", "sas": sas}))?);
-            Ok(())
-        }
+        SaCommand::Add(a) => send_entries(&a, "sa-add", "sas", "sa"),
+        SaCommand::Update(a) => send_entries(&a, "sa-update", "sas", "sa"),
         SaCommand::Del(a) => {
             let mut r = json!({"direction": a.direction, "spi": a.spi, "proto": a.proto});
             if let Some(d) = a.dst {
@@ -267,15 +278,7 @@ fn run_sa(c: SaCommand) -> Result<(), String> {
             print_json(&ctl::request(&a.socket, &json!({"op": "sa-del", "sas": [r]}))?);
             Ok(())
         }
-        SaCommand::List(a) => {
-            let v = ctl::request(&a.socket, &json!({"op": "sa-list"}))?;
-            if a.json {
-                print_json(&v)
-            } else {
-                print!("{}", ctl::render_list(&v, "sas"))
-            }
-            Ok(())
-        }
+        SaCommand::List(a) => show_list(&a, "sa-list", "sas"),
         SaCommand::Rekey(a) => {
             print_json(&ctl::rekey_pair(&a.a, &a.b, a.spi, a.grace_ms)?);
             Ok(())
@@ -284,31 +287,15 @@ fn run_sa(c: SaCommand) -> Result<(), String> {
 }
 
 fn run_policy(c: PolicyCommand) -> Result<(), String> {
-    use serde_json::json;
     match c {
-        PolicyCommand::Add(a) => {
-            let ps = ctl::entries(a.file.as_deref(), &a.fields, "policy")?;
-            print_json(&ctl::request(&a.socket, &json!({"op": "policy-add", "policies": ps}))?);
-            Ok(())
-        }
-        PolicyCommand::Update(a) => {
-            let ps = ctl::entries(a.file.as_deref(), &a.fields, "policy")?;
-            print_json(&ctl::request(&a.socket, &json!({"op": "policy-update", "policies": ps}))?);
-            Ok(())
-        }
+        PolicyCommand::Add(a) => send_entries(&a, "policy-add", "policies", "policy"),
+        PolicyCommand::Update(a) => send_entries(&a, "policy-update", "policies", "policy"),
         PolicyCommand::Del(a) => {
-            print_json(&ctl::request(&a.socket, &json!({"op": "policy-del", "ids": a.ids}))?);
+            let req = serde_json::json!({"op": "policy-del", "ids": a.ids});
+            print_json(&ctl::request(&a.socket, &req)?);
             Ok(())
         }
-        PolicyCommand::List(a) => {
-            let v = ctl::request(&a.socket, &json!({"op": "policy-list"}))?;
-            if a.json {
-                print_json(&v)
-            } else {
-                print!("{}", ctl::render_list(&v, "policies"))
-            }
-            Ok(())
-        }
+        PolicyCommand::List(a) => show_list(&a, "policy-list", "policies"),
     }
 }
 

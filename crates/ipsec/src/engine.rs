@@ -222,12 +222,7 @@ impl Engine {
 
     /// Appends an SPD entry (first match wins).
     pub fn add_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
-            return Err(EngineError::EmptyBundle);
-        }
-        check_handles(&e, self.outbound.len())?;
-        self.spd.push(e);
-        Ok(())
+        append(&mut self.spd, self.outbound.len(), e)
     }
 
     /// Installs or replaces SPD entry `id` (see [`SpdTable::set`]: a replacement at the same
@@ -240,9 +235,7 @@ impl Engine {
         priority: u32,
         e: SpdEntry,
     ) -> Result<(), EngineError> {
-        check_handles(&e, self.outbound.len())?;
-        self.spd.set(id, priority, e);
-        Ok(())
+        set(&mut self.spd, self.outbound.len(), id, priority, e)
     }
 
     /// Removes SPD entry `id`.
@@ -265,12 +258,7 @@ impl Engine {
     /// cleartext; `Discard` drops it. Once any entry exists, every decapsulated packet must match
     /// a `Protect` entry naming its outermost SA.
     pub fn add_inbound_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
-            return Err(EngineError::EmptyBundle);
-        }
-        check_handles(&e, self.inbound.len())?;
-        self.spd_in.push(e);
-        Ok(())
+        append(&mut self.spd_in, self.inbound.len(), e)
     }
 
     /// Installs or replaces inbound SPD entry `id`. A `Protect` with an empty list admits
@@ -281,9 +269,7 @@ impl Engine {
         priority: u32,
         e: SpdEntry,
     ) -> Result<(), EngineError> {
-        check_handles(&e, self.inbound.len())?;
-        self.spd_in.set(id, priority, e);
-        Ok(())
+        set(&mut self.spd_in, self.inbound.len(), id, priority, e)
     }
 
     /// Removes inbound SPD entry `id`.
@@ -613,6 +599,30 @@ impl Engine {
             *r = self.inbound(b, now);
         }
     }
+}
+
+/// Appends to `spd` under a fresh id; a `Protect` needs at least one SA, each handle issued
+/// (`issued` of them).
+fn append(spd: &mut SpdTable, issued: usize, e: SpdEntry) -> Result<(), EngineError> {
+    if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
+        return Err(EngineError::EmptyBundle);
+    }
+    check_handles(&e, issued)?;
+    spd.push(e);
+    Ok(())
+}
+
+/// Installs or replaces entry `id` of `spd`; its handles must have been issued.
+fn set(
+    spd: &mut SpdTable,
+    issued: usize,
+    id: PolicyId,
+    priority: u32,
+    e: SpdEntry,
+) -> Result<(), EngineError> {
+    check_handles(&e, issued)?;
+    spd.set(id, priority, e);
+    Ok(())
 }
 
 /// Refuses a `Protect` naming a handle that was never issued.

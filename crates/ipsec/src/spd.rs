@@ -141,11 +141,6 @@ impl Selector {
     }
 }
 
-/// First matching entry's action (RFC 4301 §4.4.1: ordered, first match).
-pub fn lookup<'a>(spd: &'a [SpdEntry], p: &[u8], layout: &IpLayout) -> Option<&'a Action> {
-    spd.iter().find(|e| e.selector.matches(p, layout)).map(|e| &e.action)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! answers with JSON: `{"ok": true, ...}` or `{"ok": false, "error": ..., "field": ...}`.
 //! Lists never carry keys (the control plane keeps none).
 
-use super::commands::{CommandError, Request};
+use super::commands::Request;
 use crate::config::policy::{RuntimeAction, RuntimePolicy};
 use crate::config::sa::{Direction, SaConf, SaRef};
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
@@ -19,12 +19,6 @@ pub fn error_reply(field: &str, message: &str) -> Value {
         v["field"] = json!(field);
     }
     v
-}
-
-impl From<CommandError> for PlaneError {
-    fn from(e: CommandError) -> PlaneError {
-        PlaneError { field: (!e.field.is_empty()).then_some(e.field), message: e.message }
-    }
 }
 
 fn spec(s: &SaConf) -> SaSpec {

@@ -15,7 +15,7 @@ use crate::datapath::mailbox::{
     Envelope, Event, InKey, InboundPeer, OutKey, PolicyAction, PolicySpec, Port, Update,
 };
 use ipsec::{Mode, PolicyId, SaParams, SecurityAssociation, Spi, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -341,6 +341,14 @@ impl ControlPlane {
         self.pending.push_back(e);
     }
 
+    /// Adds `SetPolicy` for each of `ps` to every worker's updates (policies live in both halves
+    /// of every lane).
+    fn set_everywhere(per: &mut [Vec<Update>], ps: &[(PolicyId, PolicySpec)]) {
+        for (id, spec) in ps {
+            per.iter_mut().for_each(|u| u.push(Update::SetPolicy { id: *id, spec: spec.clone() }));
+        }
+    }
+
     fn empty(&self) -> Vec<Vec<Update>> {
         self.workers.iter().map(|_| Vec::new()).collect()
     }
@@ -361,14 +369,16 @@ impl ControlPlane {
         replace: bool,
     ) -> Result<(), PlaneError> {
         let mut per = self.empty();
-        let mut recs = Vec::new();
+        let (mut in_recs, mut out_recs) = (Vec::new(), Vec::new());
+        let mut seen = HashSet::new();
         for (i, s) in inbound.iter().enumerate() {
             let at = format!("in[{i}].");
             self.check_lane(s, true, &at)?;
             let key = in_key_of(&s.params);
-            let exists = self.inbound.contains_key(&key)
-                || inbound[..i].iter().any(|o| in_key_of(&o.params) == key);
-            if exists != replace {
+            if !seen.insert(key) {
+                return Err(PlaneError::field(format!("{at}spi"), "given twice in one request"));
+            }
+            if self.inbound.contains_key(&key) != replace {
                 let what = if replace { "no inbound SA" } else { "an inbound SA already" };
                 return Err(PlaneError::field(
                     format!("{at}spi"),
@@ -379,15 +389,17 @@ impl ControlPlane {
             let endpoint = s.endpoint.or_else(|| self.inbound_endpoint(s));
             let peer = InboundPeer { src: s.params.src, dst: s.params.dst, endpoint };
             per[self.worker_for(s.lane, false)?].push(Update::AddInbound { sa, peer });
-            recs.push((Some(key), None, SaRecord { endpoint, ..record(s) }));
+            in_recs.push((key, SaRecord { endpoint, ..record(s) }));
         }
+        let mut seen_out = HashSet::new();
         for (i, s) in outbound.iter().enumerate() {
             let at = format!("out[{i}].");
             self.check_lane(s, false, &at)?;
             let key = out_key_of(&s.params);
-            let exists = self.outbound.contains_key(&key)
-                || outbound[..i].iter().any(|o| out_key_of(&o.params) == key);
-            if exists != replace {
+            if !seen_out.insert(key) {
+                return Err(PlaneError::field(format!("{at}spi"), "given twice in one request"));
+            }
+            if self.outbound.contains_key(&key) != replace {
                 let what = if replace { "no outbound SA" } else { "an outbound SA already" };
                 return Err(PlaneError::field(
                     format!("{at}spi"),
@@ -397,17 +409,12 @@ impl ControlPlane {
             let sa = self.build(s, &format!("{at}key"))?;
             let endpoint = s.endpoint.or_else(|| self.default_endpoint(&s.params, true));
             per[self.worker_for(s.lane, true)?].push(Update::AddOutbound { key, sa, endpoint });
-            recs.push((None, Some(key), SaRecord { endpoint, ..record(s) }));
+            out_recs.push((key, SaRecord { endpoint, ..record(s) }));
         }
         self.send(per)?;
-        for (ik, ok, r) in recs {
-            self.stats.installed += 1;
-            match (ik, ok) {
-                (Some(k), _) => self.inbound.insert(k, r),
-                (_, Some(k)) => self.outbound.insert(k, r),
-                _ => None,
-            };
-        }
+        self.stats.installed += (in_recs.len() + out_recs.len()) as u64;
+        self.inbound.extend(in_recs);
+        self.outbound.extend(out_recs);
         Ok(())
     }
 
@@ -442,9 +449,7 @@ impl ControlPlane {
                 (*id, p)
             })
             .collect();
-        for (id, spec) in &grown {
-            per.iter_mut().for_each(|u| u.push(Update::SetPolicy { id: *id, spec: spec.clone() }));
-        }
+        Self::set_everywhere(&mut per, &grown);
         self.send(per)?;
         self.inbound.insert(key, SaRecord { endpoint, ..record(&new) });
         self.policies.extend(grown);
@@ -482,9 +487,7 @@ impl ControlPlane {
                 (!p.in_sas.is_empty()).then_some((*id, p))
             })
             .collect();
-        for (id, spec) in &shrunk {
-            per.iter_mut().for_each(|u| u.push(Update::SetPolicy { id: *id, spec: spec.clone() }));
-        }
+        Self::set_everywhere(&mut per, &shrunk);
         self.send(per)?;
         self.policies.extend(shrunk);
         for k in inbound {
@@ -508,11 +511,7 @@ impl ControlPlane {
             ));
         }
         let mut per = self.empty();
-        for (id, spec) in &ps {
-            for u in per.iter_mut() {
-                u.push(Update::SetPolicy { id: *id, spec: spec.clone() });
-            }
-        }
+        Self::set_everywhere(&mut per, &ps);
         self.send(per)?;
         self.policies.extend(ps);
         Ok(())
