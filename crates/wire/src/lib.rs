@@ -7,6 +7,7 @@
 
 pub mod ah;
 pub mod esp;
+pub mod ikev2;
 pub mod ip;
 
 pub use ah::{AhPacket, AhRepr};
