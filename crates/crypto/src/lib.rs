@@ -1,5 +1,6 @@
 //! Crypto for hipsec: the algorithm catalogue (IKEv2/ESP transform names), a provider trait
-//! with in-place AEAD, CBC and HMAC operations, an aws-lc-rs provider, RustCrypto for 3DES (the only
+//! with in-place AEAD, CBC and HMAC operations, an aws-lc-rs provider, IKEv2's (EC)DH groups,
+//! signatures and PRFs (`dh`, `sign`, `prf`), RustCrypto for 3DES (the only
 //! legacy suite aws-lc-rs does not expose) and a null provider for fuzzing and stack-cost benches.
 //!
 //! Read first: RFC 8221 (which algorithms are current, which legacy), RFC 4106, RFC 7634, RFC 4868.
@@ -7,14 +8,20 @@
 
 pub mod alg;
 pub mod awslc;
+pub mod dh;
 mod legacy;
 pub mod null;
+pub mod prf;
 pub mod provider;
+pub mod sign;
 
 pub use alg::{AeadAlg, CbcAlg, EncrAlg, EspSuite, HmacAlg, IntegAlg, SuiteError};
 pub use awslc::AwsLcProvider;
+pub use dh::{DhGroup, KeyExchange, SharedSecret};
 pub use null::NullProvider;
+pub use prf::{Prf, PrfAlg};
 pub use provider::{Aead, BlockCipher, CryptoError, Mac, Provider};
+pub use sign::{SignatureAlg, SigningKey};
 
 /// The default provider: aws-lc-rs (with RustCrypto for 3DES).
 pub fn default_provider() -> &'static dyn Provider {
