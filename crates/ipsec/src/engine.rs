@@ -9,7 +9,9 @@ use crate::spd::{Action, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
-use std::collections::HashMap;
+/// Randomly keyed per process (aHash seeded from `getrandom`), so SPIs chosen by an attacker do
+/// not collide, and cheaper per packet than std's SipHash-1-3.
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 use wire::{IpLayout, proto};
 
 /// How many nested ESP/AH headers inbound processing unwraps (AH+ESP is two).
@@ -92,8 +94,8 @@ pub struct Engine {
     provider: &'static dyn Provider,
     outbound: Vec<Option<SecurityAssociation>>,
     inbound: Vec<Option<SecurityAssociation>>,
-    /// Inbound SAs by (SPI, protocol). std's `HashMap` hashes with a random key (SipHash-1-3),
-    /// so a peer choosing SPIs cannot make lookups collide.
+    /// Inbound SAs by (SPI, protocol), hashed with a random key so that a peer choosing SPIs
+    /// cannot make lookups collide.
     sad: HashMap<(u32, u8), usize>,
     spd: SpdTable,
     /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
@@ -118,7 +120,7 @@ impl Engine {
             provider,
             outbound: Vec::new(),
             inbound: Vec::new(),
-            sad: HashMap::new(),
+            sad: HashMap::default(),
             spd: SpdTable::default(),
             spd_in: SpdTable::default(),
             free_out: Vec::new(),
@@ -296,11 +298,12 @@ impl Engine {
         r
     }
 
-    fn check_inbound_policy(&self, buf: &PacketBuf, sa: usize) -> Result<(), DropReason> {
+    fn check_inbound_policy(&mut self, buf: &PacketBuf, sa: usize) -> Result<(), DropReason> {
         if self.spd_in.is_empty() {
             return Ok(());
         }
         let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
+
         match self.spd_in.lookup(buf.as_slice(), &l).map(|(_, a)| a) {
             // An empty list admits any inbound SA (`set_inbound_policy`).
             Some(Action::Protect(hs)) if hs.is_empty() || hs.contains(&sa) => Ok(()),
