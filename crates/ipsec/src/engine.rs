@@ -5,7 +5,7 @@ use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
 use crate::lifetime::SaEvent;
 use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
-use crate::spd::{Action, SpdEntry};
+use crate::spd::{Action, FlowKey, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
@@ -298,15 +298,29 @@ impl Engine {
         r
     }
 
+    /// RFC 4301 §5.2 step 4: a decapsulated packet must meet an inbound policy that admits the
+    /// SA it came in. An SA's packets are mostly one flow, so each SA remembers the last flow it
+    /// let through (the fields the selectors read) and the SPD generation then; the same flow
+    /// under the same SPD meets the same entry, and skips the lookup — which, with thousands
+    /// of peers, costs cache misses in the SPD's maps, slots and SA lists.
     fn check_inbound_policy(&mut self, buf: &PacketBuf, sa: usize) -> Result<(), DropReason> {
         if self.spd_in.is_empty() {
             return Ok(());
         }
         let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
-
+        let memo = Some((self.spd_in.generation(), FlowKey::of(buf.as_slice(), &l)));
+        let Some(s) = self.inbound.get_mut(sa).and_then(Option::as_mut) else {
+            return Err(DropReason::NoSa);
+        };
+        if s.admitted == memo {
+            return Ok(());
+        }
         match self.spd_in.lookup(buf.as_slice(), &l).map(|(_, a)| a) {
             // An empty list admits any inbound SA (`set_inbound_policy`).
-            Some(Action::Protect(hs)) if hs.is_empty() || hs.contains(&sa) => Ok(()),
+            Some(Action::Protect(hs)) if hs.is_empty() || hs.contains(&sa) => {
+                s.admitted = memo;
+                Ok(())
+            }
             _ => Err(DropReason::InboundPolicyMismatch),
         }
     }

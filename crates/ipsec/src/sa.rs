@@ -174,6 +174,9 @@ pub struct SecurityAssociation {
     pub(crate) event: Option<SaEvent>,
     /// AH-GMAC's contiguous AAD copy (empty for every other transform).
     pub(crate) scratch: Vec<u8>,
+    /// Inbound: the last flow the inbound policy check let through on this SA, and the
+    /// inbound SPD's generation then (`Engine::inbound`).
+    pub(crate) admitted: Option<(u64, crate::spd::FlowKey)>,
 }
 
 fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
@@ -222,6 +225,7 @@ impl SecurityAssociation {
             usage: Usage { installed: now, ..Usage::default() },
             event: None,
             scratch: Vec::new(),
+            admitted: None,
         })
     }
 

@@ -114,6 +114,39 @@ pub struct SpdEntry {
     pub action: Action,
 }
 
+/// The fields of a packet that [`Selector::matches`] reads, and nothing else: two packets with
+/// equal keys meet the same SPD entry. The inbound check remembers its last verdict per SA
+/// under this key (`Engine::inbound`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlowKey {
+    /// Source then destination address, each in a 16-byte half (IPv4 in the first four).
+    addrs: [u8; 32],
+    v6: bool,
+    proto: u8,
+    /// Source and destination port, when `matches` would read them (TCP/UDP, not a fragment).
+    ports: Option<[u8; 4]>,
+}
+
+impl FlowKey {
+    /// The key of a packet whose `layout` was parsed from `p`.
+    pub(crate) fn of(p: &[u8], layout: &IpLayout) -> FlowKey {
+        let (s, d) = layout.addrs(p);
+        let mut addrs = [0u8; 32];
+        let (a, b) = addrs.split_at_mut(16);
+        for (to, from) in [(a, s), (b, d)] {
+            let n = from.len().min(16);
+            to[..n].copy_from_slice(&from[..n]);
+        }
+        let ports = match layout.next_header {
+            proto::TCP | proto::UDP if !layout.is_fragment => {
+                p.get(layout.header_len..layout.header_len + 4).map(|x| [x[0], x[1], x[2], x[3]])
+            }
+            _ => None,
+        };
+        FlowKey { addrs, v6: s.len() == 16, proto: layout.next_header, ports }
+    }
+}
+
 impl Selector {
     /// True if the packet (with `layout`) matches.
     pub fn matches(&self, p: &[u8], layout: &IpLayout) -> bool {

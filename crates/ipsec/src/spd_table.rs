@@ -104,6 +104,9 @@ pub struct SpdTable {
     rest: BTreeMap<Order, usize>,
     next_seq: u64,
     next_auto: PolicyId,
+    /// Counts changes (push, set, remove): a verdict remembered under one generation holds
+    /// only while it is current.
+    generation: u64,
 }
 
 fn host(p: &crate::spd::Prefix) -> Option<IpAddr> {
@@ -138,6 +141,11 @@ impl SpdTable {
         self.all.len()
     }
 
+    /// Changes so far; see the field.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
     fn slot(&self, i: usize) -> Option<&Slot> {
         self.slots.get(i).and_then(Option::as_ref)
     }
@@ -149,6 +157,7 @@ impl SpdTable {
 
     /// Appends an entry at [`DEFAULT_PRIORITY`] under a fresh id, which it returns.
     pub fn push(&mut self, e: SpdEntry) -> PolicyId {
+        self.generation += 1;
         let id = AUTO_ID_BASE + self.next_auto;
         self.next_auto += 1;
         self.set(id, DEFAULT_PRIORITY, e);
@@ -159,6 +168,7 @@ impl SpdTable {
     /// (and its acquire timer); otherwise the entry goes after every entry of lower or equal
     /// priority. Returns the entry it replaced.
     pub fn set(&mut self, id: PolicyId, priority: u32, e: SpdEntry) -> Option<SpdEntry> {
+        self.generation += 1;
         let (order, last_acquire, old) = match self.by_id.get(&id).copied() {
             Some(i) => {
                 let keep = self.slot(i).map(|s| (s.order, s.last_acquire));
@@ -201,6 +211,7 @@ impl SpdTable {
 
     /// Removes entry `id`; returns it.
     pub fn remove(&mut self, id: PolicyId) -> Option<SpdEntry> {
+        self.generation += 1;
         let i = self.by_id.remove(&id)?;
         let s = self.slots.get_mut(i).and_then(Option::take)?;
         self.free.push(i);

@@ -243,3 +243,67 @@ fn inbound_policy_checks_what_an_sa_may_carry() {
     assert_eq!(rx.check_clear(&buf), Err(ipsec::DropReason::NoPolicy));
     assert_eq!(rx.counters().get(ipsec::DropReason::InboundPolicyMismatch), 2);
 }
+
+/// The inbound check remembers its last verdict per SA (`Engine::inbound`): the memory must
+/// follow every field the selectors read, and every change of the SPD. Fails if the memory
+/// ignored the ports (the second packet would pass) or the SPD's generation (the packet after
+/// the repoint would pass).
+#[test]
+fn inbound_policy_memory_follows_the_flow_and_the_spd() {
+    use etherparse::PacketBuilder;
+    use ipsec::spd::{Action, Prefix, Selector, SpdEntry};
+    let a = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x7100);
+    let b = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x7101);
+    let mut tx = Engine::new(crypto::default_provider());
+    let mut rx = Engine::new(crypto::default_provider());
+    let ha = tx.add_outbound(&a, Time(0)).unwrap();
+    let ia = rx.add_inbound(&a, Time(0)).unwrap();
+    let ib = rx.add_inbound(&b, Time(0)).unwrap();
+    let sel = |src: &str, dport: Option<(u16, u16)>| Selector {
+        src: src.parse::<Prefix>().unwrap(),
+        dst: Prefix::any(false),
+        proto: Some(17),
+        src_ports: None,
+        dst_ports: dport,
+    };
+    // First in order: one host's traffic to port 5002 belongs to SA b only.
+    rx.set_inbound_policy(
+        1,
+        10,
+        SpdEntry {
+            selector: sel("10.1.0.16/32", Some((5002, 5002))),
+            action: Action::Protect(vec![ib.0]),
+        },
+    )
+    .unwrap();
+    let wide = |h: usize| SpdEntry {
+        selector: sel("10.1.0.0/16", None),
+        action: Action::Protect(vec![h]),
+    };
+    rx.set_inbound_policy(2, 100, wide(ia.0)).unwrap();
+    let udp = |dport: u16| {
+        let mut out = Vec::new();
+        PacketBuilder::ipv4([10, 1, 0, 16], [10, 2, 0, 32], 64)
+            .udp(40000, dport)
+            .write(&mut out, b"flow")
+            .unwrap();
+        out
+    };
+    let mut buf = PacketBuf::with_max_packet();
+    let mut through_a = |rx: &mut Engine, pkt: &[u8]| {
+        buf.load(pkt, 128).unwrap();
+        tx.protect_with(&[ha], &mut buf, Time(0)).unwrap();
+        rx.inbound(&mut buf, Time(0)).map(|_| ())
+    };
+    let mismatch = Err(ipsec::DropReason::InboundPolicyMismatch);
+    assert_eq!(through_a(&mut rx, &udp(5001)), Ok(()));
+    assert_eq!(through_a(&mut rx, &udp(5001)), Ok(()));
+    assert_eq!(through_a(&mut rx, &udp(5002)), mismatch, "the ports are part of the flow");
+    assert_eq!(through_a(&mut rx, &udp(5001)), Ok(()));
+    rx.set_inbound_policy(2, 100, wide(ib.0)).unwrap();
+    assert_eq!(through_a(&mut rx, &udp(5001)), mismatch, "a changed SPD is looked up again");
+    rx.set_inbound_policy(2, 100, wide(ia.0)).unwrap();
+    assert_eq!(through_a(&mut rx, &udp(5001)), Ok(()));
+    rx.remove_inbound_policy(2).unwrap();
+    assert_eq!(through_a(&mut rx, &udp(5001)), mismatch, "no entry admits it any more");
+}
