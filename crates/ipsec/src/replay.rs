@@ -17,7 +17,7 @@ pub struct ReplayWindow {
     /// Highest sequence number accepted so far (0: none yet).
     top: u64,
     /// Bit `s % 64` of block `(s / 64) & mask` is set when `s` has been accepted.
-    blocks: Box<[u64]>,
+    blocks: Blocks,
     mask: u64,
 }
 
@@ -25,6 +25,33 @@ pub struct ReplayWindow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("replay window size {0} is out of range (0 to disable, or 32..=65536)")]
 pub struct BadWindowSize(pub u32);
+
+/// Blocks held in the window itself: windows up to 192 packets (the node's default is 128)
+/// need no separate allocation, so checking one costs no cache miss beyond the SA's own.
+const INLINE_BLOCKS: usize = 4;
+
+/// The bitmap's blocks: inline for small windows, on the heap for large ones.
+#[derive(Debug, Clone)]
+enum Blocks {
+    Inline([u64; INLINE_BLOCKS]),
+    Heap(Box<[u64]>),
+}
+
+impl Blocks {
+    fn get(&self) -> &[u64] {
+        match self {
+            Blocks::Inline(b) => b,
+            Blocks::Heap(b) => b,
+        }
+    }
+
+    fn get_mut(&mut self) -> &mut [u64] {
+        match self {
+            Blocks::Inline(b) => b,
+            Blocks::Heap(b) => b,
+        }
+    }
+}
 
 impl ReplayWindow {
     /// A window of `size` packets; `esn` selects 64-bit sequence numbers.
@@ -39,7 +66,11 @@ impl ReplayWindow {
             size,
             esn,
             top: 0,
-            blocks: vec![0; n].into_boxed_slice(),
+            blocks: if n <= INLINE_BLOCKS {
+                Blocks::Inline([0; INLINE_BLOCKS])
+            } else {
+                Blocks::Heap(vec![0; n].into_boxed_slice())
+            },
             mask: n as u64 - 1,
         })
     }
@@ -95,7 +126,7 @@ impl ReplayWindow {
         if self.top - s >= self.size as u64 {
             return Err(DropReason::TooOld);
         }
-        if self.blocks[((s >> 6) & self.mask) as usize] & (1 << (s & 63)) != 0 {
+        if self.blocks.get()[((s >> 6) & self.mask) as usize] & (1 << (s & 63)) != 0 {
             return Err(DropReason::Replayed);
         }
         Ok(())
@@ -112,13 +143,13 @@ impl ReplayWindow {
             let old_block = self.top >> 6;
             let new_block = s >> 6;
             // Clear the blocks the window slides over; at most all of them.
-            let n = (new_block - old_block).min(self.blocks.len() as u64);
+            let n = (new_block - old_block).min(self.mask + 1);
             for i in 1..=n {
-                self.blocks[((old_block + i) & self.mask) as usize] = 0;
+                self.blocks.get_mut()[((old_block + i) & self.mask) as usize] = 0;
             }
             self.top = s;
         }
-        self.blocks[((s >> 6) & self.mask) as usize] |= 1 << (s & 63);
+        self.blocks.get_mut()[((s >> 6) & self.mask) as usize] |= 1 << (s & 63);
     }
 
     /// `check` then `commit`, for callers that have already authenticated the packet.

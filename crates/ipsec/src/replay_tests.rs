@@ -91,7 +91,17 @@ fn esn_inference_across_the_boundary() {
 }
 
 fn sizes_strategy() -> impl Strategy<Value = u32> {
-    prop_oneof![Just(32u32), Just(64), Just(100), Just(128), Just(1024), Just(4096)]
+    // 192 is the largest window kept inline, 193 the smallest on the heap.
+    prop_oneof![
+        Just(32u32),
+        Just(64),
+        Just(100),
+        Just(128),
+        Just(192),
+        Just(193),
+        Just(1024),
+        Just(4096)
+    ]
 }
 
 proptest! {
