@@ -1,6 +1,6 @@
 //! Crypto for hipsec: the algorithm catalogue (IKEv2/ESP transform names), a provider trait
 //! with in-place AEAD, CBC and HMAC operations, an aws-lc-rs provider, IKEv2's (EC)DH groups,
-//! signatures and PRFs (`dh`, `sign`, `prf`), RustCrypto for 3DES (the only
+//! signatures, PRFs and the NAT-detection hash (`dh`, `sign`, `prf`, `digest`), RustCrypto for 3DES (the only
 //! legacy suite aws-lc-rs does not expose) and a null provider for fuzzing and stack-cost benches.
 //!
 //! Read first: RFC 8221 (which algorithms are current, which legacy), RFC 4106, RFC 7634, RFC 4868.
@@ -9,6 +9,7 @@
 pub mod alg;
 pub mod awslc;
 pub mod dh;
+pub mod digest;
 mod legacy;
 pub mod null;
 pub mod prf;

@@ -3,13 +3,35 @@
 //! threads or clocks: the driver (in `node`) feeds datagrams in and sends what comes out.
 //!
 //! Read first: RFC 7296 §1.2 (the initial exchanges), §2.13–2.18 (keys), §3.14 (SK payload).
+//!
+//! The driver's loop for the initiator: [`initiator::start`] gives an [`InitiatorSaInit`] and the
+//! first datagram; each datagram from the peer goes to the state's `handle`, which returns the
+//! next state and the datagram to send, or [`Rejected`] (`Dropped`: count it and keep the
+//! state; `Failed`: the exchange is over). The responder: [`Responder::handle_init`] for
+//! IKE_SA_INIT (stateless refusals, or a half-open [`ResponderAuth`]), whose `handle` takes
+//! IKE_AUTH. Both ends finish with an [`Established`]: the IKE SA and a [`ChildSaKeys`] install
+//! request. Times are milliseconds the driver passes in ([`Retransmit`] for §2.1 back-off).
+//!
+//! Not here yet: signature authentication (RFC 7427), CREATE_CHILD_SA (rekeys, the nonce rule of
+//! §2.8.1), INFORMATIONAL (DELETE, liveness), message-ID windows beyond IKE_AUTH, and keeping the
+//! IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole exchange fails).
 #![forbid(unsafe_code)]
 
+pub mod auth;
+pub mod config;
 pub mod error;
+pub mod initiator;
 pub mod keys;
+pub mod responder;
+pub mod sa;
 pub mod sk;
 pub mod suite;
 
+pub use config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 pub use error::{ConfigError, Error, PeerMisbehaved};
+pub use initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 pub use keys::{ChildKeyMat, IkeSaKeys, Secret};
+pub use responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
+pub use sa::{Established, IkeSa, Rejected, Retransmit};
+pub use sk::Role;
 pub use suite::{ChildSuite, IkeSuite};

@@ -1,0 +1,129 @@
+//! What the driver gives the exchanges (a connection's configuration and the datagram's
+//! addresses) and what it gets back when an IKE SA with its first CHILD SA is up: the install
+//! request for the data path. Modelled on swanctl.conf's connection/children sections.
+
+use crate::error::ConfigError;
+use crate::keys::Secret;
+use crate::suite::{ChildSuite, IkeSuite};
+use std::net::SocketAddr;
+use wire::ikev2::{Id, TrafficSelector};
+
+/// How this end proves who it is (RFC 7296 §2.15).
+#[derive(Clone)]
+pub enum AuthConfig {
+    /// A pre-shared key, used for both directions.
+    Psk(Secret),
+}
+
+impl std::fmt::Debug for AuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthConfig::Psk(_) => f.write_str("Psk(..)"),
+        }
+    }
+}
+
+/// ESP encapsulation mode of the CHILD SA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Tunnel mode (the default of §1.3.1).
+    Tunnel,
+    /// Transport mode, asked for with USE_TRANSPORT_MODE.
+    Transport,
+}
+
+/// One connection: identities, credentials, proposals and the first CHILD SA's selectors.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Our identity (IDi as initiator, IDr as responder).
+    pub local_id: Id,
+    /// The peer's identity we accept; `None` accepts any the PSK authenticates.
+    pub remote_id: Option<Id>,
+    /// Our credentials, and the peer's (the PSK is shared).
+    pub auth: AuthConfig,
+    /// IKE SA proposals in our order of preference; the first one's group is sent in KE.
+    pub ike_suites: Vec<IkeSuite>,
+    /// CHILD SA proposals in our order of preference (no PFS in IKE_AUTH, §1.2).
+    pub child_suites: Vec<ChildSuite>,
+    /// Traffic we protect on our side (TSi as initiator).
+    pub local_ts: Vec<TrafficSelector>,
+    /// Traffic we protect on the peer's side.
+    pub remote_ts: Vec<TrafficSelector>,
+    /// Tunnel or transport.
+    pub mode: Mode,
+}
+
+impl Config {
+    /// Checks the configuration once, before any exchange.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ike_suites.is_empty() || self.child_suites.is_empty() {
+            return Err(ConfigError::NoProposals);
+        }
+        for s in &self.ike_suites {
+            s.validate()?;
+        }
+        for c in &self.child_suites {
+            c.to_proposal(1, 0x100)?;
+        }
+        if self.local_ts.is_empty() || self.remote_ts.is_empty() {
+            return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
+        }
+        Ok(())
+    }
+}
+
+/// The addresses a datagram travelled between, as the driver's socket saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Our address and port.
+    pub local: SocketAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+}
+
+/// What NAT detection found (§2.23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NatStatus {
+    /// Our address is translated: we should float to port 4500 and send keepalives.
+    pub local_behind_nat: bool,
+    /// The peer's address is translated.
+    pub remote_behind_nat: bool,
+}
+
+/// The request to install one CHILD SA pair in the data path: SPIs, suite, keys (AEAD keys end
+/// in their 4-byte salt) and selectors. "In" is the SA we receive on, "out" the one we send on.
+pub struct ChildSaKeys {
+    /// Algorithms, ESN.
+    pub suite: ChildSuite,
+    /// Tunnel or transport.
+    pub mode: Mode,
+    /// SPI of the inbound SA (chosen by us).
+    pub spi_in: u32,
+    /// SPI of the outbound SA (chosen by the peer).
+    pub spi_out: u32,
+    /// Encryption key of the inbound SA.
+    pub enc_key_in: Secret,
+    /// Integrity key of the inbound SA (empty with an AEAD).
+    pub auth_key_in: Secret,
+    /// Encryption key of the outbound SA.
+    pub enc_key_out: Secret,
+    /// Integrity key of the outbound SA.
+    pub auth_key_out: Secret,
+    /// Our side's traffic, as narrowed by the exchange.
+    pub local_ts: Vec<TrafficSelector>,
+    /// The peer's side's traffic.
+    pub remote_ts: Vec<TrafficSelector>,
+}
+
+impl std::fmt::Debug for ChildSaKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildSaKeys")
+            .field("suite", &self.suite)
+            .field("mode", &self.mode)
+            .field("spi_in", &format_args!("{:#010x}", self.spi_in))
+            .field("spi_out", &format_args!("{:#010x}", self.spi_out))
+            .field("local_ts", &self.local_ts)
+            .field("remote_ts", &self.remote_ts)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,440 @@
+//! The responder of the initial exchanges (RFC 7296 §1.2). IKE_SA_INIT is answered statelessly
+//! when it must be refused: a COOKIE when the driver says half-open SAs are too many (§2.6),
+//! INVALID_KE_PAYLOAD naming our group (§1.2), NO_PROPOSAL_CHOSEN. Otherwise a half-open state
+//! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered.
+
+use crate::auth::{CookieSecret, nat_hash, psk_auth, ts_narrow};
+use crate::config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
+use crate::error::{Error, PeerMisbehaved};
+use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
+use crate::sa::{
+    Established, HALF_OPEN_TIMEOUT_MS, IkeSa, NONCE_LEN, Rejected, emit, find_notify, header,
+    missing, notify, random, random_esp_spi, random_ike_spi, take_payload,
+};
+use crate::sk::{Role, SkKeys};
+use crate::suite::{ChildSuite, IkeSuite};
+use crypto::{KeyExchange, Provider};
+use wire::ikev2::{
+    Auth, AuthMethod, ExchangeType, Header, Ke, Message, NotifyType, Payload, Sa, Ts,
+};
+
+/// A responder for one configuration: stateless until a valid IKE_SA_INIT arrives.
+pub struct Responder {
+    config: Config,
+    provider: &'static dyn Provider,
+    cookie: CookieSecret,
+    previous_cookie: Option<CookieSecret>,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responder").field("local_id", &self.config.local_id).finish_non_exhaustive()
+    }
+}
+
+/// What an IKE_SA_INIT request leads to.
+#[derive(Debug)]
+pub enum InitOutcome {
+    /// Refused without keeping state: send this reply (COOKIE, INVALID_KE_PAYLOAD or
+    /// NO_PROPOSAL_CHOSEN). The error says which.
+    Reply(Vec<u8>, Error),
+    /// Dropped without an answer (malformed, or not an initial request).
+    Drop(Error),
+    /// A half-open IKE SA: keep the state (keyed by SPIi and the peer's address) and send this.
+    HalfOpen(Box<ResponderAuth>, Vec<u8>),
+}
+
+/// Half-open: keys derived, waiting for IKE_AUTH.
+pub struct ResponderAuth {
+    config: Config,
+    ike: IkeSa,
+    ni: Vec<u8>,
+    nr: Vec<u8>,
+    msg1: Vec<u8>,
+    msg2: Vec<u8>,
+    expires_ms: u64,
+    provider: &'static dyn Provider,
+}
+
+impl std::fmt::Debug for ResponderAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponderAuth").field("ike", &self.ike).finish_non_exhaustive()
+    }
+}
+
+/// The end of IKE_AUTH on the responder.
+#[derive(Debug)]
+pub enum AuthOutcome {
+    /// Up: install the CHILD SA, send the response.
+    Established(Box<Established>, Vec<u8>),
+    /// Refused after decrypting: send the response (AUTHENTICATION_FAILED, NO_PROPOSAL_CHOSEN,
+    /// TS_UNACCEPTABLE), drop the IKE SA.
+    Failed(Error, Vec<u8>),
+}
+
+fn psk(config: &Config) -> &[u8] {
+    match &config.auth {
+        AuthConfig::Psk(k) => k,
+    }
+}
+
+impl Responder {
+    /// A responder; the driver supplies the cookie secret and rotates it with [`Responder::rotate_cookie`].
+    pub fn new(
+        config: Config,
+        provider: &'static dyn Provider,
+        cookie: CookieSecret,
+    ) -> Result<Responder, Error> {
+        config.validate()?;
+        Ok(Responder { config, provider, cookie, previous_cookie: None })
+    }
+
+    /// Starts using a new cookie secret; cookies of the previous one stay valid until the next rotation.
+    pub fn rotate_cookie(&mut self, next: CookieSecret) {
+        self.previous_cookie = Some(std::mem::replace(&mut self.cookie, next));
+    }
+
+    fn reply(h: &Header, ty: NotifyType, data: Vec<u8>, why: Error) -> InitOutcome {
+        let rh = header(h.spi_i, 0, ExchangeType::IKE_SA_INIT, Role::Responder, true, 0);
+        match emit(&Message { header: rh, payloads: vec![notify(ty, data)] }) {
+            Ok(bytes) => InitOutcome::Reply(bytes, why),
+            Err(e) => InitOutcome::Drop(e),
+        }
+    }
+
+    /// Handles a datagram that should be an IKE_SA_INIT request. `require_cookie`: the driver's
+    /// verdict that half-open SAs passed its threshold (§2.6).
+    pub fn handle_init(
+        &self,
+        now_ms: u64,
+        ep: Endpoints,
+        bytes: &[u8],
+        require_cookie: bool,
+    ) -> InitOutcome {
+        let m = match Message::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => return InitOutcome::Drop(Error::InvalidMessage(e)),
+        };
+        let h = m.header;
+        if h.exchange_type != ExchangeType::IKE_SA_INIT
+            || h.flags.response
+            || !h.flags.initiator
+            || h.message_id != 0
+            || h.spi_r != 0
+            || h.spi_i == 0
+        {
+            return InitOutcome::Drop(
+                PeerMisbehaved::UnexpectedMessage("not an IKE_SA_INIT request").into(),
+            );
+        }
+        let ex = ExchangeType::IKE_SA_INIT;
+        let (Some(sa), Some(ke), Some(ni)) = (
+            take_payload!(m.payloads, Sa),
+            take_payload!(m.payloads, Ke),
+            take_payload!(m.payloads, Nonce),
+        ) else {
+            return InitOutcome::Drop(missing(ex, "SA, KE or Nonce"));
+        };
+        if require_cookie {
+            let ip = ep.remote.ip();
+            let ok = find_notify(&m.payloads, NotifyType::COOKIE).is_some_and(|c| {
+                self.cookie.verify(&c.data, ni, ip, h.spi_i)
+                    || self
+                        .previous_cookie
+                        .as_ref()
+                        .is_some_and(|p| p.verify(&c.data, ni, ip, h.spi_i))
+            });
+            if !ok {
+                let why = PeerMisbehaved::UnexpectedMessage("cookie required").into();
+                return Self::reply(
+                    &h,
+                    NotifyType::COOKIE,
+                    self.cookie.cookie(ni, ip, h.spi_i),
+                    why,
+                );
+            }
+        }
+        let same_group: Vec<IkeSuite> = self
+            .config
+            .ike_suites
+            .iter()
+            .filter(|s| s.dh.ike_id() == ke.dh_group)
+            .copied()
+            .collect();
+        let (num, suite) = match IkeSuite::select(&sa.proposals, &same_group) {
+            Some(c) => c,
+            None => {
+                let why = PeerMisbehaved::ErrorNotify(NotifyType::NO_PROPOSAL_CHOSEN).into();
+                return match IkeSuite::select(&sa.proposals, &self.config.ike_suites) {
+                    Some((_, s)) => {
+                        let data = s.dh.ike_id().to_be_bytes().to_vec();
+                        let why =
+                            PeerMisbehaved::KeMismatch { got: ke.dh_group, want: s.dh.ike_id() }
+                                .into();
+                        Self::reply(&h, NotifyType::INVALID_KE_PAYLOAD, data, why)
+                    }
+                    None => Self::reply(&h, NotifyType::NO_PROPOSAL_CHOSEN, Vec::new(), why),
+                };
+            }
+        };
+        if ke.data.len() != suite.dh.public_len() {
+            return InitOutcome::Drop(
+                PeerMisbehaved::KeMismatch { got: ke.dh_group, want: suite.dh.ike_id() }.into(),
+            );
+        }
+        match self.half_open(now_ms, ep, &m, bytes, num, suite, ni) {
+            Ok((st, resp)) => InitOutcome::HalfOpen(Box::new(st), resp),
+            Err(e) => InitOutcome::Drop(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn half_open(
+        &self,
+        now_ms: u64,
+        ep: Endpoints,
+        m: &Message,
+        msg1: &[u8],
+        num: u8,
+        suite: IkeSuite,
+        ni: &[u8],
+    ) -> Result<(ResponderAuth, Vec<u8>), Error> {
+        let p = self.provider;
+        let spi_i = m.header.spi_i;
+        let spi_r = random_ike_spi(p)?;
+        let nr = random::<NONCE_LEN>(p)?.to_vec();
+        let ke = KeyExchange::generate(suite.dh)?;
+        let ke_pub = ke.public_key().to_vec();
+        let ke_i = take_payload!(m.payloads, Ke).map(|k| k.data.as_slice()).unwrap_or_default();
+        let g_ir = ke.agree(ke_i).map_err(|_| PeerMisbehaved::BadPublicValue)?;
+        let seed = skeyseed(suite.prf, ni, &nr, g_ir.as_bytes());
+        let keys = IkeSaKeys::derive(&suite, &seed, ni, &nr, spi_i, spi_r)?;
+        let sk = SkKeys::new(p, &suite, &keys, Role::Responder)?;
+        // §2.23: the initiator hashed with SPIr = 0.
+        let differs = |ty, addr| {
+            find_notify(&m.payloads, ty).is_some_and(|n| n.data != nat_hash(spi_i, 0, addr))
+        };
+        let nat = NatStatus {
+            remote_behind_nat: differs(NotifyType::NAT_DETECTION_SOURCE_IP, ep.remote),
+            local_behind_nat: differs(NotifyType::NAT_DETECTION_DESTINATION_IP, ep.local),
+        };
+        let payloads = vec![
+            Payload::Sa(Sa { proposals: vec![suite.to_proposal(num, Vec::new())?] }),
+            Payload::Ke(Ke { dh_group: suite.dh.ike_id(), data: ke_pub }),
+            Payload::Nonce(nr.clone()),
+            notify(NotifyType::NAT_DETECTION_SOURCE_IP, nat_hash(spi_i, spi_r, ep.local).to_vec()),
+            notify(
+                NotifyType::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(spi_i, spi_r, ep.remote).to_vec(),
+            ),
+        ];
+        let h = header(spi_i, spi_r, ExchangeType::IKE_SA_INIT, Role::Responder, true, 0);
+        let msg2 = emit(&Message { header: h, payloads })?;
+        let ike = IkeSa {
+            role: Role::Responder,
+            spi_i,
+            spi_r,
+            suite,
+            nat,
+            keys,
+            sk,
+            next_request_id: 0,
+            next_peer_request_id: 2,
+            last_response: None,
+        };
+        let st = ResponderAuth {
+            config: self.config.clone(),
+            ike,
+            ni: ni.to_vec(),
+            nr,
+            msg1: msg1.to_vec(),
+            msg2: msg2.clone(),
+            expires_ms: now_ms.saturating_add(HALF_OPEN_TIMEOUT_MS),
+            provider: p,
+        };
+        Ok((st, msg2))
+    }
+}
+
+impl ResponderAuth {
+    /// When the driver should forget this half-open SA.
+    pub fn expires_ms(&self) -> u64 {
+        self.expires_ms
+    }
+
+    /// Our responder SPI.
+    pub fn spi_r(&self) -> u64 {
+        self.ike.spi_r
+    }
+
+    /// The IKE_SA_INIT response again, if `bytes` is a retransmission of the request (§2.1).
+    pub fn retransmitted_init(&self, bytes: &[u8]) -> Option<&[u8]> {
+        (bytes == self.msg1.as_slice()).then_some(self.msg2.as_slice())
+    }
+
+    /// What NAT detection found.
+    pub fn nat(&self) -> NatStatus {
+        self.ike.nat
+    }
+
+    fn respond(&mut self, inner: &[Payload]) -> Result<Vec<u8>, Error> {
+        let h = header(
+            self.ike.spi_i,
+            self.ike.spi_r,
+            ExchangeType::IKE_AUTH,
+            Role::Responder,
+            true,
+            1,
+        );
+        self.ike.sk.seal(self.provider, &h, inner)
+    }
+
+    /// Handles a datagram that should be the IKE_AUTH request.
+    pub fn handle(mut self, bytes: &[u8]) -> Result<AuthOutcome, Rejected<Self>> {
+        let opened = wire::ikev2::Packet::new_checked(bytes)
+            .map_err(Error::InvalidMessage)
+            .and_then(|p| {
+                let ok = p.spi_i() == self.ike.spi_i
+                    && p.spi_r() == self.ike.spi_r
+                    && p.exchange_type() == ExchangeType::IKE_AUTH
+                    && !p.flags().response
+                    && p.flags().initiator
+                    && p.message_id() == 1;
+                if ok {
+                    Ok(())
+                } else {
+                    Err(PeerMisbehaved::UnexpectedMessage("not an IKE_AUTH request").into())
+                }
+            })
+            .and_then(|()| self.ike.sk.open(bytes));
+        let payloads = match opened {
+            Ok((_, payloads)) => payloads,
+            Err(error) => return Err(Rejected::Dropped { state: Box::new(self), error }),
+        };
+        let refuse = |st: &mut Self, ty: NotifyType, error: Error| match st
+            .respond(&[notify(ty, Vec::new())])
+        {
+            Ok(reply) => Ok(AuthOutcome::Failed(error, reply)),
+            Err(e) => Err(Rejected::Failed(e)),
+        };
+        let ex = ExchangeType::IKE_AUTH;
+        let (Some(idi), Some(auth)) = (take_payload!(payloads, IdI), take_payload!(payloads, Auth))
+        else {
+            return refuse(&mut self, NotifyType::INVALID_SYNTAX, missing(ex, "IDi or AUTH"));
+        };
+        let c = &self.config;
+        let prf = self.ike.suite.prf;
+        let want = psk_auth(prf, psk(c), &self.msg1, &self.nr, &self.ike.keys.sk_pi, idi);
+        let id_ok = c.remote_id.as_ref().is_none_or(|r| r == idi);
+        let auth_ok = auth.method == AuthMethod::SHARED_KEY_MIC
+            && crypto::provider::constant_time_eq(&want, &auth.data);
+        if !id_ok || !auth_ok {
+            // §2.21.2: the answer is AUTHENTICATION_FAILED, whichever of the two failed.
+            let why = if id_ok {
+                PeerMisbehaved::AuthenticationFailed(auth.method.0)
+            } else {
+                PeerMisbehaved::UnexpectedIdentity
+            };
+            return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why.into());
+        }
+        // TODO(issue 11): a failed CHILD SA should leave the IKE SA up (§1.2, §2.21.3); here the
+        // whole exchange fails with the notify.
+        let child = self.child(&payloads);
+        let (num, suite, spi_out, tsi, tsr, mode) = match child {
+            Ok(v) => v,
+            Err((ty, e)) => return refuse(&mut self, ty, e),
+        };
+        let result = (|| {
+            let spi_in = random_esp_spi(self.provider)?;
+            let c = &self.config;
+            let my_auth =
+                psk_auth(prf, psk(c), &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id);
+            let mut inner = vec![
+                Payload::IdR(c.local_id.clone()),
+                Payload::Auth(Auth { method: AuthMethod::SHARED_KEY_MIC, data: my_auth.to_vec() }),
+            ];
+            if mode == Mode::Transport {
+                inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
+            }
+            inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(num, spi_in)?] }));
+            inner.push(Payload::TsI(Ts { selectors: tsi.clone() }));
+            inner.push(Payload::TsR(Ts { selectors: tsr.clone() }));
+            let reply = self.respond(&inner)?;
+            let km = ChildKeyMat::derive(
+                prf,
+                &self.ike.keys.sk_d,
+                &suite.esp,
+                None,
+                &self.ni,
+                &self.nr,
+            )?;
+            let child = ChildSaKeys {
+                suite,
+                mode,
+                spi_in,
+                spi_out,
+                enc_key_in: km.encr_i,
+                auth_key_in: km.integ_i,
+                enc_key_out: km.encr_r,
+                auth_key_out: km.integ_r,
+                local_ts: tsr,
+                remote_ts: tsi,
+            };
+            Ok::<_, Error>((child, reply))
+        })();
+        match result {
+            Ok((child, reply)) => {
+                let mut ike = self.ike;
+                ike.last_response = Some(reply.clone());
+                Ok(AuthOutcome::Established(Box::new(Established { ike, child }), reply))
+            }
+            Err(e) => Err(Rejected::Failed(e)),
+        }
+    }
+
+    /// Chooses the CHILD SA: proposal (§2.7), mode (§1.3.1), narrowed selectors (§2.9).
+    #[allow(clippy::type_complexity)]
+    fn child(
+        &self,
+        payloads: &[Payload],
+    ) -> Result<
+        (
+            u8,
+            ChildSuite,
+            u32,
+            Vec<wire::ikev2::TrafficSelector>,
+            Vec<wire::ikev2::TrafficSelector>,
+            Mode,
+        ),
+        (NotifyType, Error),
+    > {
+        let ex = ExchangeType::IKE_AUTH;
+        let syntax = |what| (NotifyType::INVALID_SYNTAX, missing(ex, what));
+        let sa = take_payload!(payloads, Sa).ok_or_else(|| syntax("SA"))?;
+        let tsi = take_payload!(payloads, TsI).ok_or_else(|| syntax("TSi"))?;
+        let tsr = take_payload!(payloads, TsR).ok_or_else(|| syntax("TSr"))?;
+        let ours: Vec<ChildSuite> =
+            self.config.child_suites.iter().map(|s| ChildSuite { pfs: None, ..*s }).collect();
+        let no_proposal = (
+            NotifyType::NO_PROPOSAL_CHOSEN,
+            PeerMisbehaved::ErrorNotify(NotifyType::NO_PROPOSAL_CHOSEN).into(),
+        );
+        let (num, suite, spi_out) = ChildSuite::select(&sa.proposals, &ours).ok_or(no_proposal)?;
+        let tsi_n = ts_narrow(&tsi.selectors, &self.config.remote_ts);
+        let tsr_n = ts_narrow(&tsr.selectors, &self.config.local_ts);
+        if tsi_n.is_empty() || tsr_n.is_empty() {
+            let e = PeerMisbehaved::ErrorNotify(NotifyType::TS_UNACCEPTABLE).into();
+            return Err((NotifyType::TS_UNACCEPTABLE, e));
+        }
+        let transport = find_notify(payloads, NotifyType::USE_TRANSPORT_MODE).is_some()
+            && self.config.mode == Mode::Transport;
+        Ok((
+            num,
+            suite,
+            spi_out,
+            tsi_n,
+            tsr_n,
+            if transport { Mode::Transport } else { Mode::Tunnel },
+        ))
+    }
+}
