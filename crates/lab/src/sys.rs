@@ -1,11 +1,15 @@
-//! Small helpers around the OS: running `ip`/`tc`, the privilege check, and a process registry that
-//! the Ctrl-C handler (signal-hook, no unsafe here) uses to tear everything down.
+//! Small helpers around the OS: running `ip`/`tc`, the privilege check, and a registry of the
+//! processes and namespaces the lab started, which the Ctrl-C handler (signal-hook, no unsafe here)
+//! kills and deletes. A leaf: it imports nothing of the lab but the error type.
 
 use crate::error::LabError;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Every namespace the lab creates starts with this; the teardown deletes no other.
+pub const PREFIX: &str = "hlab-";
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -130,6 +134,19 @@ pub(crate) fn teardown_all() {
         kill_pid(pid);
     }
     for ns in namespaces {
-        crate::topology::delete_namespace(&ns);
+        delete_namespace(&ns);
     }
+}
+
+/// Kills the processes inside `ns` and deletes it; errors are ignored (best effort teardown).
+pub(crate) fn delete_namespace(ns: &str) {
+    if !ns.starts_with(PREFIX) {
+        return; // never touch namespaces that are not the lab's
+    }
+    if let Ok(pids) = run("ip", &["netns", "pids", ns]) {
+        for pid in pids.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+            kill_pid(pid);
+        }
+    }
+    let _ = run("ip", &["netns", "del", ns]);
 }

@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Every namespace the lab creates starts with this.
-pub const PREFIX: &str = "hlab-";
+/// Every namespace the lab creates starts with this (defined beside the teardown that guards on it).
+pub use crate::sys::PREFIX;
 
 /// One namespace of a topology.
 #[derive(Debug, Clone)]
@@ -309,7 +309,7 @@ impl Topology {
 impl Drop for Topology {
     fn drop(&mut self) {
         for ns in &self.namespaces {
-            delete_namespace(ns);
+            sys::delete_namespace(ns);
             sys::registry().namespaces.remove(ns);
         }
     }
@@ -397,19 +397,6 @@ pub fn list_namespaces() -> Result<Vec<String>, LabError> {
     Ok(out.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect())
 }
 
-/// Kills the processes inside `ns` and deletes it; errors are ignored (best effort teardown).
-pub(crate) fn delete_namespace(ns: &str) {
-    if !ns.starts_with(PREFIX) {
-        return; // never touch namespaces that are not the lab's
-    }
-    if let Ok(pids) = sys::run("ip", &["netns", "pids", ns]) {
-        for pid in pids.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
-            sys::kill_pid(pid);
-        }
-    }
-    let _ = sys::run("ip", &["netns", "del", ns]);
-}
-
 /// Removes `hlab-<pid>-...` namespaces whose owning process no longer exists (a crashed run).
 /// Namespaces of a live lab process (e.g. tests running in parallel) are left alone.
 pub fn cleanup_stale() -> Result<usize, LabError> {
@@ -420,7 +407,7 @@ pub fn cleanup_stale() -> Result<usize, LabError> {
         let alive = owner.is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
         if !alive {
             eprintln!("lab: removing stale namespace {ns} from an earlier run");
-            delete_namespace(&ns);
+            sys::delete_namespace(&ns);
             removed += 1;
         }
     }

@@ -76,7 +76,7 @@ pub fn main_with(cli: TrafficCli) -> i32 {
             };
             engine::run_client(&p).and_then(|r| {
                 serde_json::to_string(&r)
-                    .map_err(|e| crate::LabError::parse("client result", e.to_string()))
+                    .map_err(|e| crate::error::LabError::parse("client result", e.to_string()))
             })
         }
         TrafficCmd::Probe { server, tries, timeout_ms } => {
