@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod error;
+pub mod node;
 pub mod report;
 pub mod sys;
 pub mod topology;
@@ -11,6 +12,5 @@ pub mod traffic;
 pub use error::LabError;
 pub mod scenario;
 
-pub use scenario::{
-    EspCarrier, NodeHook, RunOptions, RunSummary, ScenarioInfo, list, run, run_with,
-};
+pub use node::{EspCarrier, NodeHook};
+pub use scenario::{RunOptions, RunSummary, ScenarioInfo, list, run, run_with};

@@ -18,10 +18,12 @@
 
 pub mod nft;
 
-use super::ipsec_netperf::{EspSuite, Mode, ModeGuard, ModeHook};
-use super::node_hook::{FilterEngine, INNER_V4, INNER_V6, NodeFilter, filter_unsupported};
 use super::{Progress, RunOptions};
 use crate::error::LabError;
+use crate::node::{
+    EspSuite, FilterEngine, INNER_V4, INNER_V6, Mode, ModeGuard, ModeHook, NodeFilter,
+    filter_unsupported,
+};
 use crate::report::markdown::num;
 use crate::report::{
     Case, CaseCpu, Chart, Machine, Pending, Report, SCHEMA, Section, SeedFigures, mean_rtt,
@@ -42,7 +44,7 @@ const SEED_TABLE: &str = "filter_rules";
 pub const RULE_SEED: u64 = 0x0002_f11e;
 /// The role whose traffic is filtered.
 pub const FILTER_HOST: &str = "h2";
-/// The nodes' TUN devices (see `node_hook`).
+/// The nodes' TUN devices (see `crate::node::config`).
 pub const TUN_DEVICES: [&str; 2] = ["hlab4", "hlab6"];
 /// `nft -f` gets this long per rule set before the row is given up.
 pub const NFT_LOAD_TIMEOUT: Duration = Duration::from_secs(150);
@@ -887,7 +889,6 @@ fn charts(rows: &[FilterRow]) -> Vec<Chart> {
 mod tests {
     use super::*;
     use filter::{Direction, LinearFilter, PacketKey};
-    use std::path::PathBuf;
 
     #[test]
     fn generated_rules_never_touch_the_tunnel_traffic() {
@@ -926,37 +927,5 @@ mod tests {
                 .iter()
                 .any(|x| x.imp == Implementation::NftLinear && x.rules > NFT_LINEAR_MAX)
         );
-    }
-
-    #[test]
-    fn node_filter_table_is_the_agreed_syntax() {
-        let f = NodeFilter {
-            rules: PathBuf::from("/tmp/hlab-filter-1/rules-100.txt"),
-            engine: FilterEngine::Linear,
-            hosts: vec!["h2".into()],
-        };
-        assert_eq!(
-            f.table(),
-            "\n[filter]\nrules = \"/tmp/hlab-filter-1/rules-100.txt\"\nengine = \"linear\"\n"
-        );
-        let t: toml::Table = toml::from_str(&f.table()).unwrap();
-        assert_eq!(t["filter"]["engine"].as_str(), Some("linear"));
-        let c = NodeFilter { engine: FilterEngine::Classifier, rules: PathBuf::from("a\"b"), ..f };
-        let t: toml::Table = toml::from_str(&c.table()).unwrap();
-        assert_eq!(t["filter"]["rules"].as_str(), Some("a\"b"));
-        assert_eq!(t["filter"]["engine"].as_str(), Some("classifier"));
-    }
-
-    #[test]
-    fn unknown_field_filter_is_recognised() {
-        let e = LabError::Node {
-            mode: "ESP AES-128-GCM".into(),
-            node: "h2 IPv4".into(),
-            detail: "exited (exit status: 1); stderr:\nhipsec: config line 30: unknown field `filter`, expected one of `interface`, `network`".into(),
-        };
-        assert!(filter_unsupported(&e));
-        let other =
-            LabError::Node { mode: "m".into(), node: "n".into(), detail: "tunnel not up".into() };
-        assert!(!filter_unsupported(&other));
     }
 }

@@ -3,7 +3,6 @@
 
 pub mod filter_rules;
 pub mod ipsec_netperf;
-pub mod node_hook;
 
 use crate::error::LabError;
 use crate::report::Report;
@@ -12,8 +11,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use ipsec_netperf::{EspSuite, Mode, ModeGuard, ModeHook, PlainOnly};
-pub use node_hook::{EspCarrier, FilterEngine, NodeFilter, NodeHook};
+/// The node pieces scenarios share, re-exported where callers have always found them.
+pub use crate::node::{
+    EspCarrier, EspSuite, FilterEngine, Mode, ModeGuard, ModeHook, NodeFilter, NodeHook, PlainOnly,
+};
 
 /// One line of `hipsec lab list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
