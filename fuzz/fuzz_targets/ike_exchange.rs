@@ -1,0 +1,99 @@
+//! Fuzz target: the IKEv2 initial exchanges (RFC 7296 §1.2) between two endpoints joined by
+//! function calls, with a mutator between them. The first input byte picks which of the four
+//! messages is hit and how (replaced by the input, bytes XORed in, or truncated); the receiving
+//! state must drop it or fail cleanly, never panic, and after a drop the genuine message must
+//! still complete the exchange.
+#![no_main]
+
+use crypto::{AeadAlg, DhGroup, EncrAlg, EspSuite, IntegAlg, PrfAlg};
+use ike::auth::CookieSecret;
+use ike::{
+    AuthConfig, AuthOutcome, ChildSuite, Config, Endpoints, IkeSuite, InitOutcome, Mode, Rejected,
+    Responder, SaInitNext, initiator,
+};
+use libfuzzer_sys::fuzz_target;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use wire::ikev2::{Id, TrafficSelector};
+use zeroize::Zeroizing;
+
+fn config(local: &str, remote: &str) -> Config {
+    let esp = EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).expect("suite");
+    Config {
+        local_id: Id::fqdn(local),
+        remote_id: Some(Id::fqdn(remote)),
+        auth: AuthConfig::Psk(Zeroizing::new(b"fuzz".to_vec())),
+        ike_suites: vec![IkeSuite {
+            encr: EncrAlg::Aead(AeadAlg::Aes128Gcm),
+            integ: IntegAlg::None,
+            prf: PrfAlg::HmacSha256,
+            dh: DhGroup::Curve25519,
+        }],
+        child_suites: vec![ChildSuite { esp, esn: false, pfs: None }],
+        local_ts: vec![TrafficSelector::any(false)],
+        remote_ts: vec![TrafficSelector::any(false)],
+        mode: Mode::Tunnel,
+    }
+}
+
+fn mutate(how: u8, genuine: &[u8], data: &[u8]) -> Vec<u8> {
+    match how % 3 {
+        0 => data.to_vec(),
+        1 => {
+            let mut m = genuine.to_vec();
+            let at = data.first().map_or(0, |&b| b as usize);
+            for (i, x) in data.iter().skip(1).enumerate() {
+                if let Some(b) = m.get_mut((at + i) % genuine.len().max(1)) {
+                    *b ^= x;
+                }
+            }
+            m
+        }
+        _ => genuine[..genuine.len().min(data.first().map_or(0, |&b| b as usize) * 4)].to_vec(),
+    }
+}
+
+fuzz_target!(|input: &[u8]| {
+    let Some((&sel, data)) = input.split_first() else { return };
+    let (step, how) = (sel % 4, sel / 4);
+    let p = crypto::default_provider();
+    let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 500);
+    let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)), 500);
+    let (ea, eb) = (Endpoints { local: a, remote: b }, Endpoints { local: b, remote: a });
+    let r = Responder::new(config("b", "a"), p, CookieSecret { version: 1, key: Zeroizing::new([1; 32]) })
+        .expect("responder");
+    let (st, msg1) = initiator::start(config("a", "b"), p, ea, 0).expect("start");
+
+    if step == 0 {
+        let _ = r.handle_init(0, eb, &mutate(how, &msg1, data), how & 8 != 0);
+    }
+    let InitOutcome::HalfOpen(half, msg2) = r.handle_init(0, eb, &msg1, false) else { panic!("genuine init") };
+    let st = if step == 1 {
+        match st.handle(0, &mutate(how, &msg2, data)) {
+            Err(Rejected::Dropped { state, .. }) => *state,
+            _ => return,
+        }
+    } else {
+        st
+    };
+    let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).expect("genuine response") else { return };
+    let half = if step == 2 {
+        match half.handle(&mutate(how, &msg3, data)) {
+            Err(Rejected::Dropped { state, .. }) => *state,
+            _ => return,
+        }
+    } else {
+        *half
+    };
+    let AuthOutcome::Established(_, msg4) = half.handle(&msg3).expect("genuine auth") else {
+        panic!("genuine auth refused")
+    };
+    let auth = if step == 3 {
+        match auth.handle(&mutate(how, &msg4, data)) {
+            Err(Rejected::Dropped { state, .. }) => *state,
+            _ => return,
+        }
+    } else {
+        auth
+    };
+    auth.handle(&msg4).expect("genuine auth response");
+});
