@@ -1,20 +1,25 @@
 //! Scenarios (one per seed) and the public entry points the `hipsec lab` CLI calls: `list()`,
 //! `run(name, opts)` with `RunOptions` (a `clap::Args` to flatten), and a progress/ETA line.
+//!
+//! Each scenario is a folder (`ipsec_netperf/`, `filter_rules/`) whose `mod.rs` implements
+//! [`Scenario`] on a unit struct; [`REGISTRY`] lists them, with the planned ones, in `hipsec lab
+//! list` order, and `run_with` dispatches through it. What the scenarios share sits below them:
+//! [`common`] (the trait, `RunOptions`, `Progress`) and `crate::node` (the modes and the hook that
+//! starts hipsec nodes). A scenario never imports this file.
 
+pub mod common;
 pub mod filter_rules;
 pub mod ipsec_netperf;
 
 use crate::error::LabError;
 use crate::report::Report;
-use crate::traffic::TrafficBin;
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// The node pieces scenarios share, re-exported where callers have always found them.
 pub use crate::node::{
     EspCarrier, EspSuite, FilterEngine, Mode, ModeGuard, ModeHook, NodeFilter, NodeHook, PlainOnly,
 };
+pub use common::{Progress, RunOptions, Scenario};
 
 /// One line of `hipsec lab list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,87 +31,67 @@ pub struct ScenarioInfo {
     pub available: bool,
 }
 
-/// Every scenario of DESIGN.md §5.
-pub fn list() -> Vec<ScenarioInfo> {
-    let s = |name, seed, summary, available| ScenarioInfo { name, seed, summary, available };
-    vec![
-        s(
-            "ipsec-netperf",
-            "004",
-            "IPsec none/AH/ESP/AH+ESP over IPv4 and IPv6, netperf STREAM and RR tests, unlimited and 100 Mbit/s",
-            true,
-        ),
-        s("mip6-binding", "000", "Mobile IPv6 home agent binding cache (planned)", false),
-        s("hip-bex", "001", "HIP base exchange phase times (planned)", false),
-        s(
-            "filter-rules",
-            "002",
-            "packet filter cost versus rule count: hipsec classifier and linear, nftables chain and sets; 0 to 100000 rules",
-            true,
-        ),
-        s("rekey-bandwidth", "003", "IKEv2 rekey delay and bandwidth (planned)", false),
-    ]
+/// A line of the registry: a scenario that runs, or one that is only planned.
+#[derive(Clone, Copy)]
+pub enum Entry {
+    Runs(&'static dyn Scenario),
+    /// Not implemented yet: listed with `available: false`; `run` refuses it.
+    Planned {
+        name: &'static str,
+        seed: &'static str,
+        summary: &'static str,
+    },
 }
 
-/// Options of `hipsec lab run SCENARIO`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct RunOptions {
-    /// Short runs, the whole scenario in under 3 minutes (the default).
-    #[arg(long, conflicts_with = "full")]
-    pub quick: bool,
-    /// Long runs with more repetitions (tens of minutes).
-    #[arg(long)]
-    pub full: bool,
-    /// Only this link rate, e.g. 100mbit, 1gbit or unlimited (default: ipsec-netperf runs both
-    /// unlimited and 100mbit; filter-rules runs 1gbit).
-    #[arg(long, value_name = "RATE")]
-    pub link: Option<String>,
-    /// Results folder (default: lab-results/SCENARIO-UNIXTIME).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Print the JSON report on stdout instead of the Markdown table.
-    #[arg(long)]
-    pub json: bool,
-    /// Path of the hipsec-traffic helper (default: beside the running executable).
-    #[arg(long, value_name = "PATH")]
-    pub traffic_bin: Option<PathBuf>,
-    /// Seed figures file (default: ../shared/reference/seed-figures.toml from the repository).
-    #[arg(long, value_name = "PATH")]
-    pub seed_figures: Option<PathBuf>,
-    /// No progress line on stderr.
-    #[arg(long)]
-    pub no_progress: bool,
-}
-
-impl RunOptions {
-    pub fn profile(&self) -> &'static str {
-        if self.full { "full" } else { "quick" }
-    }
-
-    pub(crate) fn traffic_bin(&self) -> Result<TrafficBin, LabError> {
-        match &self.traffic_bin {
-            Some(p) if p.is_file() => Ok(TrafficBin::Path(p.clone())),
-            Some(p) => Err(LabError::InvalidOption {
-                field: "--traffic-bin".into(),
-                reason: format!("{} is not a file", p.display()),
-            }),
-            None => TrafficBin::locate(),
-        }
-    }
-
-    pub(crate) fn seed_path(&self) -> PathBuf {
-        if let Some(p) = &self.seed_figures {
-            return p.clone();
-        }
-        let rel = "../shared/reference/seed-figures.toml";
-        if let Ok(top) = crate::sys::run("git", &["rev-parse", "--show-toplevel"]) {
-            let p = PathBuf::from(top.trim()).join(rel);
-            if p.is_file() {
-                return p;
+impl Entry {
+    /// Its line of `hipsec lab list`.
+    pub fn info(&self) -> ScenarioInfo {
+        match *self {
+            Entry::Runs(s) => ScenarioInfo {
+                name: s.name(),
+                seed: s.seed(),
+                summary: s.summary(),
+                available: true,
+            },
+            Entry::Planned { name, seed, summary } => {
+                ScenarioInfo { name, seed, summary, available: false }
             }
         }
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
     }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = self.info();
+        write!(f, "{} ({})", i.name, if i.available { "runs" } else { "planned" })
+    }
+}
+
+/// Every scenario of DESIGN.md §5, in `hipsec lab list` order. A new scenario replaces its
+/// `Planned` line by `Entry::Runs(&its_folder::ItsStruct)`.
+pub const REGISTRY: &[Entry] = &[
+    Entry::Runs(&ipsec_netperf::IpsecNetperf),
+    Entry::Planned {
+        name: "mip6-binding",
+        seed: "000",
+        summary: "Mobile IPv6 home agent binding cache (planned)",
+    },
+    Entry::Planned {
+        name: "hip-bex",
+        seed: "001",
+        summary: "HIP base exchange phase times (planned)",
+    },
+    Entry::Runs(&filter_rules::FilterRules),
+    Entry::Planned {
+        name: "rekey-bandwidth",
+        seed: "003",
+        summary: "IKEv2 rekey delay and bandwidth (planned)",
+    },
+];
+
+/// Every scenario of DESIGN.md §5.
+pub fn list() -> Vec<ScenarioInfo> {
+    REGISTRY.iter().map(Entry::info).collect()
 }
 
 /// What a run produced.
@@ -131,14 +116,15 @@ pub fn run_with(
     opts: &RunOptions,
     hook: &dyn ModeHook,
 ) -> Result<RunSummary, LabError> {
-    let report = match name {
-        "ipsec-netperf" => ipsec_netperf::run(opts, hook).map_err(crate::sys::map_interrupted)?,
-        "filter-rules" => filter_rules::run(opts, hook).map_err(crate::sys::map_interrupted)?,
-        _ => {
-            let known: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
-            return Err(LabError::UnknownScenario { name: name.into(), known: known.join(", ") });
-        }
+    let scenario = REGISTRY.iter().find_map(|e| match e {
+        Entry::Runs(s) if s.name() == name => Some(*s),
+        _ => None,
+    });
+    let Some(scenario) = scenario else {
+        let known: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
+        return Err(LabError::UnknownScenario { name: name.into(), known: known.join(", ") });
     };
+    let report = scenario.run(opts, hook).map_err(crate::sys::map_interrupted)?;
     let out_dir = opts
         .out
         .clone()
@@ -163,69 +149,25 @@ pub fn run_with(
     Ok(RunSummary { report, out_dir, files, markdown })
 }
 
-/// A one-line progress display with an ETA from planned step durations.
-#[derive(Debug)]
-pub struct Progress {
-    scenario: String,
-    planned_total_s: f64,
-    planned_done_s: f64,
-    steps: usize,
-    step: usize,
-    start: Instant,
-    enabled: bool,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Progress {
-    pub fn new(scenario: &str, steps: usize, planned_total_s: f64, enabled: bool) -> Self {
-        Progress {
-            scenario: scenario.into(),
-            planned_total_s,
-            planned_done_s: 0.0,
-            steps,
-            step: 0,
-            start: Instant::now(),
-            enabled,
-        }
-    }
-
-    /// Announces the next step, which is planned to take `planned_s`.
-    pub fn step(&mut self, what: &str, planned_s: f64) {
-        self.step += 1;
-        let elapsed = self.start.elapsed().as_secs_f64();
-        let eta = if self.planned_done_s > 0.0 {
-            elapsed / self.planned_done_s * (self.planned_total_s - self.planned_done_s)
-        } else {
-            self.planned_total_s
-        };
-        self.planned_done_s += planned_s;
-        if self.enabled {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(
-                e,
-                "\r\x1b[2K[{}] {}/{} {what} · {:.0} s elapsed · ETA {:.0} s",
-                self.scenario,
-                self.step,
-                self.steps,
-                elapsed,
-                eta.max(0.0)
-            );
-            let _ = e.flush();
-        }
-    }
-
-    /// Takes `planned_s` and `steps` out of the plan (a mode that turned out to be pending).
-    pub fn skip(&mut self, planned_s: f64, steps: usize) {
-        self.planned_total_s = (self.planned_total_s - planned_s).max(self.planned_done_s);
-        self.steps = self.steps.saturating_sub(steps).max(self.step);
-    }
-
-    pub fn finish(&self) {
-        if self.enabled {
-            eprintln!(
-                "\r\x1b[2K[{}] done in {:.0} s",
-                self.scenario,
-                self.start.elapsed().as_secs_f64()
-            );
+    #[test]
+    fn registry_names_each_scenario_once_and_refuses_the_planned() {
+        let names: Vec<&str> = list().iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
+        );
+        let available: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
+        assert_eq!(available, ["ipsec-netperf", "filter-rules"]);
+        // A planned scenario is refused before any namespace or process is touched.
+        match run_with("rekey-bandwidth", &RunOptions::default(), &PlainOnly) {
+            Err(LabError::UnknownScenario { known, .. }) => {
+                assert_eq!(known, "ipsec-netperf, filter-rules");
+            }
+            other => panic!("expected UnknownScenario, got {other:?}"),
         }
     }
 }

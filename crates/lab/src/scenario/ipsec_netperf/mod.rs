@@ -2,12 +2,12 @@
 //! — host, IPsec end to end between the hosts, netperf's four tests over IPv4 and IPv6, unlimited
 //! and 100 Mbit/s links. Protected modes plug in through `ModeHook` (the hipsec node, issue 3).
 
-use super::{Progress, RunOptions};
 use crate::error::LabError;
 use crate::node::{Mode, ModeHook};
 use crate::report::{
     Case, CaseCpu, CrossCheck, Machine, Pending, Report, SCHEMA, SeedFigures, mean_rtt,
 };
+use crate::scenario::common::{Progress, RunOptions, Scenario, background_load_pct, unix_now_s};
 use crate::topology::{Family, Topology, TopologySpec, parse_rate};
 use crate::traffic::runner::{CONTROL_PORT, RunParams, Target, TrafficServer, measure};
 use crate::traffic::{Request, TestKind, iperf};
@@ -17,6 +17,28 @@ use std::time::Instant;
 pub const NAME: &str = "ipsec-netperf";
 const SEED_TABLE: &str = "ipsec_ipv6_netperf";
 const FAST_ETHERNET_BPS: u64 = 100_000_000;
+
+/// The scenario in the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct IpsecNetperf;
+
+impl Scenario for IpsecNetperf {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn seed(&self) -> &'static str {
+        "004"
+    }
+
+    fn summary(&self) -> &'static str {
+        "IPsec none/AH/ESP/AH+ESP over IPv4 and IPv6, netperf STREAM and RR tests, unlimited and 100 Mbit/s"
+    }
+
+    fn run(&self, opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
+        run(opts, hook)
+    }
+}
 
 /// The tests of a profile. Full: the seed's (1024/4096 B UDP messages) plus 1400 B, and 1 B /
 /// large RR. Quick: one of each kind (TCP_STREAM, UDP_STREAM 1024 B, 1-byte TCP_RR and UDP_RR),
@@ -68,13 +90,6 @@ fn links(opts: &RunOptions) -> Result<Vec<(String, Option<u64>)>, LabError> {
     }
 }
 
-/// Machine busy % over half a second before the run: other processes inflate machine-wide CPU.
-fn background_load_pct() -> Result<f64, LabError> {
-    let a = crate::cpu::SystemCpu::read()?;
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    Ok(crate::cpu::SystemCpu::read()?.since(&a).utilisation_pct())
-}
-
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -87,10 +102,7 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
     let bin = opts.traffic_bin()?;
     let (params, iperf_s, iperf_omit, iperf_runs) = profile(opts.full);
     let started = Instant::now();
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let started_unix_s = unix_now_s();
     let background = background_load_pct()?;
     let mut topo = Topology::new(TopologySpec::seed004())?;
     let families = [Family::V4, Family::V6];
