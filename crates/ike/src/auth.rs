@@ -1,12 +1,106 @@
-//! Authentication and anti-DoS values of the initial exchanges: the PSK AUTH payload (RFC 7296
-//! §2.15), NAT detection hashes (§2.23), stateless cookies (§2.6), and traffic-selector
-//! narrowing (§2.9).
+//! Authentication and anti-DoS values of the initial exchanges: the AUTH payload with a PSK
+//! (RFC 7296 §2.15) or a digital signature (RFC 7427 §3, RFC 8420 for Ed25519), NAT detection
+//! hashes (§2.23), stateless cookies (§2.6), and traffic-selector narrowing (§2.9).
 
+use crate::config::AuthConfig;
+use crate::error::{Error, PeerMisbehaved};
 use crate::keys::Secret;
-use crypto::{Prf, PrfAlg, digest::sha1};
+use crypto::{Prf, PrfAlg, SignatureAlg, digest::sha1};
 use std::net::{IpAddr, SocketAddr};
-use wire::ikev2::{Id, TrafficSelector};
+use wire::ikev2::{Auth, AuthMethod, Id, TrafficSelector};
 use zeroize::Zeroizing;
+
+/// AlgorithmIdentifier of Ed25519 (RFC 8420 §3, OID 1.3.101.112 without parameters).
+pub const ALG_ID_ED25519: &[u8] = &[0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70];
+/// AlgorithmIdentifier of ecdsa-with-SHA256 (RFC 7427 Appendix A.3.1, OID 1.2.840.10045.4.3.2).
+pub const ALG_ID_ECDSA_SHA256: &[u8] =
+    &[0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+/// SIGNATURE_HASH_ALGORITHMS data we send (RFC 7427 §4): SHA2-256 (2) and Identity (5, RFC 8420).
+pub const SIGNATURE_HASH_ALGORITHMS: &[u8] = &[0, 2, 0, 5];
+
+fn alg_id(alg: SignatureAlg) -> &'static [u8] {
+    match alg {
+        SignatureAlg::Ed25519 => ALG_ID_ED25519,
+        SignatureAlg::EcdsaP256Sha256 => ALG_ID_ECDSA_SHA256,
+    }
+}
+
+/// `SignedOctets = RealMessage | Nonce of the peer | prf(SK_p, RestOfIDPayload)` (§2.15).
+fn signed_octets(
+    prf: PrfAlg,
+    real_message: &[u8],
+    peer_nonce: &[u8],
+    sk_p: &[u8],
+    id: &Id,
+) -> Vec<u8> {
+    let maced_id = Prf::new(prf, sk_p).compute(&[&id.to_body()]);
+    let mut v = Vec::with_capacity(real_message.len() + peer_nonce.len() + maced_id.len());
+    v.extend_from_slice(real_message);
+    v.extend_from_slice(peer_nonce);
+    v.extend_from_slice(&maced_id);
+    v
+}
+
+/// Our AUTH payload. `real_message` is our IKE_SA_INIT message, `peer_nonce` the peer's nonce
+/// data, `sk_p` our SK_pi or SK_pr, `id` our identity.
+pub fn make_auth(
+    auth: &AuthConfig,
+    prf: PrfAlg,
+    real_message: &[u8],
+    peer_nonce: &[u8],
+    sk_p: &[u8],
+    id: &Id,
+) -> Result<Auth, Error> {
+    Ok(match auth {
+        AuthConfig::Psk(psk) => Auth {
+            method: AuthMethod::SHARED_KEY_MIC,
+            data: psk_auth(prf, psk, real_message, peer_nonce, sk_p, id).to_vec(),
+        },
+        AuthConfig::Signature { key, .. } => {
+            let sig = key.sign(&signed_octets(prf, real_message, peer_nonce, sk_p, id))?;
+            // RFC 7427 §3: ASN.1 Length (1 octet) | AlgorithmIdentifier | Signature Value.
+            let a = alg_id(key.alg());
+            let mut data = Vec::with_capacity(1 + a.len() + sig.len());
+            data.push(a.len() as u8);
+            data.extend_from_slice(a);
+            data.extend_from_slice(&sig);
+            Auth { method: AuthMethod::DIGITAL_SIGNATURE, data }
+        }
+    })
+}
+
+/// Checks the peer's AUTH payload (arguments as for [`make_auth`], from the peer's side).
+pub fn verify_auth(
+    auth: &AuthConfig,
+    prf: PrfAlg,
+    real_message: &[u8],
+    peer_nonce: &[u8],
+    sk_p: &[u8],
+    id: &Id,
+    got: &Auth,
+) -> Result<(), Error> {
+    let fail = || Error::from(PeerMisbehaved::AuthenticationFailed(got.method.0));
+    match auth {
+        AuthConfig::Psk(psk) => {
+            let want = psk_auth(prf, psk, real_message, peer_nonce, sk_p, id);
+            let ok = got.method == AuthMethod::SHARED_KEY_MIC
+                && crypto::provider::constant_time_eq(&want, &got.data);
+            if ok { Ok(()) } else { Err(fail()) }
+        }
+        AuthConfig::Signature { peer_public_key, peer_alg, .. } => {
+            if got.method != AuthMethod::DIGITAL_SIGNATURE {
+                return Err(fail());
+            }
+            let (&len, rest) = got.data.split_first().ok_or_else(fail)?;
+            let (a, sig) = rest.split_at_checked(usize::from(len)).ok_or_else(fail)?;
+            if a != alg_id(*peer_alg) {
+                return Err(fail());
+            }
+            let octets = signed_octets(prf, real_message, peer_nonce, sk_p, id);
+            crypto::sign::verify(*peer_alg, peer_public_key, &octets, sig).map_err(|_| fail())
+        }
+    }
+}
 
 /// The constant §2.15 mixes into the pre-shared key.
 pub const KEY_PAD: &[u8] = b"Key Pad for IKEv2";

@@ -5,20 +5,37 @@
 use crate::error::ConfigError;
 use crate::keys::Secret;
 use crate::suite::{ChildSuite, IkeSuite};
+use crypto::{SignatureAlg, SigningKey};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use wire::ikev2::{Id, TrafficSelector};
 
-/// How this end proves who it is (RFC 7296 §2.15).
+/// How the two ends prove who they are (RFC 7296 §2.15, RFC 7427).
 #[derive(Clone)]
 pub enum AuthConfig {
-    /// A pre-shared key, used for both directions.
+    /// A pre-shared key, used for both directions (AUTH method 2).
     Psk(Secret),
+    /// Digital signatures (AUTH method 14, RFC 7427): our private key, and the peer's public
+    /// key, configured (no certificates yet).
+    Signature {
+        /// Our signing key.
+        key: Arc<SigningKey>,
+        /// The peer's raw public key (32 bytes Ed25519, 65-byte uncompressed P-256 point).
+        peer_public_key: Vec<u8>,
+        /// The algorithm the peer signs with.
+        peer_alg: SignatureAlg,
+    },
 }
 
 impl std::fmt::Debug for AuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AuthConfig::Psk(_) => f.write_str("Psk(..)"),
+            AuthConfig::Signature { key, peer_alg, .. } => f
+                .debug_struct("Signature")
+                .field("alg", &key.alg())
+                .field("peer_alg", peer_alg)
+                .finish_non_exhaustive(),
         }
     }
 }

@@ -4,8 +4,8 @@
 //! Each state is a type; `handle` consumes it and one message and returns the next state, or
 //! gives it back untouched with the reason the message was dropped.
 
-use crate::auth::{nat_hash, psk_auth, ts_within};
-use crate::config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
+use crate::auth::{SIGNATURE_HASH_ALGORITHMS, make_auth, nat_hash, ts_within, verify_auth};
+use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
 use crate::sa::{
@@ -15,7 +15,7 @@ use crate::sa::{
 use crate::sk::{Role, SkKeys};
 use crate::suite::{ChildSuite, IkeSuite};
 use crypto::{DhGroup, KeyExchange, Provider};
-use wire::ikev2::{Auth, AuthMethod, ExchangeType, Ke, Message, NotifyType, Payload, Sa, Ts};
+use wire::ikev2::{ExchangeType, Ke, Message, NotifyType, Payload, Sa, Ts};
 
 const MAX_RETRIES: u8 = 3;
 
@@ -96,12 +96,6 @@ fn dropped<S>(state: S, error: impl Into<Error>) -> Rejected<S> {
     Rejected::Dropped { state: Box::new(state), error: error.into() }
 }
 
-fn psk(config: &Config) -> &[u8] {
-    match &config.auth {
-        AuthConfig::Psk(k) => k,
-    }
-}
-
 impl InitiatorSaInit {
     /// The IKE_SA_INIT request (§1.2): [N(COOKIE),] SA, KE, Ni, N(NAT_DETECTION_*).
     fn request(&self) -> Result<Vec<u8>, Error> {
@@ -121,6 +115,8 @@ impl InitiatorSaInit {
         let dst = nat_hash(self.spi_i, 0, self.ep.remote).to_vec();
         payloads.push(notify(NotifyType::NAT_DETECTION_SOURCE_IP, src));
         payloads.push(notify(NotifyType::NAT_DETECTION_DESTINATION_IP, dst));
+        let hashes = SIGNATURE_HASH_ALGORITHMS.to_vec();
+        payloads.push(notify(NotifyType::SIGNATURE_HASH_ALGORITHMS, hashes));
         let h = header(self.spi_i, 0, ExchangeType::IKE_SA_INIT, Role::Initiator, false, 0);
         emit(&Message { header: h, payloads })
     }
@@ -279,12 +275,12 @@ impl InitiatorAuth {
     fn request(&mut self, provider: &dyn Provider, msg1: &[u8]) -> Result<Vec<u8>, Error> {
         let c = &self.config;
         let prf = self.ike.suite.prf;
-        let auth = psk_auth(prf, psk(c), msg1, &self.nr, &self.ike.keys.sk_pi, &c.local_id);
+        let auth = make_auth(&c.auth, prf, msg1, &self.nr, &self.ike.keys.sk_pi, &c.local_id)?;
         let mut inner = vec![Payload::IdI(c.local_id.clone())];
         if let Some(r) = &c.remote_id {
             inner.push(Payload::IdR(r.clone()));
         }
-        inner.push(Payload::Auth(Auth { method: AuthMethod::SHARED_KEY_MIC, data: auth.to_vec() }));
+        inner.push(Payload::Auth(auth));
         if c.mode == Mode::Transport {
             inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
         }
@@ -354,12 +350,7 @@ impl InitiatorAuth {
             return Err(PeerMisbehaved::UnexpectedIdentity.into());
         }
         let prf = self.ike.suite.prf;
-        let want = psk_auth(prf, psk(c), &self.msg2, &self.ni, &self.ike.keys.sk_pr, idr);
-        if auth.method != AuthMethod::SHARED_KEY_MIC
-            || !crypto::provider::constant_time_eq(&want, &auth.data)
-        {
-            return Err(PeerMisbehaved::AuthenticationFailed(auth.method.0).into());
-        }
+        verify_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, idr, auth)?;
         let sa = take_payload!(payloads, Sa).ok_or_else(|| missing(ex, "SA"))?;
         let tsi = take_payload!(payloads, TsI).ok_or_else(|| missing(ex, "TSi"))?;
         let tsr = take_payload!(payloads, TsR).ok_or_else(|| missing(ex, "TSr"))?;

@@ -12,7 +12,8 @@
 //! IKE_AUTH. Both ends finish with an [`Established`]: the IKE SA and a [`ChildSaKeys`] install
 //! request. Times are milliseconds the driver passes in ([`Retransmit`] for §2.1 back-off).
 //!
-//! Not here yet: signature authentication (RFC 7427), CREATE_CHILD_SA (rekeys, the nonce rule of
+//! Authentication: PSK (§2.15) or RFC 7427 signatures (Ed25519, ECDSA P-256) with configured raw
+//! public keys. Not here yet: certificates, CREATE_CHILD_SA (rekeys, the nonce rule of
 //! §2.8.1), INFORMATIONAL (DELETE, liveness), message-ID windows beyond IKE_AUTH, and keeping the
 //! IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole exchange fails).
 #![forbid(unsafe_code)]

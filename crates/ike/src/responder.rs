@@ -3,8 +3,10 @@
 //! INVALID_KE_PAYLOAD naming our group (§1.2), NO_PROPOSAL_CHOSEN. Otherwise a half-open state
 //! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered.
 
-use crate::auth::{CookieSecret, nat_hash, psk_auth, ts_narrow};
-use crate::config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
+use crate::auth::{
+    CookieSecret, SIGNATURE_HASH_ALGORITHMS, make_auth, nat_hash, ts_narrow, verify_auth,
+};
+use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
 use crate::sa::{
@@ -14,9 +16,7 @@ use crate::sa::{
 use crate::sk::{Role, SkKeys};
 use crate::suite::{ChildSuite, IkeSuite};
 use crypto::{KeyExchange, Provider};
-use wire::ikev2::{
-    Auth, AuthMethod, ExchangeType, Header, Ke, Message, NotifyType, Payload, Sa, Ts,
-};
+use wire::ikev2::{ExchangeType, Header, Ke, Message, NotifyType, Payload, Sa, Ts};
 
 /// A responder for one configuration: stateless until a valid IKE_SA_INIT arrives.
 pub struct Responder {
@@ -70,12 +70,6 @@ pub enum AuthOutcome {
     /// Refused after decrypting: send the response (AUTHENTICATION_FAILED, NO_PROPOSAL_CHOSEN,
     /// TS_UNACCEPTABLE), drop the IKE SA.
     Failed(Error, Vec<u8>),
-}
-
-fn psk(config: &Config) -> &[u8] {
-    match &config.auth {
-        AuthConfig::Psk(k) => k,
-    }
 }
 
 impl Responder {
@@ -218,7 +212,7 @@ impl Responder {
             remote_behind_nat: differs(NotifyType::NAT_DETECTION_SOURCE_IP, ep.remote),
             local_behind_nat: differs(NotifyType::NAT_DETECTION_DESTINATION_IP, ep.local),
         };
-        let payloads = vec![
+        let mut payloads = vec![
             Payload::Sa(Sa { proposals: vec![suite.to_proposal(num, Vec::new())?] }),
             Payload::Ke(Ke { dh_group: suite.dh.ike_id(), data: ke_pub }),
             Payload::Nonce(nr.clone()),
@@ -228,6 +222,11 @@ impl Responder {
                 nat_hash(spi_i, spi_r, ep.remote).to_vec(),
             ),
         ];
+        // RFC 7427 §4: answer the initiator's list with ours.
+        if find_notify(&m.payloads, NotifyType::SIGNATURE_HASH_ALGORITHMS).is_some() {
+            let hashes = SIGNATURE_HASH_ALGORITHMS.to_vec();
+            payloads.push(notify(NotifyType::SIGNATURE_HASH_ALGORITHMS, hashes));
+        }
         let h = header(spi_i, spi_r, ExchangeType::IKE_SA_INIT, Role::Responder, true, 0);
         let msg2 = emit(&Message { header: h, payloads })?;
         let ike = IkeSa {
@@ -324,10 +323,10 @@ impl ResponderAuth {
         };
         let c = &self.config;
         let prf = self.ike.suite.prf;
-        let want = psk_auth(prf, psk(c), &self.msg1, &self.nr, &self.ike.keys.sk_pi, idi);
         let id_ok = c.remote_id.as_ref().is_none_or(|r| r == idi);
-        let auth_ok = auth.method == AuthMethod::SHARED_KEY_MIC
-            && crypto::provider::constant_time_eq(&want, &auth.data);
+        let auth_ok =
+            verify_auth(&c.auth, prf, &self.msg1, &self.nr, &self.ike.keys.sk_pi, idi, auth)
+                .is_ok();
         if !id_ok || !auth_ok {
             // §2.21.2: the answer is AUTHENTICATION_FAILED, whichever of the two failed.
             let why = if id_ok {
@@ -348,11 +347,8 @@ impl ResponderAuth {
             let spi_in = random_esp_spi(self.provider)?;
             let c = &self.config;
             let my_auth =
-                psk_auth(prf, psk(c), &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id);
-            let mut inner = vec![
-                Payload::IdR(c.local_id.clone()),
-                Payload::Auth(Auth { method: AuthMethod::SHARED_KEY_MIC, data: my_auth.to_vec() }),
-            ];
+                make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
+            let mut inner = vec![Payload::IdR(c.local_id.clone()), Payload::Auth(my_auth)];
             if mode == Mode::Transport {
                 inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
             }

@@ -1,12 +1,16 @@
 //! Cross-check of the initial exchanges against an independent implementation of the RFC 7296
 //! formulas: Python with scapy (to dissect the messages), `cryptography` (AES-GCM, AES-CBC) and
 //! the standard library's `hmac`. Python opens our IKE_AUTH request's SK payload with SK_ei
-//! (§3.14, RFC 5282 §3), recomputes the initiator's PSK AUTH (§2.15) and the CHILD SA KEYMAT
-//! (§2.17) from SK_d and the nonces, and says whether they match ours.
+//! (§3.14, RFC 5282 §3), recomputes the initiator's PSK AUTH (§2.15) or verifies its RFC 7427
+//! signature (Ed25519, ECDSA P-256), recomputes the CHILD SA KEYMAT (§2.17) from SK_d and the
+//! nonces, and says whether they match ours.
 //! Finds python like crates/hipsec/tests/interop_scapy.rs and skips, saying so, without a venv.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
-use crypto::{AeadAlg, CbcAlg, DhGroup, EncrAlg, EspSuite, HmacAlg, IntegAlg, PrfAlg};
+use crypto::{
+    AeadAlg, CbcAlg, DhGroup, EncrAlg, EspSuite, HmacAlg, IntegAlg, PrfAlg, SignatureAlg,
+    SigningKey,
+};
 use ike::auth::CookieSecret;
 use ike::{
     AuthConfig, AuthOutcome, ChildSuite, Config, Endpoints, IkeSuite, InitOutcome, Mode, Responder,
@@ -16,6 +20,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use wire::ikev2::{Id, TrafficSelector};
 use zeroize::Zeroizing;
 
@@ -53,9 +58,23 @@ while t:
     nxt, ln = pt[0], int.from_bytes(pt[2:4], "big")
     payloads[t], pt, t = pt[4:ln], pt[ln:], nxt
 idi, auth = payloads[35], payloads[39]
-assert auth[0] == 2, "auth method"
-want = prf(prf(b["psk"], b"Key Pad for IKEv2"), b["msg1"] + nr + prf(b["sk_pi"], idi))
-print("auth", "ok" if auth[4:] == want else "MISMATCH")
+octets = b["msg1"] + nr + prf(b["sk_pi"], idi)
+if auth[0] == 2:
+    ok = auth[4:] == prf(prf(b["psk"], b"Key Pad for IKEv2"), octets)
+else:
+    from cryptography.hazmat.primitives.asymmetric import ed25519, ec
+    from cryptography.hazmat.primitives import hashes
+    assert auth[0] == 14, "auth method"
+    d = auth[4:]
+    algid, sigv = d[1 : 1 + d[0]], d[1 + d[0] :]
+    if algid == bytes.fromhex("300506032b6570"):
+        ed25519.Ed25519PublicKey.from_public_bytes(b["pub"]).verify(sigv, octets)
+    else:
+        assert algid == bytes.fromhex("300a06082a8648ce3d040302"), "algorithm identifier"
+        pk = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b["pub"])
+        pk.verify(sigv, octets, ec.ECDSA(hashes.SHA256()))
+    ok = True
+print("auth", "ok" if ok else "MISMATCH")
 km = prf_plus(b["sk_d"], ni + nr, len(b["keymat"]))
 print("keymat", "ok" if km == b["keymat"] else "MISMATCH")
 "#;
@@ -78,11 +97,17 @@ fn python() -> Option<PathBuf> {
     Some(python)
 }
 
-fn config(local: &str, remote: &str, suite: IkeSuite, child: ChildSuite) -> Config {
+fn config(
+    local: &str,
+    remote: &str,
+    suite: IkeSuite,
+    child: ChildSuite,
+    auth: AuthConfig,
+) -> Config {
     Config {
         local_id: Id::fqdn(local),
         remote_id: Some(Id::fqdn(remote)),
-        auth: AuthConfig::Psk(Zeroizing::new(b"a pre-shared key".to_vec())),
+        auth,
         ike_suites: vec![suite],
         child_suites: vec![child],
         local_ts: vec![TrafficSelector::any(false)],
@@ -91,7 +116,23 @@ fn config(local: &str, remote: &str, suite: IkeSuite, child: ChildSuite) -> Conf
     }
 }
 
+fn psk() -> AuthConfig {
+    AuthConfig::Psk(Zeroizing::new(b"a pre-shared key".to_vec()))
+}
+
 fn cross_check(python: &Path, suite: IkeSuite, child: ChildSuite, name: &str, hash: &str) {
+    cross_check_auth(python, suite, child, name, hash, (psk(), psk()), Vec::new());
+}
+
+fn cross_check_auth(
+    python: &Path,
+    suite: IkeSuite,
+    child: ChildSuite,
+    name: &str,
+    hash: &str,
+    (auth_a, auth_b): (AuthConfig, AuthConfig),
+    pub_a: Vec<u8>,
+) {
     let p = crypto::default_provider();
     let a_ep = Endpoints {
         local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 500),
@@ -99,9 +140,11 @@ fn cross_check(python: &Path, suite: IkeSuite, child: ChildSuite, name: &str, ha
     };
     let b_ep = Endpoints { local: a_ep.remote, remote: a_ep.local };
     let (st, msg1) =
-        ike::initiator::start(config("a.example", "b.example", suite, child), p, a_ep, 0).unwrap();
+        ike::initiator::start(config("a.example", "b.example", suite, child, auth_a), p, a_ep, 0)
+            .unwrap();
     let secret = CookieSecret { version: 1, key: Zeroizing::new([3; 32]) };
-    let r = Responder::new(config("b.example", "a.example", suite, child), p, secret).unwrap();
+    let r =
+        Responder::new(config("b.example", "a.example", suite, child, auth_b), p, secret).unwrap();
     let InitOutcome::HalfOpen(half, msg2) = r.handle_init(0, b_ep, &msg1, false) else { panic!() };
     let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).unwrap() else { panic!() };
     let AuthOutcome::Established(_, msg4) = half.handle(&msg3).unwrap() else { panic!() };
@@ -124,6 +167,7 @@ fn cross_check(python: &Path, suite: IkeSuite, child: ChildSuite, name: &str, ha
         ("sk_d", k.sk_d.to_vec()),
         ("psk", b"a pre-shared key".to_vec()),
         ("keymat", keymat),
+        ("pub", pub_a),
     ]
     .iter()
     .map(|(k, v)| {
@@ -177,4 +221,35 @@ fn python_opens_our_sk_payload_and_agrees_on_auth_and_keymat() {
         pfs: None,
     };
     cross_check(&python, cbc, esp_cbc, "cbc", "sha384");
+}
+
+#[test]
+fn python_verifies_our_rfc7427_signatures() {
+    let Some(python) = python() else { return };
+    let gcm = IkeSuite {
+        encr: EncrAlg::Aead(AeadAlg::Aes128Gcm),
+        integ: IntegAlg::None,
+        prf: PrfAlg::HmacSha256,
+        dh: DhGroup::Ecp256,
+    };
+    let esp = ChildSuite {
+        esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).unwrap(),
+        esn: false,
+        pfs: None,
+    };
+    for alg in [SignatureAlg::Ed25519, SignatureAlg::EcdsaP256Sha256] {
+        let ka = Arc::new(SigningKey::generate(alg).unwrap());
+        let kb = Arc::new(SigningKey::generate(SignatureAlg::Ed25519).unwrap());
+        let a = AuthConfig::Signature {
+            key: ka.clone(),
+            peer_public_key: kb.public_key(),
+            peer_alg: kb.alg(),
+        };
+        let b = AuthConfig::Signature {
+            key: kb.clone(),
+            peer_public_key: ka.public_key(),
+            peer_alg: ka.alg(),
+        };
+        cross_check_auth(&python, gcm, esp, "gcm", "sha256", (a, b), ka.public_key());
+    }
 }
