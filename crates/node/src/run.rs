@@ -12,6 +12,9 @@ use crate::datapath::tuning::Tuning;
 use crate::datapath::worker::Worker;
 use crate::datapath::{carrier, clear, filter_stage, inbound, lanes, outbound, tun, udp};
 use crate::error::{NodeError, io_err};
+use crate::keying::ike::IkeDriver;
+use crate::keying::ike::runtime::IkeRuntime;
+use crate::keying::ike::sockets::IkeSockets;
 use crate::keying::manual;
 use crate::keying::manual::build_engine_for;
 use crate::keying::manual::wire_overhead;
@@ -21,6 +24,9 @@ use ipsec::Time;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+
+/// IKE's port (RFC 7296 §2); NAT traversal moves to the ESP-in-UDP port.
+const IKE_PORT: u16 = 500;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -86,6 +92,32 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
                 None,
             )],
         };
+    // IKE shares the ESP-in-UDP port (RFC 3948): the control thread sends on a clone of the
+    // first lane's socket; port 500 is a socket of its own, bound before anything is set up.
+    let ike = if c.connections.is_empty() {
+        None
+    } else {
+        let natt = carriers
+            .first()
+            .and_then(|(c, _)| c.udp_socket())
+            .map(|(s, _)| s.try_clone())
+            .transpose()
+            .map_err(io_err("ESP-in-UDP socket for IKE"))?;
+        let local = c.transport.local_ip();
+        let natt_port = match c.transport {
+            Transport::Udp { local, .. } => local.port(),
+            Transport::Raw { .. } => crate::config::DEFAULT_UDP_PORT,
+        };
+        let sockets = IkeSockets::open(local, IKE_PORT, natt)
+            .map_err(io_err(format!("IKE socket (UDP {IKE_PORT} on {local})")))?;
+        let driver =
+            IkeDriver::new(&c.connections, crypto::default_provider(), local, IKE_PORT, natt_port)
+                .map_err(|e| NodeError::Io {
+                    what: "IKE connections".into(),
+                    source: io::Error::other(e),
+                })?;
+        Some(IkeRuntime::new(driver, sockets))
+    };
     if tuning.big_buffers {
         for (carrier, tx) in &carriers {
             carrier.force_buffers(tuning.socket_buffer);
@@ -229,7 +261,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     let mut plane = ControlPlane::new(ports, events_rx, start, defaults);
     manual::adopt(c, &mut plane);
     let board = Board::new(workers.len());
-    let thread = ControlThread::new(
+    let mut thread = ControlThread::new(
         plane,
         control.as_ref(),
         metrics.as_ref(),
@@ -237,6 +269,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         &board,
         start,
     );
+    if let Some(ike) = ike {
+        thread = thread.with_ike(ike);
+    }
     let r = run_all(workers, thread, stop).map_err(io_err("data path"));
     drop(control);
     drop(metrics);

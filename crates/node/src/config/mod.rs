@@ -3,9 +3,11 @@
 //! sections `[metrics]` and `[log]`. Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
+pub mod connection;
 pub mod error;
 pub mod filter;
 pub mod policy;
+pub mod proposal;
 pub mod sa;
 pub mod safile;
 
@@ -50,6 +52,8 @@ pub struct NodeConfig {
     pub log: crate::log::LogConf,
     /// How the data-path threads are scheduled (`[data-path] scheduling`).
     pub scheduling: Scheduling,
+    /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
+    pub connections: Vec<connection::ConnectionConf>,
 }
 
 /// Scheduling class of the data-path threads (`[data-path] scheduling`, sched(7)).
@@ -135,6 +139,10 @@ struct RawFile {
     log: Option<RawLog>,
     #[serde(rename = "data-path")]
     data_path: Option<RawDataPath>,
+    #[serde(default)]
+    connection: Vec<Spanned<connection::RawConnection>>,
+    #[serde(default)]
+    secrets: std::collections::BTreeMap<String, connection::RawSecret>,
 }
 
 #[derive(Deserialize)]
@@ -254,6 +262,22 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             _ => return Err(ctx.err(s.span(), "scheduling", "want \"fifo\" or \"other\"")),
         },
     };
+    let connections =
+        connection::parse_all(&ctx, &raw.connection, &raw.secrets, transport.local_ip())?;
+    if let (Some(c), true) = (raw.connection.first(), interface.queues > 1) {
+        return Err(ctx.err(
+            c.span(),
+            "connection",
+            "IKE connections need [interface] queues = 1 (policies change at run time)",
+        ));
+    }
+    if let (Some(c), Transport::Raw { .. }) = (raw.connection.first(), &transport) {
+        return Err(ctx.err(
+            c.span(),
+            "connection",
+            "IKE connections need transport = \"udp\" (ESP in UDP, IKE on 500 and 4500)",
+        ));
+    }
     Ok(NodeConfig {
         file: PathBuf::from(file),
         interface,
@@ -266,6 +290,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         metrics_listen,
         log,
         scheduling,
+        connections,
     })
 }
 

@@ -10,7 +10,8 @@ use super::socket::{self, ControlServer};
 use super::status;
 use crate::datapath::board::Board;
 use crate::datapath::filter_stage::{self, SharedFilter};
-use crate::datapath::mailbox::Event;
+use crate::datapath::mailbox::{Event, PuntKind};
+use crate::keying::ike::runtime::IkeRuntime;
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use ipsec::Time;
@@ -38,6 +39,8 @@ pub struct ControlThread<'a> {
     /// Time origin of the engines.
     pub start: Instant,
     monitors: Monitors,
+    /// The IKEv2 driver and its sockets, when the config has `[[connection]]`s.
+    ike: Option<IkeRuntime>,
 }
 
 impl<'a> ControlThread<'a> {
@@ -58,14 +61,29 @@ impl<'a> ControlThread<'a> {
             board,
             start,
             monitors: Monitors::default(),
+            ike: None,
         }
+    }
+
+    /// Adds the IKEv2 driver: its port-500 socket joins the poll set, the lanes' punted IKE
+    /// goes to it, and its timers run on every tick.
+    pub fn with_ike(mut self, ike: IkeRuntime) -> Self {
+        self.ike = Some(ike);
+        self
     }
 
     /// Serves until `stop` is set.
     pub fn run(&mut self, stop: &AtomicBool) {
-        // The control socket first (if any), then the metrics listener (if any).
-        let fds: Vec<RawFd> =
-            self.socket.iter().map(|c| c.fd()).chain(self.metrics.iter().map(|m| m.fd())).collect();
+        // The control socket first (if any), then the metrics listener, then IKE's port 500.
+        let fds: Vec<RawFd> = self
+            .socket
+            .iter()
+            .map(|c| c.fd())
+            .chain(self.metrics.iter().map(|m| m.fd()))
+            .chain(self.ike.iter().map(|i| i.fd()))
+            .collect();
+        let metrics_at = self.socket.iter().count();
+        let ike_at = metrics_at + self.metrics.iter().count();
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
@@ -74,7 +92,13 @@ impl<'a> ControlThread<'a> {
                 continue;
             }
             self.events();
-            if let Some(m) = self.metrics.filter(|_| ready.last() == Some(&true)) {
+            if let Some(ike) = &mut self.ike {
+                if ready.get(ike_at) == Some(&true) {
+                    ike.read_socket(&mut self.plane);
+                }
+                ike.tick();
+            }
+            if let Some(m) = self.metrics.filter(|_| ready.get(metrics_at) == Some(&true)) {
                 // The same snapshot as `status`, so metrics and status never disagree.
                 m.serve(|| super::metrics::render(&self.status_value()));
             }
@@ -95,12 +119,21 @@ impl<'a> ControlThread<'a> {
             "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,
             "rebinds": s.rebinds, "monitors": self.monitors.len(),
         });
+        if let Some(ike) = &self.ike {
+            v["ike"] = ike.status();
+        }
         v
     }
 
     /// Logs the lanes' events and streams them to the monitors.
     fn events(&mut self) {
         for e in self.plane.poll() {
+            if let (Event::Punted { kind: PuntKind::Ike, from, bytes, .. }, Some(ike)) =
+                (&e, &mut self.ike)
+            {
+                ike.punted(&mut self.plane, *from, bytes);
+                continue;
+            }
             log(&e);
             if let Some(v) = monitor::event_json(&e) {
                 if !self.monitors.is_empty() {

@@ -1,0 +1,187 @@
+//! From a negotiated CHILD SA (`ike::ChildSaKeys`) to what the control plane installs: the
+//! inbound and outbound ESP SAs (RFC 7296 §2.17 keys, §3.3 suite) and the SPD entries of its
+//! traffic selectors (RFC 4301 §4.4.1; IKEv2 selectors are address *ranges*, §3.13.1, which
+//! become the smallest set of prefixes covering each range exactly).
+
+use crate::config::connection::ChildConf;
+use crate::datapath::mailbox::{PolicyAction, PolicySpec};
+use crate::keying::plane::{SaSpec, in_key_of, out_key_of};
+use ike::ChildSaKeys;
+use ipsec::spd::{Prefix, Selector};
+use ipsec::{Lifetime, Mode, Protocol, SaParams, Spi};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use wire::ikev2::TrafficSelector;
+
+/// Priority of IKE-made policies: after the config's (which count up from 0) and before
+/// catch-alls an operator adds with a large number.
+pub const IKE_POLICY_PRIORITY: u32 = 1_000;
+
+/// The two SAs of one CHILD SA.
+#[derive(Debug)]
+pub struct ChildSpecs {
+    /// Ours to receive on.
+    pub inbound: SaSpec,
+    /// Ours to send on.
+    pub outbound: SaSpec,
+}
+
+/// Builds the SA pair. `local`/`remote`: the outer addresses; `peer`: where ESP in UDP goes.
+pub fn child_specs(
+    k: &ChildSaKeys,
+    c: &ChildConf,
+    local: IpAddr,
+    remote: IpAddr,
+    peer: SocketAddr,
+    name: &str,
+) -> ChildSpecs {
+    let mode = match k.mode {
+        ike::Mode::Tunnel => Mode::Tunnel,
+        ike::Mode::Transport => Mode::Transport,
+    };
+    // RFC 4301 §4.4.2.1: the soft limit asks the key manager to rekey; the hard one stops the
+    // SA. The IKE driver rekeys on its own timer, so the engine's hard limit is the backstop.
+    let hard = Lifetime { bytes: None, packets: None, seconds: Some(c.life_time.as_secs().max(1)) };
+    let params = |spi: u32, src, dst, enc: &[u8], auth: &[u8]| SaParams {
+        spi: Spi(spi),
+        protocol: Protocol::Esp(k.suite.esp),
+        mode,
+        src,
+        dst,
+        enc_key: zeroize::Zeroizing::new(enc.to_vec()),
+        auth_key: zeroize::Zeroizing::new(auth.to_vec()),
+        esn: k.suite.esn,
+        replay_window: crate::config::sa::DEFAULT_REPLAY_WINDOW,
+        soft: Lifetime::default(),
+        hard,
+    };
+    ChildSpecs {
+        inbound: SaSpec {
+            params: params(k.spi_in, remote, local, &k.enc_key_in, &k.auth_key_in),
+            lane: 0,
+            endpoint: Some(peer),
+            beet: false,
+            name: Some(format!("{name}-in")),
+        },
+        outbound: SaSpec {
+            params: params(k.spi_out, local, remote, &k.enc_key_out, &k.auth_key_out),
+            lane: 0,
+            endpoint: Some(peer),
+            beet: false,
+            name: Some(format!("{name}-out")),
+        },
+    }
+}
+
+/// The SPD entries of a CHILD SA: one per pair of (local, remote) prefixes, protecting with
+/// `out` and admitting `in` the other way.
+pub fn child_policies(k: &ChildSaKeys, specs: &ChildSpecs) -> Vec<PolicySpec> {
+    let out = out_key_of(&specs.outbound.params);
+    let inb = in_key_of(&specs.inbound.params);
+    let mut v = Vec::new();
+    for l in &k.local_ts {
+        for r in &k.remote_ts {
+            if l.start_addr.is_ipv4() != r.start_addr.is_ipv4() {
+                continue;
+            }
+            // A selector's protocol and ports apply to both ends (RFC 4301 §4.4.1.1); when the
+            // two sides name different protocols nothing matches both, so skip the pair.
+            let proto = match (l.ip_protocol, r.ip_protocol) {
+                (0, p) | (p, 0) => p,
+                (a, b) if a == b => a,
+                _ => continue,
+            };
+            for sp in prefixes(l.start_addr, l.end_addr) {
+                for dp in prefixes(r.start_addr, r.end_addr) {
+                    v.push(PolicySpec {
+                        selector: Selector {
+                            src: sp,
+                            dst: dp,
+                            proto: (proto != 0).then_some(proto),
+                            src_ports: ports(l),
+                            dst_ports: ports(r),
+                        },
+                        action: PolicyAction::Protect(vec![out]),
+                        in_sas: vec![inb],
+                        priority: IKE_POLICY_PRIORITY,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+fn ports(t: &TrafficSelector) -> Option<(u16, u16)> {
+    (t.start_port != 0 || t.end_port != u16::MAX).then_some((t.start_port, t.end_port))
+}
+
+/// The fewest prefixes whose union is exactly `[start, end]` (empty if the range runs
+/// backwards or mixes families).
+pub fn prefixes(start: IpAddr, end: IpAddr) -> Vec<Prefix> {
+    match (start, end) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            split(u32::from(a) as u128, u32::from(b) as u128, 32, |x| {
+                IpAddr::V4(Ipv4Addr::from(x as u32))
+            })
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => {
+            split(u128::from(a), u128::from(b), 128, |x| IpAddr::V6(Ipv6Addr::from(x)))
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn split(lo: u128, hi: u128, bits: u32, addr: impl Fn(u128) -> IpAddr) -> Vec<Prefix> {
+    if lo > hi {
+        return Vec::new();
+    }
+    let full = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
+    if lo == 0 && hi == full {
+        return vec![Prefix { addr: addr(0), len: 0 }];
+    }
+    let mut out = Vec::new();
+    let mut lo = lo;
+    loop {
+        // The largest aligned block starting at `lo` that ends at or before `hi` (the whole
+        // space was handled above, so a block is at most half of it).
+        let mut size = lo.trailing_zeros().min(bits - 1);
+        while size > 0 && lo + ((1u128 << size) - 1) > hi {
+            size -= 1;
+        }
+        out.push(Prefix { addr: addr(lo), len: (bits - size) as u8 });
+        let last = lo + ((1u128 << size) - 1);
+        // 256 prefixes cover any range a peer sensibly proposes; stop a pathological one there.
+        if last >= hi || out.len() >= 256 {
+            return out;
+        }
+        lo = last + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Prefix {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn ranges_become_exact_prefixes() {
+        let a = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(prefixes(a("10.1.0.0"), a("10.1.255.255")), vec![p("10.1.0.0/16")]);
+        assert_eq!(prefixes(a("0.0.0.0"), a("255.255.255.255")), vec![p("0.0.0.0/0")]);
+        assert_eq!(prefixes(a("10.0.0.5"), a("10.0.0.5")), vec![p("10.0.0.5/32")]);
+        assert_eq!(
+            prefixes(a("10.0.0.1"), a("10.0.0.6")),
+            vec![p("10.0.0.1/32"), p("10.0.0.2/31"), p("10.0.0.4/31"), p("10.0.0.6/32")]
+        );
+        assert_eq!(
+            prefixes(a("::"), a("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")),
+            vec![p("::/0")]
+        );
+        assert_eq!(prefixes(a("2001:db8::"), a("2001:db8::ffff")), vec![p("2001:db8::/112")]);
+        assert!(prefixes(a("10.0.0.9"), a("10.0.0.1")).is_empty());
+        assert!(prefixes(a("10.0.0.1"), a("::1")).is_empty());
+    }
+}

@@ -1,0 +1,612 @@
+//! The IKEv2 driver (RFC 7296): runs the sans-IO exchanges of the `ike` crate for the node's
+//! `[[connection]]`s — datagrams and milliseconds in, datagrams out — and installs each CHILD SA
+//! through the control plane, inbound first (DESIGN rule 4: the responder's inbound SA is live
+//! before its IKE_AUTH response leaves, so the initiator's first ESP packet finds it).
+//! Read RFC 7296 §1.2 (the initial exchanges), §2.1 (retransmission), §2.23 (NAT traversal).
+
+pub mod install;
+pub mod runtime;
+pub mod sockets;
+
+use crate::config::connection::{ConnectionConf, StartAction};
+use crate::datapath::mailbox::InKey;
+use crate::datapath::mailbox::OutKey;
+use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
+use crate::log::{Level, log_event};
+use ike::auth::CookieSecret;
+use ike::initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
+use ike::responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
+use ike::sa::{Established, IkeSa, Rejected};
+use ike::{AuthConfig, Config, Endpoints};
+use ipsec::spd_table::PolicyId;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+
+/// IKE-made policy ids start here, far above the config's (its index + 1) and the command
+/// line's.
+const POLICY_BASE: PolicyId = 1 << 40;
+/// Half-open IKE SAs beyond which the responder asks for a cookie (RFC 7296 §2.6).
+const COOKIE_THRESHOLD: usize = 64;
+
+/// A datagram for the node to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// On the ESP-in-UDP port, after the non-ESP marker.
+    pub natt: bool,
+    /// Where.
+    pub to: SocketAddr,
+    /// The IKE message.
+    pub bytes: Vec<u8>,
+}
+
+/// Counters for `status` and metrics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IkeStats {
+    /// IKE SAs that came up.
+    pub established: u64,
+    /// Exchanges that failed (peer or config at fault, or no answer).
+    pub failed: u64,
+    /// Messages dropped (malformed, unauthenticated, unexpected), RFC 7296 §2.21.
+    pub dropped: u64,
+    /// Messages for an exchange this node does not run yet (CREATE_CHILD_SA, INFORMATIONAL).
+    pub unsupported: u64,
+    /// Requests answered from the response cache (retransmissions, §2.1).
+    pub resent: u64,
+}
+
+struct Conn {
+    conf: ConnectionConf,
+    config: Config,
+    responder: Responder,
+}
+
+/// What the CHILD SA put in the data path.
+struct Child {
+    name: String,
+    in_key: InKey,
+    out_key: OutKey,
+    policies: Vec<PolicyId>,
+    suite: String,
+    up_ms: u64,
+}
+
+enum State {
+    InitSent(Box<InitiatorSaInit>),
+    AuthSent(Box<InitiatorAuth>),
+    HalfOpen(Box<ResponderAuth>),
+    Up {
+        ike: Box<IkeSa>,
+        child: Option<Child>,
+    },
+    /// Only while a message is being handled (the state is moved out and put back).
+    Taken,
+}
+
+impl State {
+    fn name(&self) -> &'static str {
+        match self {
+            State::InitSent(_) => "IKE_SA_INIT sent",
+            State::AuthSent(_) => "IKE_AUTH sent",
+            State::HalfOpen(_) => "half-open",
+            State::Up { .. } => "established",
+            State::Taken => "busy",
+        }
+    }
+}
+
+struct Entry {
+    conn: usize,
+    /// Where the peer's IKE messages come from (and ours go).
+    peer: SocketAddr,
+    natt: bool,
+    state: State,
+    created_ms: u64,
+    /// Our SPI's peer: the responder's half-open key, to forget it with the entry.
+    spi_i: u64,
+}
+
+/// The driver of every IKE SA of the node.
+pub struct IkeDriver {
+    provider: &'static dyn crypto::Provider,
+    conns: Vec<Conn>,
+    /// By our own SPI (SPIi where we initiated, SPIr where we responded).
+    sas: HashMap<u64, Entry>,
+    /// Half-open responder SAs by (SPIi, peer), to recognise a retransmitted IKE_SA_INIT.
+    half_open: HashMap<(u64, SocketAddr), u64>,
+    local_ip: IpAddr,
+    ike_port: u16,
+    natt_port: u16,
+    next_policy: PolicyId,
+    stats: IkeStats,
+}
+
+impl std::fmt::Debug for IkeDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IkeDriver").field("sas", &self.sas.len()).finish_non_exhaustive()
+    }
+}
+
+fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
+    let first = c.children.first();
+    Config {
+        local_id: c.local_id.clone().unwrap_or_else(|| wire::ikev2::Id::ip(local_ip)),
+        remote_id: c.remote_id.clone(),
+        auth: AuthConfig::Psk(c.psk.clone()),
+        ike_suites: c.proposals.clone(),
+        // PFS applies to CREATE_CHILD_SA only (§1.2): IKE_AUTH offers the suites without it.
+        child_suites: first
+            .map(|ch| {
+                ch.esp_proposals
+                    .iter()
+                    .map(|s| ike::suite::ChildSuite { pfs: None, ..*s })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        local_ts: first.map(|ch| ch.local_ts.clone()).unwrap_or_default(),
+        remote_ts: first.map(|ch| ch.remote_ts.clone()).unwrap_or_default(),
+        mode: first.map_or(ike::Mode::Tunnel, |ch| ch.mode),
+    }
+}
+
+impl IkeDriver {
+    /// A driver for `conns`; `local_ip` is the node's address, IKE on `ike_port` (500) and
+    /// `natt_port` (the ESP-in-UDP port, 4500).
+    pub fn new(
+        conns: &[ConnectionConf],
+        provider: &'static dyn crypto::Provider,
+        local_ip: IpAddr,
+        ike_port: u16,
+        natt_port: u16,
+    ) -> Result<IkeDriver, String> {
+        let mut v = Vec::with_capacity(conns.len());
+        for c in conns {
+            let local = c.local_addr.unwrap_or(local_ip);
+            let config = ike_config(c, local);
+            let mut key = zeroize::Zeroizing::new([0u8; 32]);
+            provider.fill_random(&mut key[..]).map_err(|e| format!("random: {e}"))?;
+            let responder =
+                Responder::new(config.clone(), provider, CookieSecret { version: 0, key })
+                    .map_err(|e| format!("connection {:?}: {e}", c.name))?;
+            v.push(Conn { conf: c.clone(), config, responder });
+        }
+        Ok(IkeDriver {
+            provider,
+            conns: v,
+            sas: HashMap::new(),
+            half_open: HashMap::new(),
+            local_ip,
+            ike_port,
+            natt_port,
+            next_policy: POLICY_BASE,
+            stats: IkeStats::default(),
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> IkeStats {
+        self.stats
+    }
+
+    /// Initiates every connection whose child says `start_action = start`.
+    pub fn start(&mut self, now_ms: u64) -> Vec<Transmit> {
+        let want: Vec<usize> = (0..self.conns.len())
+            .filter(|&i| {
+                self.conns[i].conf.children.iter().any(|c| c.start_action == StartAction::Start)
+            })
+            .collect();
+        want.into_iter().filter_map(|i| self.initiate(i, now_ms).ok()).flatten().collect()
+    }
+
+    /// The index of connection `name`.
+    pub fn connection(&self, name: &str) -> Option<usize> {
+        self.conns.iter().position(|c| c.conf.name == name)
+    }
+
+    /// Starts an IKE SA for connection `i` (IKE_SA_INIT to the peer's port 500, or 4500 with
+    /// `encap`).
+    pub fn initiate(&mut self, i: usize, now_ms: u64) -> Result<Vec<Transmit>, String> {
+        let c = self.conns.get(i).ok_or("no such connection")?;
+        let natt = c.conf.encap;
+        let port = if natt { self.natt_port } else { self.ike_port };
+        let local = SocketAddr::new(c.conf.local_addr.unwrap_or(self.local_ip), port);
+        let remote = SocketAddr::new(c.conf.remote_addr, port);
+        let (st, bytes) = ike::initiator::start(
+            c.config.clone(),
+            self.provider,
+            Endpoints { local, remote },
+            now_ms,
+        )
+        .map_err(|e| e.to_string())?;
+        let spi = st.spi_i();
+        log_event!(Level::Info, "ike-initiate", "connection" => c.conf.name, "peer" => remote, "spi_i" => format!("{spi:016x}"));
+        self.sas.insert(
+            spi,
+            Entry {
+                conn: i,
+                peer: remote,
+                natt,
+                state: State::InitSent(Box::new(st)),
+                created_ms: now_ms,
+                spi_i: spi,
+            },
+        );
+        Ok(vec![Transmit { natt, to: remote, bytes }])
+    }
+
+    /// Handles one IKE datagram from `from` (`natt`: it came on the ESP-in-UDP port).
+    pub fn datagram(
+        &mut self,
+        plane: &mut ControlPlane,
+        from: SocketAddr,
+        natt: bool,
+        bytes: &[u8],
+        now_ms: u64,
+    ) -> Vec<Transmit> {
+        let Ok(p) = wire::ikev2::Packet::new_checked(bytes) else {
+            self.stats.dropped += 1;
+            return Vec::new();
+        };
+        let (spi_i, spi_r, flags, mid) = (p.spi_i(), p.spi_r(), p.flags(), p.message_id());
+        // The I flag names the sender's role: set, it is the original initiator and we
+        // responded (our SPI is SPIr); clear, we initiated (ours is SPIi). §3.1.
+        let ours = if flags.initiator { spi_r } else { spi_i };
+        if flags.initiator && spi_r == 0 && !flags.response {
+            return self.init_request(from, natt, bytes, spi_i, now_ms);
+        }
+        let Some(mut e) = self.sas.remove(&ours) else {
+            self.stats.dropped += 1;
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let keep = match std::mem::replace(&mut e.state, State::Taken) {
+            State::InitSent(st) => self.on_init_response(&mut e, *st, bytes, now_ms, &mut out),
+            State::AuthSent(st) => self.on_auth_response(plane, &mut e, *st, bytes, from, now_ms),
+            State::HalfOpen(st) => self.on_auth_request(
+                plane,
+                &mut e,
+                *st,
+                (bytes, from, natt, ours),
+                now_ms,
+                &mut out,
+            ),
+            State::Taken => false,
+            State::Up { ike, child } => {
+                if flags.initiator == (ike.role == ike::sk::Role::Responder)
+                    && !flags.response
+                    && mid + 1 == ike.next_peer_request_id
+                {
+                    // A retransmitted request we already answered (§2.1).
+                    if let Some(r) = &ike.last_response {
+                        self.stats.resent += 1;
+                        out.push(Transmit { natt: e.natt, to: from, bytes: r.clone() });
+                    }
+                } else {
+                    self.stats.unsupported += 1;
+                    log_event!(Level::Debug, "ike-unsupported", "connection" => self.conns[e.conn].conf.name, "exchange" => format!("{:?}", p.exchange_type()), "message_id" => mid);
+                }
+                e.state = State::Up { ike, child };
+                true
+            }
+        };
+        if keep {
+            self.sas.insert(ours, e);
+        }
+        out
+    }
+
+    fn init_request(
+        &mut self,
+        from: SocketAddr,
+        natt: bool,
+        bytes: &[u8],
+        spi_i: u64,
+        now_ms: u64,
+    ) -> Vec<Transmit> {
+        if let Some(st) = self.half_open.get(&(spi_i, from)).and_then(|r| self.sas.get(r)) {
+            // A retransmitted IKE_SA_INIT: the same response again (§2.1).
+            if let State::HalfOpen(h) = &st.state {
+                if let Some(r) = h.retransmitted_init(bytes) {
+                    self.stats.resent += 1;
+                    return vec![Transmit { natt, to: from, bytes: r.to_vec() }];
+                }
+            }
+            self.stats.dropped += 1;
+            return Vec::new();
+        }
+        // The connection whose peer this is (by address; the only one if there is one).
+        let Some(ci) = self.conns.iter().position(|c| c.conf.remote_addr == from.ip()).or((self
+            .conns
+            .len()
+            == 1)
+            .then_some(0))
+        else {
+            self.stats.dropped += 1;
+            return Vec::new();
+        };
+        let port = if natt { self.natt_port } else { self.ike_port };
+        let local = SocketAddr::new(self.conns[ci].conf.local_addr.unwrap_or(self.local_ip), port);
+        let busy = self.half_open.len() >= COOKIE_THRESHOLD;
+        match self.conns[ci].responder.handle_init(
+            now_ms,
+            Endpoints { local, remote: from },
+            bytes,
+            busy,
+        ) {
+            InitOutcome::Reply(r, why) => {
+                log_event!(Level::Debug, "ike-init-refused", "peer" => from, "why" => why.to_string());
+                vec![Transmit { natt, to: from, bytes: r }]
+            }
+            InitOutcome::Drop(why) => {
+                self.stats.dropped += 1;
+                log_event!(Level::Debug, "ike-dropped", "peer" => from, "why" => why.to_string());
+                Vec::new()
+            }
+            InitOutcome::HalfOpen(st, r) => {
+                let spi_r = st.spi_r();
+                self.half_open.insert((spi_i, from), spi_r);
+                self.sas.insert(
+                    spi_r,
+                    Entry {
+                        conn: ci,
+                        peer: from,
+                        natt,
+                        state: State::HalfOpen(st),
+                        created_ms: now_ms,
+                        spi_i,
+                    },
+                );
+                vec![Transmit { natt, to: from, bytes: r }]
+            }
+        }
+    }
+
+    fn on_init_response(
+        &mut self,
+        e: &mut Entry,
+        st: InitiatorSaInit,
+        bytes: &[u8],
+        now_ms: u64,
+        out: &mut Vec<Transmit>,
+    ) -> bool {
+        match st.handle(now_ms, bytes) {
+            Ok(SaInitNext::Resend(st, r)) => {
+                // COOKIE or INVALID_KE_PAYLOAD: IKE_SA_INIT again (§2.6, §1.3).
+                out.push(Transmit { natt: e.natt, to: e.peer, bytes: r });
+                e.state = State::InitSent(Box::new(st));
+                true
+            }
+            Ok(SaInitNext::Auth(st, r)) => {
+                // §2.23: behind a NAT (or told to encapsulate), float to 4500 from IKE_AUTH on.
+                let n = st.nat();
+                if !e.natt
+                    && (n.local_behind_nat || n.remote_behind_nat || self.conns[e.conn].conf.encap)
+                {
+                    e.natt = true;
+                    e.peer.set_port(self.natt_port);
+                }
+                out.push(Transmit { natt: e.natt, to: e.peer, bytes: r });
+                e.state = State::AuthSent(Box::new(st));
+                true
+            }
+            Err(rej) => self.rejected(e, rej, |s| State::InitSent(Box::new(s))),
+        }
+    }
+
+    fn on_auth_response(
+        &mut self,
+        plane: &mut ControlPlane,
+        e: &mut Entry,
+        st: InitiatorAuth,
+        bytes: &[u8],
+        from: SocketAddr,
+        now_ms: u64,
+    ) -> bool {
+        match st.handle(bytes) {
+            Ok(est) => {
+                e.peer = from;
+                self.established(plane, e, est, now_ms);
+                true
+            }
+            Err(rej) => self.rejected(e, rej, |s| State::AuthSent(Box::new(s))),
+        }
+    }
+
+    /// `msg`: the datagram, its sender, whether it came on 4500, and our SPI.
+    fn on_auth_request(
+        &mut self,
+        plane: &mut ControlPlane,
+        e: &mut Entry,
+        st: ResponderAuth,
+        msg: (&[u8], SocketAddr, bool, u64),
+        now_ms: u64,
+        out: &mut Vec<Transmit>,
+    ) -> bool {
+        let (bytes, from, natt, ours) = msg;
+        self.half_open.remove(&(e.spi_i, e.peer));
+        match st.handle(bytes) {
+            Ok(AuthOutcome::Established(est, reply)) => {
+                e.peer = from;
+                e.natt = natt;
+                // Inbound live before the response leaves (DESIGN rule 4).
+                self.established(plane, e, *est, now_ms);
+                out.push(Transmit { natt, to: from, bytes: reply });
+                true
+            }
+            Ok(AuthOutcome::Failed(why, reply)) => {
+                self.stats.failed += 1;
+                log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => from, "why" => why.to_string());
+                out.push(Transmit { natt, to: from, bytes: reply });
+                false
+            }
+            Err(rej) => {
+                let keep = self.rejected(e, rej, |s| State::HalfOpen(Box::new(s)));
+                if keep {
+                    self.half_open.insert((e.spi_i, e.peer), ours);
+                }
+                keep
+            }
+        }
+    }
+
+    /// A dropped message keeps the state (§2.21); a failed exchange ends it.
+    fn rejected<S>(
+        &mut self,
+        e: &mut Entry,
+        rej: Rejected<S>,
+        back: impl FnOnce(S) -> State,
+    ) -> bool {
+        let why = rej.error().to_string();
+        match rej.into_state() {
+            Some(s) => {
+                self.stats.dropped += 1;
+                log_event!(Level::Debug, "ike-dropped", "connection" => self.conns[e.conn].conf.name, "why" => why);
+                e.state = back(s);
+                true
+            }
+            None => {
+                self.stats.failed += 1;
+                log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why);
+                false
+            }
+        }
+    }
+
+    fn established(
+        &mut self,
+        plane: &mut ControlPlane,
+        e: &mut Entry,
+        est: Established,
+        now_ms: u64,
+    ) {
+        let Established { ike, child } = est;
+        let conn = &self.conns[e.conn].conf;
+        let cc = conn.children.first().cloned();
+        let local = conn.local_addr.unwrap_or(self.local_ip);
+        let esp_peer =
+            SocketAddr::new(e.peer.ip(), if e.natt { e.peer.port() } else { self.natt_port });
+        let mut installed = None;
+        if let Some(cc) = cc {
+            let name = format!("{}/{}", conn.name, cc.name);
+            let specs = install::child_specs(&child, &cc, local, e.peer.ip(), esp_peer, &name);
+            let in_key = in_key_of(&specs.inbound.params);
+            let out_key = out_key_of(&specs.outbound.params);
+            let suite = specs.outbound.params.protocol.name().to_string();
+            let policies = install::child_policies(&child, &specs);
+            let ids: Vec<PolicyId> =
+                (0..policies.len() as u64).map(|k| self.next_policy + k).collect();
+            self.next_policy += policies.len() as u64;
+            let r = plane
+                .install(vec![specs.inbound], vec![specs.outbound], false)
+                .and_then(|()| plane.set_policies(ids.iter().copied().zip(policies).collect()));
+            match r {
+                Ok(()) => {
+                    log_event!(Level::Info, "child-sa-up", "child" => name, "spi_in" => format!("{:08x}", in_key.0), "spi_out" => format!("{:08x}", out_key.spi), "peer" => esp_peer);
+                    installed = Some(Child {
+                        name,
+                        in_key,
+                        out_key,
+                        policies: ids,
+                        suite: format!("{suite} {:?}", child.suite.esp),
+                        up_ms: now_ms,
+                    });
+                }
+                Err(err) => {
+                    log_event!(Level::Warn, "child-sa-install-failed", "child" => name, "why" => err.to_string());
+                }
+            }
+        }
+        self.stats.established += 1;
+        log_event!(Level::Info, "ike-sa-up", "connection" => conn.name, "peer" => e.peer, "spi_i" => format!("{:016x}", ike.spi_i), "spi_r" => format!("{:016x}", ike.spi_r), "suite" => format!("{:?}", ike.suite));
+        e.state = State::Up { ike: Box::new(ike), child: installed };
+    }
+
+    /// Retransmissions (§2.1) and half-open expiry; call every few tens of milliseconds.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for (spi, e) in self.sas.iter_mut() {
+            let r = match &mut e.state {
+                State::InitSent(s) => {
+                    s.retransmit().on_timeout(now_ms).map(|b| b.map(<[u8]>::to_vec))
+                }
+                State::AuthSent(s) => {
+                    s.retransmit().on_timeout(now_ms).map(|b| b.map(<[u8]>::to_vec))
+                }
+                State::HalfOpen(s) if now_ms >= s.expires_ms() => {
+                    Err(ike::Error::PeerMisbehaved(ike::PeerMisbehaved::UnexpectedMessage(
+                        "no IKE_AUTH before the half-open timeout",
+                    )))
+                }
+                _ => Ok(None),
+            };
+            match r {
+                Ok(Some(b)) => out.push(Transmit { natt: e.natt, to: e.peer, bytes: b }),
+                Ok(None) => {}
+                Err(why) => {
+                    log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why.to_string());
+                    gone.push((*spi, e.spi_i, e.peer));
+                }
+            }
+        }
+        for (spi, spi_i, peer) in gone {
+            self.stats.failed += 1;
+            self.sas.remove(&spi);
+            self.half_open.remove(&(spi_i, peer));
+        }
+        out
+    }
+
+    /// `status`: every IKE SA with its state and CHILD SA (SPIs, suite; never keys).
+    pub fn status(&self, now_ms: u64) -> Value {
+        let mut v: Vec<Value> = self
+            .sas
+            .values()
+            .map(|e| {
+                let mut j = json!({
+                    "connection": self.conns[e.conn].conf.name,
+                    "peer": e.peer.to_string(),
+                    "state": e.state.name(),
+                    "udp_encap": e.natt,
+                    "age_s": now_ms.saturating_sub(e.created_ms) / 1000,
+                });
+                if let State::Up { ike, child } = &e.state {
+                    j["role"] = json!(if ike.role == ike::sk::Role::Initiator {
+                        "initiator"
+                    } else {
+                        "responder"
+                    });
+                    j["spi_i"] = json!(format!("{:016x}", ike.spi_i));
+                    j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
+                    j["suite"] = json!(format!("{:?}", ike.suite));
+                    j["children"] = json!(
+                        child
+                            .iter()
+                            .map(|c| json!({
+                                "name": c.name,
+                                "spi_in": format!("{:08x}", c.in_key.0),
+                                "spi_out": format!("{:08x}", c.out_key.spi),
+                                "suite": c.suite,
+                                "policies": c.policies.len(),
+                                "installed_s": now_ms.saturating_sub(c.up_ms) / 1000,
+                            }))
+                            .collect::<Vec<_>>()
+                    );
+                }
+                j
+            })
+            .collect();
+        v.sort_by(|a, b| a["connection"].as_str().cmp(&b["connection"].as_str()));
+        let s = self.stats;
+        json!({
+            "ike_sas": v,
+            "counters": {
+                "established": s.established,
+                "failed": s.failed,
+                "dropped": s.dropped,
+                "unsupported": s.unsupported,
+                "resent": s.resent,
+            }
+        })
+    }
+}

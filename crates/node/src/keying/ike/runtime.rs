@@ -1,0 +1,99 @@
+//! The IKE driver with its sockets: what the control thread holds. It feeds the driver the
+//! datagrams of port 500 and those the lanes punted from 4500, its clock in milliseconds, and
+//! sends what comes out.
+
+use super::sockets::IkeSockets;
+use super::{IkeDriver, Transmit};
+use crate::keying::plane::ControlPlane;
+use crate::log::{Level, log_event};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+/// Largest IKE message we read (RFC 7296 §2: at least 1280 must be accepted; fragments and
+/// certificates may be larger, so take a jumbo datagram's worth).
+const MAX_MESSAGE: usize = 65_535;
+
+/// Driver and sockets.
+#[derive(Debug)]
+pub struct IkeRuntime {
+    driver: IkeDriver,
+    sockets: IkeSockets,
+    start: Instant,
+    started: bool,
+    buf: Vec<u8>,
+}
+
+impl IkeRuntime {
+    /// Puts them together; the clock starts now.
+    pub fn new(driver: IkeDriver, sockets: IkeSockets) -> IkeRuntime {
+        IkeRuntime {
+            driver,
+            sockets,
+            start: Instant::now(),
+            started: false,
+            buf: vec![0; MAX_MESSAGE],
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The port-500 socket, for poll(2).
+    pub fn fd(&self) -> RawFd {
+        self.sockets.fd()
+    }
+
+    fn send(&self, out: Vec<Transmit>) {
+        for t in out {
+            if let Err(e) = self.sockets.send(t.natt, t.to, &t.bytes) {
+                log_event!(Level::Warn, "ike-send-failed", "to" => t.to, "why" => e.to_string());
+            }
+        }
+    }
+
+    /// Everything waiting on port 500.
+    pub fn read_socket(&mut self, plane: &mut ControlPlane) {
+        while let Some((n, from)) = self.sockets.recv(&mut self.buf) {
+            let now = self.now_ms();
+            let bytes = self.buf[..n].to_vec();
+            let out = self.driver.datagram(plane, from, false, &bytes, now);
+            self.send(out);
+        }
+    }
+
+    /// An IKE message the lanes punted from the ESP-in-UDP port (marker removed).
+    pub fn punted(&mut self, plane: &mut ControlPlane, from: SocketAddr, bytes: &[u8]) {
+        let now = self.now_ms();
+        let out = self.driver.datagram(plane, from, true, bytes, now);
+        self.send(out);
+    }
+
+    /// Timers; the first call also initiates the `start_action = start` connections.
+    pub fn tick(&mut self) {
+        let now = self.now_ms();
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out = self.driver.start(now);
+        }
+        out.extend(self.driver.tick(now));
+        self.send(out);
+    }
+
+    /// Starts connection `name` (`hipsec initiate`).
+    pub fn initiate(&mut self, name: &str) -> Result<(), String> {
+        let i = self.driver.connection(name).ok_or_else(|| format!("no connection {name:?}"))?;
+        let now = self.now_ms();
+        let out = self.driver.initiate(i, now)?;
+        self.send(out);
+        Ok(())
+    }
+
+    /// The `ike` part of `status`.
+    pub fn status(&self) -> Value {
+        self.driver.status(self.now_ms())
+    }
+}
