@@ -13,18 +13,26 @@
 //! request. Times are milliseconds the driver passes in ([`Retransmit`] for §2.1 back-off).
 //!
 //! Authentication: PSK (§2.15) or RFC 7427 signatures (Ed25519, ECDSA P-256) with configured raw
-//! public keys. Not here yet: certificates, CREATE_CHILD_SA (rekeys, the nonce rule of
-//! §2.8.1), INFORMATIONAL (DELETE, liveness), message-ID windows beyond IKE_AUTH, and keeping the
-//! IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole exchange fails).
+//! public keys. Once up, [`Session::new`] takes the IKE SA: the driver passes it datagrams
+//! ([`Session::handle`]), deadlines ([`Session::on_timeout`]) and [`Request`]s (liveness,
+//! DELETE, CHILD SA rekey with optional PFS) and acts on its [`Event`]s (install/remove CHILD
+//! SA pairs, make-before-break).
+//!
+//! Not here yet: certificates, IKE SA rekey (§1.3.2; refused with NO_PROPOSAL_CHOSEN), the
+//! nonce rule for simultaneous rekeys (§2.8.1), creating extra CHILD SAs on our side (the peer
+//! may), message-ID windows above one, and keeping the IKE SA up when only its first CHILD SA
+//! fails (§2.21.3: here the whole exchange fails).
 #![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod config;
+mod create_child;
 pub mod error;
 pub mod initiator;
 pub mod keys;
 pub mod responder;
 pub mod sa;
+pub mod session;
 pub mod sk;
 pub mod suite;
 
@@ -34,5 +42,6 @@ pub use initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 pub use keys::{ChildKeyMat, IkeSaKeys, Secret};
 pub use responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
 pub use sa::{Established, IkeSa, Rejected, Retransmit};
+pub use session::{ChildSa, Event, Output, Request, Session};
 pub use sk::Role;
 pub use suite::{ChildSuite, IkeSuite};

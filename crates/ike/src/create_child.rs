@@ -1,0 +1,253 @@
+//! CREATE_CHILD_SA for CHILD SAs (RFC 7296 §1.3.1 new, §1.3.3 rekey with REKEY_SA, optional
+//! PFS with a KE payload, §2.17 KEYMAT with the exchange's own nonces), both ends. The rekey's
+//! initiator deletes the old pair once the new one is up (§2.8). Not here yet: IKE SA rekey
+//! (§1.3.2, answered with NO_PROPOSAL_CHOSEN), and the nonce rule for simultaneous rekeys
+//! (§2.8.1: both new pairs stay; each side deletes the old one).
+
+use crate::auth::{ts_narrow, ts_within};
+use crate::config::{ChildSaKeys, Mode};
+use crate::error::{Error, PeerMisbehaved};
+use crate::keys::ChildKeyMat;
+use crate::sa::{NONCE_LEN, find_notify, notify, random, random_esp_spi, take_payload};
+use crate::session::{ChildSa, Event, Output, Pending, Request, Session};
+use crate::suite::ChildSuite;
+use crypto::{DhGroup, KeyExchange};
+use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, Ts};
+
+impl Session {
+    /// The configured PFS group for a CHILD SA of `suite` (the initial CHILD SA never has one).
+    fn pfs_for(&self, suite: &ChildSuite) -> Option<DhGroup> {
+        let c = self.config.child_suites.iter().find(|s| s.esp == suite.esp && s.esn == suite.esn);
+        c.and_then(|s| s.pfs)
+    }
+
+    /// CREATE_CHILD_SA request rekeying the pair with inbound SPI `spi_in` (§1.3.3):
+    /// SK {N(REKEY_SA), [N(USE_TRANSPORT_MODE)], SA, Ni, [KEi], TSi, TSr}.
+    pub(crate) fn rekey_child_request(
+        &mut self,
+        spi_in: u32,
+    ) -> Result<Option<(Vec<Payload>, Pending)>, Error> {
+        let Some(old) = self.children.iter().find(|c| c.spi_in == spi_in).cloned() else {
+            return Ok(None);
+        };
+        let suite = ChildSuite { pfs: self.pfs_for(&old.suite), ..old.suite };
+        let new_spi_in = random_esp_spi(self.provider)?;
+        let ni = random::<NONCE_LEN>(self.provider)?.to_vec();
+        let ke = suite.pfs.map(KeyExchange::generate).transpose()?;
+        let rekey = Notify {
+            protocol_id: ProtocolId::ESP,
+            spi: spi_in.to_be_bytes().to_vec(),
+            notify_type: NotifyType::REKEY_SA,
+            data: Vec::new(),
+        };
+        let mut inner = vec![Payload::Notify(rekey)];
+        if old.mode == Mode::Transport {
+            inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
+        }
+        inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(1, new_spi_in)?] }));
+        inner.push(Payload::Nonce(ni.clone()));
+        if let Some(k) = &ke {
+            inner.push(Payload::Ke(Ke {
+                dh_group: k.group().ike_id(),
+                data: k.public_key().to_vec(),
+            }));
+        }
+        inner.push(Payload::TsI(Ts { selectors: old.local_ts.clone() }));
+        inner.push(Payload::TsR(Ts { selectors: old.remote_ts.clone() }));
+        Ok(Some((inner, Pending::RekeyChild { old_spi_in: spi_in, new_spi_in, suite, ni, ke })))
+    }
+
+    /// The answer to our rekey: install the new pair, then delete the old one (§2.8).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_rekey_child_response(
+        &mut self,
+        old_spi_in: u32,
+        new_spi_in: u32,
+        suite: ChildSuite,
+        ni: Vec<u8>,
+        ke: Option<KeyExchange>,
+        payloads: &[Payload],
+        out: &mut Output,
+    ) -> Result<(), Error> {
+        let request = Request::RekeyChild(old_spi_in);
+        let result = (|| {
+            if let Some(ty) = crate::sa::error_notify(payloads) {
+                return Err(Error::from(PeerMisbehaved::ErrorNotify(ty)));
+            }
+            let ex = wire::ikev2::ExchangeType::CREATE_CHILD_SA;
+            let sa = take_payload!(payloads, Sa).ok_or_else(|| crate::sa::missing(ex, "SA"))?;
+            let nr =
+                take_payload!(payloads, Nonce).ok_or_else(|| crate::sa::missing(ex, "Nonce"))?;
+            let tsi = take_payload!(payloads, TsI).ok_or_else(|| crate::sa::missing(ex, "TSi"))?;
+            let tsr = take_payload!(payloads, TsR).ok_or_else(|| crate::sa::missing(ex, "TSr"))?;
+            let [p] = sa.proposals.as_slice() else {
+                return Err(
+                    PeerMisbehaved::ProposalNotOffered("not exactly one child proposal").into()
+                );
+            };
+            let (chosen, spi_out) = ChildSuite::from_chosen(p)?;
+            if chosen != suite {
+                return Err(PeerMisbehaved::ProposalNotOffered("child suite").into());
+            }
+            let old = self.children.iter().find(|c| c.spi_in == old_spi_in).cloned();
+            let old = old.ok_or(PeerMisbehaved::UnexpectedMessage("rekeyed CHILD SA is gone"))?;
+            if !ts_within(&tsi.selectors, &old.local_ts)
+                || !ts_within(&tsr.selectors, &old.remote_ts)
+            {
+                return Err(PeerMisbehaved::TrafficSelectorsNotNarrowed.into());
+            }
+            let g_ir = match ke {
+                None => None,
+                Some(k) => {
+                    let kr =
+                        take_payload!(payloads, Ke).ok_or_else(|| crate::sa::missing(ex, "KE"))?;
+                    if kr.dh_group != k.group().ike_id() {
+                        return Err(PeerMisbehaved::KeMismatch {
+                            got: kr.dh_group,
+                            want: k.group().ike_id(),
+                        }
+                        .into());
+                    }
+                    Some(k.agree(&kr.data).map_err(|_| PeerMisbehaved::BadPublicValue)?)
+                }
+            };
+            let g = g_ir.as_ref().map(|s| s.as_bytes());
+            let km = ChildKeyMat::derive(
+                self.ike.suite.prf,
+                &self.ike.keys.sk_d,
+                &suite.esp,
+                g,
+                &ni,
+                nr,
+            )?;
+            let transport = find_notify(payloads, NotifyType::USE_TRANSPORT_MODE).is_some();
+            let keys = ChildSaKeys {
+                suite,
+                mode: if transport && old.mode == Mode::Transport {
+                    Mode::Transport
+                } else {
+                    Mode::Tunnel
+                },
+                spi_in: new_spi_in,
+                spi_out,
+                enc_key_in: km.encr_r,
+                auth_key_in: km.integ_r,
+                enc_key_out: km.encr_i,
+                auth_key_out: km.integ_i,
+                local_ts: tsi.selectors.clone(),
+                remote_ts: tsr.selectors.clone(),
+            };
+            Ok(keys)
+        })();
+        match result {
+            Ok(keys) => {
+                self.children.push(ChildSa::of(&keys));
+                out.events
+                    .push(Event::InstallChild { keys: Box::new(keys), rekeys: Some(old_spi_in) });
+                self.queue.push_front(Request::DeleteChild(old_spi_in));
+            }
+            Err(error) => out.events.push(Event::RequestFailed { request, error }),
+        }
+        Ok(())
+    }
+
+    /// A peer's CREATE_CHILD_SA request; returns the response's payloads (an error notify when
+    /// refused: CHILD_SA_NOT_FOUND §2.25, NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD, TS_UNACCEPTABLE).
+    pub(crate) fn on_create_child(
+        &mut self,
+        payloads: &[Payload],
+        out: &mut Output,
+    ) -> Result<Vec<Payload>, Error> {
+        let refuse = |ty: NotifyType, data: Vec<u8>| Ok(vec![notify(ty, data)]);
+        let (Some(sa), Some(ni), Some(tsi), Some(tsr)) = (
+            take_payload!(payloads, Sa),
+            take_payload!(payloads, Nonce),
+            take_payload!(payloads, TsI),
+            take_payload!(payloads, TsR),
+        ) else {
+            // An IKE SA rekey (SA, Ni, KEi and no selectors) lands here too: not implemented yet.
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
+        };
+        if sa.proposals.iter().any(|p| p.protocol_id == ProtocolId::IKE) {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
+        }
+        let rekeyed = match find_notify(payloads, NotifyType::REKEY_SA) {
+            None => None,
+            Some(n) => {
+                let spi = <[u8; 4]>::try_from(n.spi.as_slice()).ok().map(u32::from_be_bytes);
+                match spi.and_then(|s| self.children.iter().find(|c| c.spi_out == s)) {
+                    Some(c) => Some(c.clone()),
+                    None => {
+                        let nf = Notify {
+                            protocol_id: n.protocol_id,
+                            spi: n.spi.clone(),
+                            notify_type: NotifyType::CHILD_SA_NOT_FOUND,
+                            data: Vec::new(),
+                        };
+                        return Ok(vec![Payload::Notify(nf)]);
+                    }
+                }
+            }
+        };
+        let Some((num, suite, spi_out)) =
+            ChildSuite::select(&sa.proposals, &self.config.child_suites)
+        else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
+        };
+        let ke_i = take_payload!(payloads, Ke);
+        if let Some(g) = suite.pfs {
+            if ke_i.is_none_or(|k| k.dh_group != g.ike_id() || k.data.len() != g.public_len()) {
+                return refuse(NotifyType::INVALID_KE_PAYLOAD, g.ike_id().to_be_bytes().to_vec());
+            }
+        }
+        let tsi_n = ts_narrow(&tsi.selectors, &self.config.remote_ts);
+        let tsr_n = ts_narrow(&tsr.selectors, &self.config.local_ts);
+        if tsi_n.is_empty() || tsr_n.is_empty() {
+            return refuse(NotifyType::TS_UNACCEPTABLE, Vec::new());
+        }
+        let nr = random::<NONCE_LEN>(self.provider)?.to_vec();
+        let spi_in = random_esp_spi(self.provider)?;
+        let (ke_pub, g_ir) = match (suite.pfs, ke_i) {
+            (Some(g), Some(k)) => {
+                let mine = KeyExchange::generate(g)?;
+                let public = Ke { dh_group: g.ike_id(), data: mine.public_key().to_vec() };
+                match mine.agree(&k.data) {
+                    Ok(s) => (Some(public), Some(s)),
+                    Err(_) => return refuse(NotifyType::INVALID_SYNTAX, Vec::new()),
+                }
+            }
+            _ => (None, None),
+        };
+        let g = g_ir.as_ref().map(|s| s.as_bytes());
+        let km =
+            ChildKeyMat::derive(self.ike.suite.prf, &self.ike.keys.sk_d, &suite.esp, g, ni, &nr)?;
+        let transport = find_notify(payloads, NotifyType::USE_TRANSPORT_MODE).is_some()
+            && self.config.mode == Mode::Transport;
+        let mode = if transport { Mode::Transport } else { Mode::Tunnel };
+        let mut inner = Vec::new();
+        if transport {
+            inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
+        }
+        inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(num, spi_in)?] }));
+        inner.push(Payload::Nonce(nr));
+        inner.extend(ke_pub.map(Payload::Ke));
+        inner.push(Payload::TsI(Ts { selectors: tsi_n.clone() }));
+        inner.push(Payload::TsR(Ts { selectors: tsr_n.clone() }));
+        let keys = ChildSaKeys {
+            suite,
+            mode,
+            spi_in,
+            spi_out,
+            enc_key_in: km.encr_i,
+            auth_key_in: km.integ_i,
+            enc_key_out: km.encr_r,
+            auth_key_out: km.integ_r,
+            local_ts: tsr_n,
+            remote_ts: tsi_n,
+        };
+        self.children.push(ChildSa::of(&keys));
+        out.events
+            .push(Event::InstallChild { keys: Box::new(keys), rekeys: rekeyed.map(|c| c.spi_in) });
+        Ok(inner)
+    }
+}

@@ -1,0 +1,368 @@
+//! An established IKE SA at work (RFC 7296 §1.3–1.4, §2.1–2.2): message IDs with a window of
+//! one, retransmission of our outstanding request and cached answers to the peer's
+//! retransmitted ones, INFORMATIONAL exchanges (DELETE §1.4.1, liveness §2.4), and the
+//! CREATE_CHILD_SA exchanges of `create_child.rs`. The driver feeds datagrams and time in and
+//! gets datagrams and [`Event`]s out; the data path is told what to install and remove.
+
+use crate::config::{ChildSaKeys, Config, Mode};
+use crate::error::{Error, PeerMisbehaved};
+use crate::sa::{Established, IkeSa, Retransmit, header};
+use crate::sk::Role;
+use crate::suite::ChildSuite;
+use crypto::{KeyExchange, Provider};
+use std::collections::VecDeque;
+use wire::ikev2::{Delete, ExchangeType, Packet, Payload, ProtocolId, TrafficSelector};
+
+/// A CHILD SA pair as the session remembers it (the keys went to the data path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildSa {
+    /// Algorithms.
+    pub suite: ChildSuite,
+    /// Tunnel or transport.
+    pub mode: Mode,
+    /// SPI we receive on.
+    pub spi_in: u32,
+    /// SPI we send with.
+    pub spi_out: u32,
+    /// Our side's selectors.
+    pub local_ts: Vec<TrafficSelector>,
+    /// The peer's side's selectors.
+    pub remote_ts: Vec<TrafficSelector>,
+}
+
+impl ChildSa {
+    pub(crate) fn of(keys: &ChildSaKeys) -> ChildSa {
+        ChildSa {
+            suite: keys.suite,
+            mode: keys.mode,
+            spi_in: keys.spi_in,
+            spi_out: keys.spi_out,
+            local_ts: keys.local_ts.clone(),
+            remote_ts: keys.remote_ts.clone(),
+        }
+    }
+}
+
+/// What the driver must do besides sending datagrams.
+#[derive(Debug)]
+pub enum Event {
+    /// Install this CHILD SA pair. Make-before-break (DESIGN rule 4): install the inbound SA at
+    /// once; `rekeys` names the inbound SPI of the pair it replaces, whose removal follows as a
+    /// [`Event::RemoveChild`]. The side that started the rekey may switch its outbound traffic
+    /// at once (the peer installed first); the other side switches on that removal.
+    InstallChild {
+        /// The keys and selectors.
+        keys: Box<ChildSaKeys>,
+        /// Inbound SPI of the pair this one replaces.
+        rekeys: Option<u32>,
+    },
+    /// Remove this CHILD SA pair (after a DELETE, §1.4.1).
+    RemoveChild {
+        /// Its inbound SPI.
+        spi_in: u32,
+        /// Its outbound SPI.
+        spi_out: u32,
+    },
+    /// The peer answered: it is alive (§2.4).
+    PeerAlive,
+    /// The peer refused or botched our request; the IKE SA goes on (a rekey can be retried).
+    RequestFailed {
+        /// What we asked.
+        request: Request,
+        /// Why it failed (an error notify of the peer, or what was wrong with its answer).
+        error: Error,
+    },
+    /// The IKE SA is gone (deleted by either side, or the peer stopped answering); remove
+    /// every CHILD SA of it.
+    IkeClosed,
+}
+
+/// Datagrams to send and events to act on.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Datagrams, in order.
+    pub send: Vec<Vec<u8>>,
+    /// Events, in order.
+    pub events: Vec<Event>,
+}
+
+/// A request this end wants to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// An empty INFORMATIONAL: is the peer alive? (§2.4)
+    Liveness,
+    /// DELETE the CHILD SA pair with this inbound SPI (§1.4.1).
+    DeleteChild(u32),
+    /// DELETE the IKE SA and with it every CHILD SA.
+    DeleteIke,
+    /// Rekey the CHILD SA pair with this inbound SPI (§1.3.3), with PFS if its suite says so.
+    RekeyChild(u32),
+}
+
+/// Our outstanding request: what we asked, and what we must remember to read the answer.
+pub(crate) enum Pending {
+    Liveness,
+    DeleteChild(u32),
+    DeleteIke,
+    RekeyChild {
+        old_spi_in: u32,
+        new_spi_in: u32,
+        suite: ChildSuite,
+        ni: Vec<u8>,
+        ke: Option<KeyExchange>,
+    },
+}
+
+pub(crate) struct Outstanding {
+    pub(crate) id: u32,
+    pub(crate) pending: Pending,
+    pub(crate) retransmit: Retransmit,
+}
+
+/// An established IKE SA with its CHILD SAs.
+pub struct Session {
+    pub(crate) config: Config,
+    pub(crate) provider: &'static dyn Provider,
+    pub(crate) ike: IkeSa,
+    pub(crate) children: Vec<ChildSa>,
+    pub(crate) outstanding: Option<Outstanding>,
+    pub(crate) queue: VecDeque<Request>,
+    pub(crate) closed: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("ike", &self.ike)
+            .field("children", &self.children)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Takes over an IKE SA from the initial exchanges; gives back the first CHILD SA's keys for
+    /// the caller to install (the session remembers the pair, not its keys).
+    pub fn new(
+        config: Config,
+        provider: &'static dyn Provider,
+        established: Established,
+    ) -> (Session, ChildSaKeys) {
+        let Established { ike, child } = established;
+        let s = Session {
+            children: vec![ChildSa::of(&child)],
+            config,
+            provider,
+            ike,
+            outstanding: None,
+            queue: VecDeque::new(),
+            closed: false,
+        };
+        (s, child)
+    }
+
+    /// The IKE SA.
+    pub fn ike(&self) -> &IkeSa {
+        &self.ike
+    }
+
+    /// The CHILD SA pairs, oldest first.
+    pub fn children(&self) -> &[ChildSa] {
+        &self.children
+    }
+
+    /// True once the IKE SA is deleted or dead; the driver drops the session.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// When [`Session::on_timeout`] should run next, if a request is outstanding.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        self.outstanding.as_ref().map(|o| o.retransmit.deadline_ms())
+    }
+
+    /// Retransmits the outstanding request at its deadline; after the last try the peer is
+    /// taken for dead (§2.4) and the IKE SA closes.
+    pub fn on_timeout(&mut self, now_ms: u64) -> Output {
+        let mut out = Output::default();
+        let Some(o) = self.outstanding.as_mut() else { return out };
+        match o.retransmit.on_timeout(now_ms) {
+            Ok(Some(bytes)) => out.send.push(bytes.to_vec()),
+            Ok(None) => {}
+            Err(_) => self.close(&mut out),
+        }
+        out
+    }
+
+    /// Asks for `req`: sent now if no request is outstanding (window of one, §2.3), else queued.
+    pub fn request(&mut self, now_ms: u64, req: Request) -> Result<Output, Error> {
+        let mut out = Output::default();
+        if self.closed {
+            return Ok(out);
+        }
+        self.queue.push_back(req);
+        self.send_next(now_ms, &mut out)?;
+        Ok(out)
+    }
+
+    pub(crate) fn close(&mut self, out: &mut Output) {
+        if !self.closed {
+            self.closed = true;
+            self.outstanding = None;
+            self.queue.clear();
+            out.events.push(Event::IkeClosed);
+        }
+    }
+
+    fn send_next(&mut self, now_ms: u64, out: &mut Output) -> Result<(), Error> {
+        while self.outstanding.is_none() && !self.closed {
+            let Some(req) = self.queue.pop_front() else { return Ok(()) };
+            let id = self.ike.next_request_id;
+            let (ex, inner, pending) = match req {
+                Request::Liveness => (ExchangeType::INFORMATIONAL, Vec::new(), Pending::Liveness),
+                Request::DeleteChild(spi_in) => {
+                    if !self.children.iter().any(|c| c.spi_in == spi_in) {
+                        continue;
+                    }
+                    let d = Delete { protocol_id: ProtocolId::ESP, spis: vec![spi_in] };
+                    (
+                        ExchangeType::INFORMATIONAL,
+                        vec![Payload::Delete(d)],
+                        Pending::DeleteChild(spi_in),
+                    )
+                }
+                Request::DeleteIke => {
+                    let d = Delete { protocol_id: ProtocolId::IKE, spis: Vec::new() };
+                    (ExchangeType::INFORMATIONAL, vec![Payload::Delete(d)], Pending::DeleteIke)
+                }
+                Request::RekeyChild(spi_in) => match self.rekey_child_request(spi_in)? {
+                    Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
+                    None => continue,
+                },
+            };
+            let bytes = self.seal(ex, false, id, &inner)?;
+            self.ike.next_request_id = id.wrapping_add(1);
+            out.send.push(bytes.clone());
+            self.outstanding =
+                Some(Outstanding { id, pending, retransmit: Retransmit::new(bytes, now_ms) });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn seal(
+        &mut self,
+        ex: ExchangeType,
+        response: bool,
+        id: u32,
+        inner: &[Payload],
+    ) -> Result<Vec<u8>, Error> {
+        let h = header(self.ike.spi_i, self.ike.spi_r, ex, self.ike.role, response, id);
+        self.ike.sk.seal(self.provider, &h, inner)
+    }
+
+    /// Handles a datagram for this IKE SA: a request of the peer (answered), or the response to
+    /// ours. A message that is not for us, stale, or does not verify is dropped: `Err` says why
+    /// and nothing changed.
+    pub fn handle(&mut self, now_ms: u64, bytes: &[u8]) -> Result<Output, Error> {
+        let p = Packet::new_checked(bytes).map_err(Error::InvalidMessage)?;
+        let peer_is_initiator = self.ike.role == Role::Responder;
+        if self.closed
+            || p.spi_i() != self.ike.spi_i
+            || p.spi_r() != self.ike.spi_r
+            || p.flags().initiator != peer_is_initiator
+        {
+            return Err(PeerMisbehaved::UnexpectedMessage("not for this IKE SA").into());
+        }
+        let (id, ex, response) = (p.message_id(), p.exchange_type(), p.flags().response);
+        let mut out = Output::default();
+        if response {
+            if self.outstanding.as_ref().is_none_or(|o| o.id != id) {
+                return Err(
+                    PeerMisbehaved::UnexpectedMessage("response to no request of ours").into()
+                );
+            }
+            let (_, payloads) = self.ike.sk.open(bytes)?;
+            let Some(o) = self.outstanding.take() else { return Ok(out) };
+            self.on_response(o.pending, &payloads, &mut out)?;
+            self.send_next(now_ms, &mut out)?;
+            return Ok(out);
+        }
+        // §2.1/§2.3: the peer's next request, or a retransmission of its last one.
+        let expected = self.ike.next_peer_request_id;
+        if id.wrapping_add(1) == expected {
+            self.ike.sk.open(bytes)?;
+            out.send.extend(self.ike.last_response.clone());
+            return Ok(out);
+        }
+        if id != expected {
+            return Err(PeerMisbehaved::UnexpectedMessage("message ID outside the window").into());
+        }
+        let (_, payloads) = self.ike.sk.open(bytes)?;
+        let inner = match ex {
+            ExchangeType::INFORMATIONAL => self.on_informational(&payloads, &mut out),
+            ExchangeType::CREATE_CHILD_SA => self.on_create_child(&payloads, &mut out)?,
+            _ => {
+                return Err(PeerMisbehaved::UnexpectedMessage(
+                    "exchange type in an established IKE SA",
+                )
+                .into());
+            }
+        };
+        let reply = self.seal(ex, true, id, &inner)?;
+        self.ike.next_peer_request_id = expected.wrapping_add(1);
+        self.ike.last_response = Some(reply.clone());
+        out.send.push(reply);
+        if self.closed {
+            out.events.push(Event::IkeClosed);
+        }
+        Ok(out)
+    }
+
+    /// A peer's INFORMATIONAL request: DELETEs are answered with our halves (§1.4.1), an empty
+    /// one is a liveness check (§2.4). Returns the response's payloads.
+    fn on_informational(&mut self, payloads: &[Payload], out: &mut Output) -> Vec<Payload> {
+        let mut ours = Vec::new();
+        for p in payloads {
+            let Payload::Delete(d) = p else { continue };
+            if d.protocol_id == ProtocolId::IKE {
+                self.closed = true;
+                self.outstanding = None;
+                self.queue.clear();
+                return Vec::new();
+            }
+            for spi_out in &d.spis {
+                if let Some(i) = self.children.iter().position(|c| c.spi_out == *spi_out) {
+                    let c = self.children.remove(i);
+                    ours.push(c.spi_in);
+                    out.events.push(Event::RemoveChild { spi_in: c.spi_in, spi_out: c.spi_out });
+                }
+            }
+        }
+        if ours.is_empty() {
+            Vec::new()
+        } else {
+            vec![Payload::Delete(Delete { protocol_id: ProtocolId::ESP, spis: ours })]
+        }
+    }
+
+    fn on_response(
+        &mut self,
+        pending: Pending,
+        payloads: &[Payload],
+        out: &mut Output,
+    ) -> Result<(), Error> {
+        match pending {
+            Pending::Liveness => out.events.push(Event::PeerAlive),
+            Pending::DeleteIke => self.close(out),
+            Pending::DeleteChild(spi_in) => {
+                if let Some(i) = self.children.iter().position(|c| c.spi_in == spi_in) {
+                    let c = self.children.remove(i);
+                    out.events.push(Event::RemoveChild { spi_in: c.spi_in, spi_out: c.spi_out });
+                }
+            }
+            Pending::RekeyChild { old_spi_in, new_spi_in, suite, ni, ke } => {
+                self.on_rekey_child_response(old_spi_in, new_spi_in, suite, ni, ke, payloads, out)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,244 @@
+//! Two established IKE SAs joined by function calls on a virtual clock: CHILD SA rekeys with and
+//! without PFS from either end (RFC 7296 §1.3.3, §2.17), the delete of the old pair that follows
+//! (§2.8, §1.4.1), liveness checks and a dead peer (§2.4), retransmitted requests answered from
+//! the cache (§2.1), and deleting the IKE SA.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use crypto::{AeadAlg, CbcAlg, DhGroup, EncrAlg, EspSuite, HmacAlg, IntegAlg, PrfAlg};
+use ike::auth::CookieSecret;
+use ike::{
+    AuthConfig, AuthOutcome, ChildSaKeys, ChildSuite, Config, Endpoints, Event, IkeSuite,
+    InitOutcome, Mode, Output, Request, Responder, SaInitNext, Session, initiator,
+};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use wire::ikev2::{Id, TrafficSelector};
+use zeroize::Zeroizing;
+
+fn config(local: &str, remote: &str, pfs: Option<DhGroup>) -> Config {
+    Config {
+        local_id: Id::fqdn(local),
+        remote_id: Some(Id::fqdn(remote)),
+        auth: AuthConfig::Psk(Zeroizing::new(b"k".to_vec())),
+        ike_suites: vec![IkeSuite {
+            encr: EncrAlg::Aead(AeadAlg::Aes128Gcm),
+            integ: IntegAlg::None,
+            prf: PrfAlg::HmacSha256,
+            dh: DhGroup::Curve25519,
+        }],
+        child_suites: vec![ChildSuite {
+            esp: EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128))
+                .unwrap(),
+            esn: true,
+            pfs,
+        }],
+        local_ts: vec![TrafficSelector::any(false)],
+        remote_ts: vec![TrafficSelector::any(false)],
+        mode: Mode::Tunnel,
+    }
+}
+
+/// Alice and Bob after the initial exchanges, with the first CHILD SA's keys.
+fn established(pfs: Option<DhGroup>) -> ((Session, ChildSaKeys), (Session, ChildSaKeys)) {
+    let p = crypto::default_provider();
+    let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 500);
+    let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)), 500);
+    let (st, m1) =
+        initiator::start(config("a", "b", pfs), p, Endpoints { local: a, remote: b }, 0).unwrap();
+    let r = Responder::new(
+        config("b", "a", pfs),
+        p,
+        CookieSecret { version: 1, key: Zeroizing::new([2; 32]) },
+    )
+    .unwrap();
+    let InitOutcome::HalfOpen(half, m2) =
+        r.handle_init(0, Endpoints { local: b, remote: a }, &m1, false)
+    else {
+        panic!()
+    };
+    let SaInitNext::Auth(auth, m3) = st.handle(0, &m2).unwrap() else { panic!() };
+    let AuthOutcome::Established(eb, m4) = half.handle(&m3).unwrap() else { panic!() };
+    let ea = auth.handle(&m4).unwrap();
+    (Session::new(config("a", "b", pfs), p, ea), Session::new(config("b", "a", pfs), p, *eb))
+}
+
+fn mirrored(a: &ChildSaKeys, b: &ChildSaKeys) {
+    assert_eq!((a.spi_in, a.spi_out), (b.spi_out, b.spi_in));
+    assert_eq!(a.enc_key_out.as_slice(), b.enc_key_in.as_slice());
+    assert_eq!(a.auth_key_out.as_slice(), b.auth_key_in.as_slice());
+    assert_eq!(a.enc_key_in.as_slice(), b.enc_key_out.as_slice());
+    assert_eq!(a.auth_key_in.as_slice(), b.auth_key_out.as_slice());
+}
+
+/// Delivers every datagram of `out` to `to`, returning its output.
+fn deliver(now: u64, out: &Output, to: &mut Session) -> Output {
+    let mut all = Output::default();
+    for d in &out.send {
+        let o = to.handle(now, d).unwrap();
+        all.send.extend(o.send);
+        all.events.extend(o.events);
+    }
+    all
+}
+
+fn installed(out: &Output) -> Vec<(&ChildSaKeys, Option<u32>)> {
+    out.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::InstallChild { keys, rekeys } => Some((keys.as_ref(), *rekeys)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn removed(out: &Output) -> Vec<u32> {
+    out.events
+        .iter()
+        .filter_map(
+            |e| if let Event::RemoveChild { spi_in, .. } = e { Some(*spi_in) } else { None },
+        )
+        .collect()
+}
+
+/// One CHILD rekey started by `x`: x → y request, y → x response (+ x's DELETE), y → x answer.
+fn rekey(now: u64, x: &mut Session, y: &mut Session) -> (ChildSaKeys, ChildSaKeys) {
+    let old_x = x.children()[0].spi_in;
+    let old_y = y.children()[0].spi_in;
+    let req = x.request(now, Request::RekeyChild(old_x)).unwrap();
+    assert_eq!(req.send.len(), 1);
+    let resp = deliver(now, &req, y);
+    let [(ky, ry)] = installed(&resp)[..] else { panic!("responder installed nothing") };
+    assert_eq!(ry, Some(old_y));
+    let ky = clone_keys(ky);
+    // The initiator installs, then asks to delete the old pair.
+    let del = deliver(now, &resp, x);
+    let [(kx, rx)] = installed(&del)[..] else {
+        panic!("initiator installed nothing: {:?}", del.events)
+    };
+    assert_eq!(rx, Some(old_x));
+    let kx = clone_keys(kx);
+    assert_eq!(del.send.len(), 1, "DELETE of the old pair");
+    let ack = deliver(now, &del, y);
+    assert_eq!(removed(&ack), vec![old_y]);
+    let done = deliver(now, &ack, x);
+    assert_eq!(removed(&done), vec![old_x]);
+    assert!(done.send.is_empty());
+    assert_eq!((x.children().len(), y.children().len()), (1, 1));
+    (kx, ky)
+}
+
+fn clone_keys(k: &ChildSaKeys) -> ChildSaKeys {
+    ChildSaKeys {
+        suite: k.suite,
+        mode: k.mode,
+        spi_in: k.spi_in,
+        spi_out: k.spi_out,
+        enc_key_in: k.enc_key_in.clone(),
+        auth_key_in: k.auth_key_in.clone(),
+        enc_key_out: k.enc_key_out.clone(),
+        auth_key_out: k.auth_key_out.clone(),
+        local_ts: k.local_ts.clone(),
+        remote_ts: k.remote_ts.clone(),
+    }
+}
+
+#[test]
+fn child_rekeys_from_both_ends_replace_the_pair_make_before_break() {
+    let ((mut a, first_a), (mut b, first_b)) = established(None);
+    mirrored(&first_a, &first_b);
+    let mut seen = vec![first_a.enc_key_out.to_vec()];
+    for round in 0..40 {
+        let (kx, ky) = if round % 2 == 0 {
+            rekey(1_000 + round, &mut a, &mut b)
+        } else {
+            rekey(1_000 + round, &mut b, &mut a)
+        };
+        mirrored(&kx, &ky);
+        assert!(
+            !seen.iter().any(|k| k.as_slice() == kx.enc_key_out.as_slice()),
+            "fresh keys every rekey"
+        );
+        seen.push(kx.enc_key_out.to_vec());
+    }
+    assert_eq!(a.children()[0].spi_in, b.children()[0].spi_out);
+}
+
+#[test]
+fn child_rekey_with_pfs_uses_a_fresh_key_exchange() {
+    let ((mut a, _), (mut b, _)) = established(Some(DhGroup::Ecp256));
+    assert_eq!(a.children()[0].suite.pfs, None, "no PFS in IKE_AUTH (§1.2)");
+    let (kx, ky) = rekey(5, &mut a, &mut b);
+    mirrored(&kx, &ky);
+    assert_eq!(kx.suite.pfs, Some(DhGroup::Ecp256));
+    let (kx, ky) = rekey(6, &mut b, &mut a);
+    mirrored(&kx, &ky);
+}
+
+#[test]
+fn liveness_retransmission_and_cached_answers() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let req = a.request(10, Request::Liveness).unwrap();
+    let resp = deliver(10, &req, &mut b);
+    // The response is lost; Alice retransmits at her deadline, Bob answers from his cache.
+    let t = a.deadline_ms().unwrap();
+    assert!(a.on_timeout(t - 1).send.is_empty());
+    let again = a.on_timeout(t);
+    assert_eq!(again.send, req.send);
+    let cached = deliver(t, &again, &mut b);
+    assert_eq!(cached.send, resp.send);
+    assert!(cached.events.is_empty());
+    let ok = deliver(t, &cached, &mut a);
+    assert!(matches!(ok.events[..], [Event::PeerAlive]));
+    // The same response again is stale now.
+    assert!(a.handle(t, &cached.send[0]).is_err());
+    assert_eq!(a.deadline_ms(), None);
+}
+
+#[test]
+fn a_dead_peer_closes_the_ike_sa() {
+    let ((mut a, _), _) = established(None);
+    a.request(0, Request::Liveness).unwrap();
+    let mut closed = false;
+    for _ in 0..10 {
+        let Some(t) = a.deadline_ms() else { break };
+        closed |= a.on_timeout(t).events.iter().any(|e| matches!(e, Event::IkeClosed));
+    }
+    assert!(closed && a.is_closed());
+}
+
+#[test]
+fn requests_queue_behind_the_outstanding_one() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let first = a.request(0, Request::Liveness).unwrap();
+    let queued = a.request(0, Request::RekeyChild(a.children()[0].spi_in)).unwrap();
+    assert!(queued.send.is_empty(), "window of one (§2.3)");
+    let resp = deliver(0, &first, &mut b);
+    let next = deliver(0, &resp, &mut a);
+    assert_eq!(next.send.len(), 1, "the queued rekey goes out");
+    let resp = deliver(0, &next, &mut b);
+    assert_eq!(installed(&resp).len(), 1);
+}
+
+#[test]
+fn deleting_the_ike_sa_closes_both_ends() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let req = a.request(0, Request::DeleteIke).unwrap();
+    let resp = deliver(0, &req, &mut b);
+    assert!(b.is_closed() && resp.events.iter().any(|e| matches!(e, Event::IkeClosed)));
+    let done = deliver(0, &resp, &mut a);
+    assert!(a.is_closed() && done.events.iter().any(|e| matches!(e, Event::IkeClosed)));
+}
+
+#[test]
+fn tampered_or_foreign_messages_are_dropped() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let req = a.request(0, Request::Liveness).unwrap();
+    let mut bad = req.send[0].clone();
+    let n = bad.len();
+    bad[n - 3] ^= 0x80;
+    assert!(b.handle(0, &bad).unwrap_err().is_peer_fault());
+    assert!(b.handle(0, &[0u8; 10]).is_err());
+    // Alice's own request looped back to her is not a request of the peer.
+    assert!(a.handle(0, &req.send[0]).is_err());
+    let resp = deliver(0, &req, &mut b);
+    assert!(matches!(deliver(0, &resp, &mut a).events[..], [Event::PeerAlive]));
+}
