@@ -1,8 +1,8 @@
 //! CREATE_CHILD_SA for CHILD SAs (RFC 7296 §1.3.1 new, §1.3.3 rekey with REKEY_SA, optional
 //! PFS with a KE payload, §2.17 KEYMAT with the exchange's own nonces), both ends. The rekey's
-//! initiator deletes the old pair once the new one is up (§2.8). Not here yet: IKE SA rekey
-//! (§1.3.2, answered with NO_PROPOSAL_CHOSEN), and the nonce rule for simultaneous rekeys
-//! (§2.8.1: both new pairs stay; each side deletes the old one).
+//! initiator deletes the old pair once the new one is up (§2.8). An IKE proposal goes to
+//! `ike_rekey.rs`. Not here yet: the nonce rule for simultaneous rekeys (§2.8.1: both new pairs
+//! stay; each side deletes the old one).
 
 use crate::auth::{ts_narrow, ts_within};
 use crate::config::{ChildSaKeys, Mode};
@@ -159,18 +159,18 @@ impl Session {
         out: &mut Output,
     ) -> Result<Vec<Payload>, Error> {
         let refuse = |ty: NotifyType, data: Vec<u8>| Ok(vec![notify(ty, data)]);
+        let ike_proposal = |sa: &Sa| sa.proposals.iter().any(|p| p.protocol_id == ProtocolId::IKE);
+        if take_payload!(payloads, Sa).is_some_and(ike_proposal) {
+            return self.on_rekey_ike(payloads);
+        }
         let (Some(sa), Some(ni), Some(tsi), Some(tsr)) = (
             take_payload!(payloads, Sa),
             take_payload!(payloads, Nonce),
             take_payload!(payloads, TsI),
             take_payload!(payloads, TsR),
         ) else {
-            // An IKE SA rekey (SA, Ni, KEi and no selectors) lands here too: not implemented yet.
-            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
+            return refuse(NotifyType::INVALID_SYNTAX, Vec::new());
         };
-        if sa.proposals.iter().any(|p| p.protocol_id == ProtocolId::IKE) {
-            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
-        }
         let rekeyed = match find_notify(payloads, NotifyType::REKEY_SA) {
             None => None,
             Some(n) => {

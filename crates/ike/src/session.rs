@@ -65,6 +65,14 @@ pub enum Event {
     },
     /// The peer answered: it is alive (§2.4).
     PeerAlive,
+    /// The IKE SA was rekeyed (§2.18): these are its new SPIs; the old ones stay valid until
+    /// the old IKE SA's DELETE is done. The CHILD SAs are unchanged.
+    IkeRekeyed {
+        /// New initiator SPI.
+        spi_i: u64,
+        /// New responder SPI.
+        spi_r: u64,
+    },
     /// The peer refused or botched our request; the IKE SA goes on (a rekey can be retried).
     RequestFailed {
         /// What we asked.
@@ -97,6 +105,8 @@ pub enum Request {
     DeleteIke,
     /// Rekey the CHILD SA pair with this inbound SPI (§1.3.3), with PFS if its suite says so.
     RekeyChild(u32),
+    /// Rekey the IKE SA itself (§1.3.2, §2.18); the CHILD SAs move to the new one.
+    RekeyIke,
 }
 
 /// Our outstanding request: what we asked, and what we must remember to read the answer.
@@ -111,6 +121,18 @@ pub(crate) enum Pending {
         ni: Vec<u8>,
         ke: Option<KeyExchange>,
     },
+    RekeyIke {
+        new_spi: u64,
+        ni: Vec<u8>,
+        ke: KeyExchange,
+    },
+}
+
+/// The IKE SA a rekey replaced, kept until its DELETE is done (§2.18).
+pub(crate) struct Retiring {
+    pub(crate) ike: IkeSa,
+    /// Our DELETE of it (when we started the rekey): message ID and its timer.
+    pub(crate) delete: Option<(u32, Retransmit)>,
 }
 
 pub(crate) struct Outstanding {
@@ -128,6 +150,10 @@ pub struct Session {
     pub(crate) outstanding: Option<Outstanding>,
     pub(crate) queue: VecDeque<Request>,
     pub(crate) closed: bool,
+    /// The old IKE SA after a rekey, until its DELETE is done.
+    pub(crate) retiring: Option<Retiring>,
+    /// A new IKE SA from a rekey we answered, switched to once the answer is sealed.
+    pub(crate) rekeyed: Option<IkeSa>,
 }
 
 impl std::fmt::Debug for Session {
@@ -156,6 +182,8 @@ impl Session {
             outstanding: None,
             queue: VecDeque::new(),
             closed: false,
+            retiring: None,
+            rekeyed: None,
         };
         (s, child)
     }
@@ -177,13 +205,27 @@ impl Session {
 
     /// When [`Session::on_timeout`] should run next, if a request is outstanding.
     pub fn deadline_ms(&self) -> Option<u64> {
-        self.outstanding.as_ref().map(|o| o.retransmit.deadline_ms())
+        let ours = self.outstanding.as_ref().map(|o| o.retransmit.deadline_ms());
+        let retiring =
+            self.retiring.as_ref().and_then(|r| r.delete.as_ref()).map(|(_, t)| t.deadline_ms());
+        match (ours, retiring) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Retransmits the outstanding request at its deadline; after the last try the peer is
     /// taken for dead (§2.4) and the IKE SA closes.
     pub fn on_timeout(&mut self, now_ms: u64) -> Output {
         let mut out = Output::default();
+        if let Some((_, t)) = self.retiring.as_mut().and_then(|r| r.delete.as_mut()) {
+            match t.on_timeout(now_ms) {
+                Ok(Some(bytes)) => out.send.push(bytes.to_vec()),
+                Ok(None) => {}
+                // The old IKE SA's peer half is gone or will time out: forget it.
+                Err(_) => self.retiring = None,
+            }
+        }
         let Some(o) = self.outstanding.as_mut() else { return out };
         match o.retransmit.on_timeout(now_ms) {
             Ok(Some(bytes)) => out.send.push(bytes.to_vec()),
@@ -238,6 +280,13 @@ impl Session {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => continue,
                 },
+                Request::RekeyIke => {
+                    if self.retiring.is_some() {
+                        continue;
+                    }
+                    let (inner, pending) = self.rekey_ike_request()?;
+                    (ExchangeType::CREATE_CHILD_SA, inner, pending)
+                }
             };
             let bytes = self.seal(ex, false, id, &inner)?;
             self.ike.next_request_id = id.wrapping_add(1);
@@ -264,6 +313,13 @@ impl Session {
     /// and nothing changed.
     pub fn handle(&mut self, now_ms: u64, bytes: &[u8]) -> Result<Output, Error> {
         let p = Packet::new_checked(bytes).map_err(Error::InvalidMessage)?;
+        if self
+            .retiring
+            .as_ref()
+            .is_some_and(|r| r.ike.spi_i == p.spi_i() && r.ike.spi_r == p.spi_r())
+        {
+            return self.handle_retiring(bytes);
+        }
         let peer_is_initiator = self.ike.role == Role::Responder;
         if self.closed
             || p.spi_i() != self.ike.spi_i
@@ -282,7 +338,7 @@ impl Session {
             }
             let (_, payloads) = self.ike.sk.open(bytes)?;
             let Some(o) = self.outstanding.take() else { return Ok(out) };
-            self.on_response(o.pending, &payloads, &mut out)?;
+            self.on_response(now_ms, o.pending, &payloads, &mut out)?;
             self.send_next(now_ms, &mut out)?;
             return Ok(out);
         }
@@ -311,6 +367,7 @@ impl Session {
         self.ike.next_peer_request_id = expected.wrapping_add(1);
         self.ike.last_response = Some(reply.clone());
         out.send.push(reply);
+        self.switch_to_rekeyed(&mut out);
         if self.closed {
             out.events.push(Event::IkeClosed);
         }
@@ -346,6 +403,7 @@ impl Session {
 
     fn on_response(
         &mut self,
+        now_ms: u64,
         pending: Pending,
         payloads: &[Payload],
         out: &mut Output,
@@ -358,6 +416,9 @@ impl Session {
                     let c = self.children.remove(i);
                     out.events.push(Event::RemoveChild { spi_in: c.spi_in, spi_out: c.spi_out });
                 }
+            }
+            Pending::RekeyIke { new_spi, ni, ke } => {
+                self.on_rekey_ike_response(now_ms, new_spi, &ni, ke, payloads, out)?
             }
             Pending::RekeyChild { old_spi_in, new_spi_in, suite, ni, ke } => {
                 self.on_rekey_child_response(old_spi_in, new_spi_in, suite, ni, ke, payloads, out)?;

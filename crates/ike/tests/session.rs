@@ -2,7 +2,7 @@
 //! without PFS from either end (RFC 7296 §1.3.3, §2.17), the delete of the old pair that follows
 //! (§2.8, §1.4.1), liveness checks and a dead peer (§2.4), retransmitted requests answered from
 //! the cache (§2.1), and deleting the IKE SA.
-#![allow(clippy::unwrap_used, reason = "test code")]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 use crypto::{AeadAlg, CbcAlg, DhGroup, EncrAlg, EspSuite, HmacAlg, IntegAlg, PrfAlg};
 use ike::auth::CookieSecret;
@@ -241,4 +241,75 @@ fn tampered_or_foreign_messages_are_dropped() {
     assert!(a.handle(0, &req.send[0]).is_err());
     let resp = deliver(0, &req, &mut b);
     assert!(matches!(deliver(0, &resp, &mut a).events[..], [Event::PeerAlive]));
+}
+
+fn rekeyed(out: &Output) -> Option<(u64, u64)> {
+    out.events.iter().find_map(|e| {
+        if let Event::IkeRekeyed { spi_i, spi_r } = e { Some((*spi_i, *spi_r)) } else { None }
+    })
+}
+
+/// One IKE SA rekey started by `x` (§2.18), with the DELETE of the old IKE SA.
+fn rekey_ike(x: &mut Session, y: &mut Session) {
+    let old = (x.ike().spi_i, x.ike().spi_r);
+    let req = x.request(0, Request::RekeyIke).unwrap();
+    let resp = deliver(0, &req, y);
+    let new_y = rekeyed(&resp).expect("responder switched");
+    let del = deliver(0, &resp, x);
+    let new_x = rekeyed(&del).expect("initiator switched");
+    assert_eq!(new_x, new_y);
+    assert_ne!(new_x, old);
+    assert_eq!(
+        x.ike().role,
+        ike::Role::Initiator,
+        "the rekey's initiator is the new original initiator"
+    );
+    assert_eq!(y.ike().role, ike::Role::Responder);
+    assert_eq!(x.ike().keys.sk_d.as_slice(), y.ike().keys.sk_d.as_slice());
+    assert_eq!(del.send.len(), 1, "DELETE of the old IKE SA");
+    let ack = deliver(0, &del, y);
+    assert_eq!(ack.send.len(), 1);
+    assert!(ack.events.is_empty(), "the old IKE SA goes quietly; CHILD SAs stay");
+    let done = deliver(0, &ack, x);
+    assert!(done.send.is_empty() && done.events.is_empty());
+    assert_eq!(x.deadline_ms(), None);
+    // The old SA is gone: its messages are no longer accepted.
+    assert!(y.handle(0, &del.send[0]).is_err());
+}
+
+#[test]
+fn ike_rekeys_from_both_ends_keep_the_child_sas_working() {
+    let ((mut a, _), (mut b, _)) = established(Some(DhGroup::Curve25519));
+    let child = a.children()[0].clone();
+    rekey_ike(&mut a, &mut b);
+    assert_eq!(a.children(), &[child][..], "CHILD SAs move to the new IKE SA unchanged");
+    let (kx, ky) = rekey(0, &mut a, &mut b);
+    mirrored(&kx, &ky);
+    rekey_ike(&mut b, &mut a);
+    let (kx, ky) = rekey(0, &mut a, &mut b);
+    mirrored(&kx, &ky);
+    let (kx, ky) = rekey(0, &mut b, &mut a);
+    mirrored(&kx, &ky);
+    let req = b.request(0, Request::Liveness).unwrap();
+    let resp = deliver(0, &req, &mut a);
+    assert!(matches!(deliver(0, &resp, &mut b).events[..], [Event::PeerAlive]));
+}
+
+#[test]
+fn ike_rekey_while_busy_gets_temporary_failure() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let _busy = a.request(0, Request::Liveness).unwrap();
+    let req = b.request(0, Request::RekeyIke).unwrap();
+    let resp = deliver(0, &req, &mut a);
+    assert!(rekeyed(&resp).is_none());
+    let failed = deliver(0, &resp, &mut b);
+    assert!(matches!(
+        &failed.events[..],
+        [Event::RequestFailed {
+            request: Request::RekeyIke,
+            error: ike::Error::PeerMisbehaved(ike::PeerMisbehaved::ErrorNotify(
+                wire::ikev2::NotifyType::TEMPORARY_FAILURE
+            ))
+        }]
+    ));
 }
