@@ -15,12 +15,24 @@ for tool in tshark:tshark tcpdump:tcpdump iperf3:iperf3 nft:nftables ip:iproute2
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# strongSwan 5.9 as the IKEv2 interop peer (charon with kernel-libipsec: user-space ESP,
+# ../shared/reference/strongswan-peer.md); its services must not start on install.
+[ -x /usr/lib/ipsec/charon ] && command -v swanctl >/dev/null 2>&1 || need_apt+=(strongswan-charon
+  strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
+  libstrongswan-extra-plugins)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
+    # No service may start during the install (charon would take ports 500 and 4500).
+    rc_d_made=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+      rc_d_made=1
+    fi
     apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    if [ -n "$rc_d_made" ]; then rm -f /usr/sbin/policy-rc.d; fi
   else
     echo "missing ${need_apt[*]} and not root: the tests that need them will say SKIPPED"
   fi
