@@ -1,15 +1,14 @@
 //! CREATE_CHILD_SA for CHILD SAs (RFC 7296 §1.3.1 new, §1.3.3 rekey with REKEY_SA, optional
 //! PFS with a KE payload, §2.17 KEYMAT with the exchange's own nonces), both ends. The rekey's
 //! initiator deletes the old pair once the new one is up (§2.8). An IKE proposal goes to
-//! `ike_rekey.rs`. Not here yet: the nonce rule for simultaneous rekeys (§2.8.1: both new pairs
-//! stay; each side deletes the old one).
+//! `ike_rekey.rs`. Simultaneous rekeys of one pair are resolved by the nonce rule of §2.8.1.
 
 use crate::auth::{ts_narrow, ts_within};
 use crate::config::{ChildSaKeys, Mode};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::ChildKeyMat;
 use crate::sa::{NONCE_LEN, find_notify, notify, random, random_esp_spi, take_payload};
-use crate::session::{ChildSa, Event, Output, Pending, Request, Session};
+use crate::session::{ChildSa, Collision, Event, Output, Pending, Request, Session};
 use crate::suite::ChildSuite;
 use crypto::{DhGroup, KeyExchange};
 use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, Ts};
@@ -137,14 +136,29 @@ impl Session {
                 local_ts: tsi.selectors.clone(),
                 remote_ts: tsr.selectors.clone(),
             };
-            Ok(keys)
+            Ok((keys, nr.clone()))
         })();
         match result {
-            Ok(keys) => {
+            Ok((keys, nr)) => {
+                // §2.8.1: if the peer rekeyed the same pair meanwhile, the exchange holding the
+                // lowest of the four nonces made the redundant pair; its initiator deletes it,
+                // and the other initiator deletes the old pair.
+                let collision = self.collision.take().filter(|c| c.old_spi_in == old_spi_in);
+                let ours_redundant = collision.is_some_and(|c| {
+                    let ours = ni.as_slice().min(nr.as_slice());
+                    let theirs = c.ni.as_slice().min(c.nr.as_slice());
+                    ours < theirs
+                });
+                let new_spi_in = keys.spi_in;
                 self.children.push(ChildSa::of(&keys));
-                out.events
-                    .push(Event::InstallChild { keys: Box::new(keys), rekeys: Some(old_spi_in) });
-                self.queue.push_front(Request::DeleteChild(old_spi_in));
+                if ours_redundant {
+                    out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys: None });
+                    self.queue.push_front(Request::DeleteChild(new_spi_in));
+                } else {
+                    let rekeys = Some(old_spi_in);
+                    out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys });
+                    self.queue.push_front(Request::DeleteChild(old_spi_in));
+                }
             }
             Err(error) => out.events.push(Event::RequestFailed { request, error }),
         }
@@ -229,6 +243,7 @@ impl Session {
             inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
         }
         inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(num, spi_in)?] }));
+        let nr_copy = nr.clone();
         inner.push(Payload::Nonce(nr));
         inner.extend(ke_pub.map(Payload::Ke));
         inner.push(Payload::TsI(Ts { selectors: tsi_n.clone() }));
@@ -245,6 +260,15 @@ impl Session {
             local_ts: tsr_n,
             remote_ts: tsi_n,
         };
+        if let Some(c) = &rekeyed {
+            let ours_too = self.outstanding.as_ref().is_some_and(|o| {
+                matches!(o.pending, Pending::RekeyChild { old_spi_in, .. } if old_spi_in == c.spi_in)
+            });
+            if ours_too {
+                self.collision =
+                    Some(Collision { old_spi_in: c.spi_in, ni: ni.clone(), nr: nr_copy });
+            }
+        }
         self.children.push(ChildSa::of(&keys));
         out.events
             .push(Event::InstallChild { keys: Box::new(keys), rekeys: rekeyed.map(|c| c.spi_in) });

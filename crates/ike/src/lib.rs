@@ -18,7 +18,7 @@
 //! DELETE, CHILD SA rekey with optional PFS, IKE SA rekey) and acts on its [`Event`]s
 //! (install/remove CHILD SA pairs make-before-break, new IKE SPIs after a rekey).
 //!
-//! Not here yet: certificates, the nonce rule for simultaneous rekeys (§2.8.1, §2.8.2), creating extra CHILD SAs on our side (the peer
+//! Not here yet: certificates, simultaneous IKE SA rekeys (§2.8.2), creating extra CHILD SAs on our side (the peer
 //! may), message-ID windows above one, and keeping the IKE SA up when only its first CHILD SA
 //! fails (§2.21.3: here the whole exchange fails).
 #![forbid(unsafe_code)]

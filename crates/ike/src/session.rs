@@ -47,9 +47,11 @@ impl ChildSa {
 #[derive(Debug)]
 pub enum Event {
     /// Install this CHILD SA pair. Make-before-break (DESIGN rule 4): install the inbound SA at
-    /// once; `rekeys` names the inbound SPI of the pair it replaces, whose removal follows as a
-    /// [`Event::RemoveChild`]. The side that started the rekey may switch its outbound traffic
-    /// at once (the peer installed first); the other side switches on that removal.
+    /// once; `rekeys` names the inbound SPI of the pair it succeeds, whose removal follows as a
+    /// [`Event::RemoveChild`]. Outbound traffic of those selectors goes on the newest pair still
+    /// installed: the side that started the rekey may switch at once (the peer installed
+    /// first); both fall back to the older pair if a newer one is removed (the redundant pair
+    /// of a simultaneous rekey, §2.8.1).
     InstallChild {
         /// The keys and selectors.
         keys: Box<ChildSaKeys>,
@@ -128,6 +130,14 @@ pub(crate) enum Pending {
     },
 }
 
+/// A peer's rekey of a CHILD SA pair we were rekeying ourselves (§2.8.1): the pair and the
+/// nonces of the peer's exchange, to find the redundant pair once ours completes.
+pub(crate) struct Collision {
+    pub(crate) old_spi_in: u32,
+    pub(crate) ni: Vec<u8>,
+    pub(crate) nr: Vec<u8>,
+}
+
 /// The IKE SA a rekey replaced, kept until its DELETE is done (§2.18).
 pub(crate) struct Retiring {
     pub(crate) ike: IkeSa,
@@ -154,6 +164,8 @@ pub struct Session {
     pub(crate) retiring: Option<Retiring>,
     /// A new IKE SA from a rekey we answered, switched to once the answer is sealed.
     pub(crate) rekeyed: Option<IkeSa>,
+    /// A simultaneous CHILD SA rekey in progress (§2.8.1).
+    pub(crate) collision: Option<Collision>,
 }
 
 impl std::fmt::Debug for Session {
@@ -184,6 +196,7 @@ impl Session {
             closed: false,
             retiring: None,
             rekeyed: None,
+            collision: None,
         };
         (s, child)
     }

@@ -313,3 +313,39 @@ fn ike_rekey_while_busy_gets_temporary_failure() {
         }]
     ));
 }
+
+/// Both ends rekey the same pair at once; the requests cross (§2.8.1). Whatever the nonces,
+/// each side ends with the same single pair, and exactly one DELETE of the old pair and one of
+/// the redundant new pair are sent.
+#[test]
+fn simultaneous_child_rekeys_leave_one_pair_by_the_nonce_rule() {
+    for _ in 0..20 {
+        let ((mut a, _), (mut b, _)) = established(None);
+        let (old_a, old_b) = (a.children()[0].spi_in, b.children()[0].spi_in);
+        let req_a = a.request(0, Request::RekeyChild(old_a)).unwrap();
+        let req_b = b.request(0, Request::RekeyChild(old_b)).unwrap();
+        let resp_to_b = deliver(0, &req_b, &mut a); // a answers b's rekey while its own is out
+        let resp_to_a = deliver(0, &req_a, &mut b);
+        let from_a = deliver(0, &resp_to_a, &mut a); // a's rekey completes
+        let from_b = deliver(0, &resp_to_b, &mut b);
+        // Each side now sends one DELETE: of the old pair (winner) or of its redundant pair.
+        assert_eq!((from_a.send.len(), from_b.send.len()), (1, 1));
+        let ack_b = deliver(0, &from_a, &mut b);
+        let ack_a = deliver(0, &from_b, &mut a);
+        deliver(0, &ack_b, &mut a);
+        deliver(0, &ack_a, &mut b);
+        assert_eq!(
+            (a.children().len(), b.children().len()),
+            (1, 1),
+            "{:?} / {:?}",
+            a.children(),
+            b.children()
+        );
+        let (ca, cb) = (&a.children()[0], &b.children()[0]);
+        assert_eq!((ca.spi_in, ca.spi_out), (cb.spi_out, cb.spi_in));
+        assert!(ca.spi_in != old_a && cb.spi_in != old_b);
+        // And the survivor rekeys normally afterwards.
+        let (kx, ky) = rekey(1, &mut a, &mut b);
+        mirrored(&kx, &ky);
+    }
+}
