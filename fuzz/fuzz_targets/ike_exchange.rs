@@ -59,14 +59,20 @@ fuzz_target!(|input: &[u8]| {
     let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 500);
     let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)), 500);
     let (ea, eb) = (Endpoints { local: a, remote: b }, Endpoints { local: b, remote: a });
-    let r = Responder::new(config("b", "a"), p, CookieSecret { version: 1, key: Zeroizing::new([1; 32]) })
-        .expect("responder");
+    let r = Responder::new(
+        config("b", "a"),
+        p,
+        CookieSecret { version: 1, key: Zeroizing::new([1; 32]) },
+    )
+    .expect("responder");
     let (st, msg1) = initiator::start(config("a", "b"), p, ea, 0).expect("start");
 
     if step == 0 {
         let _ = r.handle_init(0, eb, &mutate(how, &msg1, data), how & 8 != 0);
     }
-    let InitOutcome::HalfOpen(half, msg2) = r.handle_init(0, eb, &msg1, false) else { panic!("genuine init") };
+    let InitOutcome::HalfOpen(half, msg2) = r.handle_init(0, eb, &msg1, false) else {
+        panic!("genuine init")
+    };
     let st = if step == 1 {
         match st.handle(0, &mutate(how, &msg2, data)) {
             Err(Rejected::Dropped { state, .. }) => *state,
@@ -75,7 +81,9 @@ fuzz_target!(|input: &[u8]| {
     } else {
         st
     };
-    let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).expect("genuine response") else { return };
+    let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).expect("genuine response") else {
+        return;
+    };
     let half = if step == 2 {
         match half.handle(&mutate(how, &msg3, data)) {
             Err(Rejected::Dropped { state, .. }) => *state,

@@ -40,20 +40,31 @@ fn sessions() -> (Session, Session) {
     let p = crypto::default_provider();
     let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 500);
     let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)), 500);
-    let (st, m1) = initiator::start(config("a", "b"), p, Endpoints { local: a, remote: b }, 0).expect("start");
+    let (st, m1) =
+        initiator::start(config("a", "b"), p, Endpoints { local: a, remote: b }, 0).expect("start");
     let secret = CookieSecret { version: 1, key: Zeroizing::new([1; 32]) };
     let r = Responder::new(config("b", "a"), p, secret).expect("responder");
-    let InitOutcome::HalfOpen(half, m2) = r.handle_init(0, Endpoints { local: b, remote: a }, &m1, false) else {
+    let InitOutcome::HalfOpen(half, m2) =
+        r.handle_init(0, Endpoints { local: b, remote: a }, &m1, false)
+    else {
         panic!("init")
     };
     let SaInitNext::Auth(auth, m3) = st.handle(0, &m2).expect("response") else { panic!("auth") };
-    let AuthOutcome::Established(eb, m4) = half.handle(&m3).expect("auth") else { panic!("refused") };
+    let AuthOutcome::Established(eb, m4) = half.handle(&m3).expect("auth") else {
+        panic!("refused")
+    };
     let ea = auth.handle(&m4).expect("auth response");
     (Session::new(config("a", "b"), p, ea).0, Session::new(config("b", "a"), p, *eb).0)
 }
 
 /// Seals `payloads` as `from` would send them.
-fn forge(from: &Session, ex: ExchangeType, response: bool, id: u32, payloads: &[wire::ikev2::Payload]) -> Vec<u8> {
+fn forge(
+    from: &Session,
+    ex: ExchangeType,
+    response: bool,
+    id: u32,
+    payloads: &[wire::ikev2::Payload],
+) -> Vec<u8> {
     let p = crypto::default_provider();
     let ike = from.ike();
     let mut sk = SkKeys::new(p, &ike.suite, &ike.keys, ike.role).expect("keys");
@@ -74,7 +85,11 @@ fuzz_target!(|input: &[u8]| {
         let _ = b.handle(0, &msg);
     } else {
         // The answer to `a`'s outstanding rekey.
-        let req = if sel & 4 == 0 { Request::RekeyChild(a.children()[0].spi_in) } else { Request::RekeyIke };
+        let req = if sel & 4 == 0 {
+            Request::RekeyChild(a.children()[0].spi_in)
+        } else {
+            Request::RekeyIke
+        };
         let out = a.request(0, req).expect("request");
         if out.send.is_empty() {
             return;
