@@ -35,6 +35,7 @@ pub mod sa;
 pub mod session;
 pub mod sk;
 pub mod suite;
+pub mod wireshark;
 
 pub use config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 pub use error::{ConfigError, Error, PeerMisbehaved};

@@ -315,3 +315,21 @@ fn no_common_proposal_and_unacceptable_selectors() {
     let Err(Rejected::Failed(e)) = auth.handle(&reply) else { panic!() };
     assert_eq!(e, Error::PeerMisbehaved(PeerMisbehaved::ErrorNotify(NotifyType::TS_UNACCEPTABLE)));
 }
+
+/// The ikev2_decryption_table line carries both SPIs and the SK keys in hex, in the layout of
+/// strongSwan's save-keys plugin.
+#[test]
+fn wireshark_line_for_the_ike_sa() {
+    let (ea, eb) = eps();
+    let (a, _) = run(alice(), bob(), false, ea, eb);
+    let line = ike::wireshark::ikev2_decryption_line(&a.ike).unwrap();
+    let k = &a.ike.keys;
+    let want = format!(
+        "{:016x},{:016x},{},{},\"AES-GCM-256 with 16 octet ICV [RFC5282]\",,,\"NONE [RFC4306]\"",
+        a.ike.spi_i,
+        a.ike.spi_r,
+        hex::encode(&k.sk_ei),
+        hex::encode(&k.sk_er)
+    );
+    assert_eq!(line, want);
+}
