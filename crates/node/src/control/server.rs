@@ -96,7 +96,7 @@ impl<'a> ControlThread<'a> {
                 if ready.get(ike_at) == Some(&true) {
                     ike.read_socket(&mut self.plane);
                 }
-                ike.tick();
+                ike.tick(&mut self.plane);
             }
             if let Some(m) = self.metrics.filter(|_| ready.get(metrics_at) == Some(&true)) {
                 // The same snapshot as `status`, so metrics and status never disagree.

@@ -4,8 +4,8 @@
 //! become the smallest set of prefixes covering each range exactly).
 
 use crate::config::connection::ChildConf;
-use crate::datapath::mailbox::{PolicyAction, PolicySpec};
-use crate::keying::plane::{SaSpec, in_key_of, out_key_of};
+use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
+use crate::keying::plane::SaSpec;
 use ike::ChildSaKeys;
 use ipsec::spd::{Prefix, Selector};
 use ipsec::{Lifetime, Mode, Protocol, SaParams, Spi};
@@ -73,10 +73,8 @@ pub fn child_specs(
 }
 
 /// The SPD entries of a CHILD SA: one per pair of (local, remote) prefixes, protecting with
-/// `out` and admitting `in` the other way.
-pub fn child_policies(k: &ChildSaKeys, specs: &ChildSpecs) -> Vec<PolicySpec> {
-    let out = out_key_of(&specs.outbound.params);
-    let inb = in_key_of(&specs.inbound.params);
+/// `out` and admitting `inb` the other way.
+pub fn child_policies(k: &ChildSaKeys, out: OutKey, inb: InKey) -> Vec<PolicySpec> {
     let mut v = Vec::new();
     for l in &k.local_ts {
         for r in &k.remote_ts {

@@ -4,19 +4,20 @@
 //! before its IKE_AUTH response leaves, so the initiator's first ESP packet finds it).
 //! Read RFC 7296 §1.2 (the initial exchanges), §2.1 (retransmission), §2.23 (NAT traversal).
 
+pub mod established;
 pub mod install;
 pub mod runtime;
 pub mod sockets;
 
 use crate::config::connection::{ConnectionConf, StartAction};
-use crate::datapath::mailbox::InKey;
-use crate::datapath::mailbox::OutKey;
-use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
+use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
+use established::{Ctx, Up};
 use ike::auth::CookieSecret;
 use ike::initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 use ike::responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
-use ike::sa::{Established, IkeSa, Rejected};
+use ike::sa::{Established, Rejected};
+use ike::session::Session;
 use ike::{AuthConfig, Config, Endpoints};
 use ipsec::spd_table::PolicyId;
 use serde_json::{Value, json};
@@ -26,6 +27,8 @@ use std::net::{IpAddr, SocketAddr};
 /// IKE-made policy ids start here, far above the config's (its index + 1) and the command
 /// line's.
 const POLICY_BASE: PolicyId = 1 << 40;
+/// How long after a failed initiation a connection that starts on its own tries again.
+const RETRY_MS: u64 = 2_000;
 /// Half-open IKE SAs beyond which the responder asks for a cookie (RFC 7296 §2.6).
 const COOKIE_THRESHOLD: usize = 64;
 
@@ -61,24 +64,11 @@ struct Conn {
     responder: Responder,
 }
 
-/// What the CHILD SA put in the data path.
-struct Child {
-    name: String,
-    in_key: InKey,
-    out_key: OutKey,
-    policies: Vec<PolicyId>,
-    suite: String,
-    up_ms: u64,
-}
-
 enum State {
     InitSent(Box<InitiatorSaInit>),
     AuthSent(Box<InitiatorAuth>),
     HalfOpen(Box<ResponderAuth>),
-    Up {
-        ike: Box<IkeSa>,
-        child: Option<Child>,
-    },
+    Up(Box<Up>),
     /// Only while a message is being handled (the state is moved out and put back).
     Taken,
 }
@@ -89,7 +79,7 @@ impl State {
             State::InitSent(_) => "IKE_SA_INIT sent",
             State::AuthSent(_) => "IKE_AUTH sent",
             State::HalfOpen(_) => "half-open",
-            State::Up { .. } => "established",
+            State::Up(_) => "established",
             State::Taken => "busy",
         }
     }
@@ -97,6 +87,8 @@ impl State {
 
 struct Entry {
     conn: usize,
+    /// We started this IKE SA.
+    initiator: bool,
     /// Where the peer's IKE messages come from (and ours go).
     peer: SocketAddr,
     natt: bool,
@@ -114,6 +106,12 @@ pub struct IkeDriver {
     sas: HashMap<u64, Entry>,
     /// Half-open responder SAs by (SPIi, peer), to recognise a retransmitted IKE_SA_INIT.
     half_open: HashMap<(u64, SocketAddr), u64>,
+    /// An IKE SA's SPI before its rekey → after (§2.18: the old one's DELETE still comes).
+    alias: HashMap<u64, u64>,
+    /// Connections to initiate again at the next tick (their IKE SA died).
+    restart: Vec<usize>,
+    /// Connections that start on their own and whose initiation failed: when to try again.
+    retry: Vec<(u64, usize)>,
     local_ip: IpAddr,
     ike_port: u16,
     natt_port: u16,
@@ -175,6 +173,9 @@ impl IkeDriver {
             conns: v,
             sas: HashMap::new(),
             half_open: HashMap::new(),
+            alias: HashMap::new(),
+            restart: Vec::new(),
+            retry: Vec::new(),
             local_ip,
             ike_port,
             natt_port,
@@ -229,6 +230,7 @@ impl IkeDriver {
                 state: State::InitSent(Box::new(st)),
                 created_ms: now_ms,
                 spi_i: spi,
+                initiator: true,
             },
         );
         Ok(vec![Transmit { natt, to: remote, bytes }])
@@ -254,6 +256,7 @@ impl IkeDriver {
         if flags.initiator && spi_r == 0 && !flags.response {
             return self.init_request(from, natt, bytes, spi_i, now_ms);
         }
+        let ours = self.alias.get(&ours).copied().unwrap_or(ours);
         let Some(mut e) = self.sas.remove(&ours) else {
             self.stats.dropped += 1;
             return Vec::new();
@@ -271,28 +274,91 @@ impl IkeDriver {
                 &mut out,
             ),
             State::Taken => false,
-            State::Up { ike, child } => {
-                if flags.initiator == (ike.role == ike::sk::Role::Responder)
-                    && !flags.response
-                    && mid + 1 == ike.next_peer_request_id
-                {
-                    // A retransmitted request we already answered (§2.1).
-                    if let Some(r) = &ike.last_response {
-                        self.stats.resent += 1;
-                        out.push(Transmit { natt: e.natt, to: from, bytes: r.clone() });
+            State::Up(mut up) => {
+                match up.session.handle(now_ms, bytes) {
+                    Ok(o) => {
+                        let sent = self.with_ctx(plane, &e, now_ms, |cx| up.apply(o, cx));
+                        let (natt, to) = (e.natt, e.peer);
+                        out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
                     }
-                } else {
-                    self.stats.unsupported += 1;
-                    log_event!(Level::Debug, "ike-unsupported", "connection" => self.conns[e.conn].conf.name, "exchange" => format!("{:?}", p.exchange_type()), "message_id" => mid);
+                    Err(why) => {
+                        self.stats.dropped += 1;
+                        log_event!(Level::Debug, "ike-dropped", "connection" => self.conns[e.conn].conf.name, "exchange" => format!("{:?}", p.exchange_type()), "message_id" => mid, "why" => why.to_string());
+                    }
                 }
-                e.state = State::Up { ike, child };
+                e.state = State::Up(up);
                 true
             }
         };
+        let keep = keep && !self.closed(&e);
         if keep {
-            self.sas.insert(ours, e);
+            self.file(ours, e);
         }
         out
+    }
+
+    /// A failed initiation of a connection that starts on its own is tried again later (as
+    /// strongSwan's keyingtries = 0 would), so a peer that was not ready yet is reached.
+    fn retry_later(&mut self, e: &Entry) {
+        let c = &self.conns[e.conn].conf;
+        if e.initiator && c.children.iter().any(|ch| ch.start_action == StartAction::Start) {
+            self.retry.push((e.created_ms + RETRY_MS, e.conn));
+        }
+    }
+
+    /// True (and the connection queued for a restart if it starts on its own) when an
+    /// established IKE SA is gone.
+    fn closed(&mut self, e: &Entry) -> bool {
+        let State::Up(up) = &e.state else { return false };
+        if !up.session.is_closed() {
+            return false;
+        }
+        let c = &self.conns[e.conn].conf;
+        if c.children.iter().any(|ch| ch.start_action == StartAction::Start) {
+            self.restart.push(e.conn);
+        }
+        true
+    }
+
+    /// Stores an entry under our current SPI (a rekeyed IKE SA has a new one; the old maps to
+    /// it until the old SA's DELETE is done).
+    fn file(&mut self, key: u64, e: Entry) {
+        let now_key = match &e.state {
+            State::Up(up) => {
+                let ike = up.session.ike();
+                if ike.role == ike::sk::Role::Initiator { ike.spi_i } else { ike.spi_r }
+            }
+            _ => key,
+        };
+        if now_key != key {
+            self.alias.retain(|_, v| *v != key);
+            self.alias.insert(key, now_key);
+        }
+        self.sas.insert(now_key, e);
+    }
+
+    /// Runs `f` with the context an established IKE SA needs.
+    fn with_ctx<R>(
+        &mut self,
+        plane: &mut ControlPlane,
+        e: &Entry,
+        now_ms: u64,
+        f: impl FnOnce(&mut Ctx<'_>) -> R,
+    ) -> R {
+        let conn = &self.conns[e.conn].conf;
+        let mut j = [0u8; 8];
+        let _ = self.provider.fill_random(&mut j);
+        let esp_port = if e.natt { e.peer.port() } else { self.natt_port };
+        let mut cx = Ctx {
+            plane,
+            conn,
+            local: conn.local_addr.unwrap_or(self.local_ip),
+            esp_peer: SocketAddr::new(e.peer.ip(), esp_port),
+            next_policy: &mut self.next_policy,
+            now_ms,
+            jitter: u64::from_ne_bytes(j),
+        };
+        f(&mut cx)
     }
 
     fn init_request(
@@ -354,6 +420,7 @@ impl IkeDriver {
                         state: State::HalfOpen(st),
                         created_ms: now_ms,
                         spi_i,
+                        initiator: false,
                     },
                 );
                 vec![Transmit { natt, to: from, bytes: r }]
@@ -467,6 +534,7 @@ impl IkeDriver {
             None => {
                 self.stats.failed += 1;
                 log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why);
+                self.retry_later(e);
                 false
             }
         }
@@ -479,51 +547,45 @@ impl IkeDriver {
         est: Established,
         now_ms: u64,
     ) {
-        let Established { ike, child } = est;
-        let conn = &self.conns[e.conn].conf;
-        let cc = conn.children.first().cloned();
-        let local = conn.local_addr.unwrap_or(self.local_ip);
-        let esp_peer =
-            SocketAddr::new(e.peer.ip(), if e.natt { e.peer.port() } else { self.natt_port });
-        let mut installed = None;
-        if let Some(cc) = cc {
-            let name = format!("{}/{}", conn.name, cc.name);
-            let specs = install::child_specs(&child, &cc, local, e.peer.ip(), esp_peer, &name);
-            let in_key = in_key_of(&specs.inbound.params);
-            let out_key = out_key_of(&specs.outbound.params);
-            let suite = specs.outbound.params.protocol.name().to_string();
-            let policies = install::child_policies(&child, &specs);
-            let ids: Vec<PolicyId> =
-                (0..policies.len() as u64).map(|k| self.next_policy + k).collect();
-            self.next_policy += policies.len() as u64;
-            let r = plane
-                .install(vec![specs.inbound], vec![specs.outbound], false)
-                .and_then(|()| plane.set_policies(ids.iter().copied().zip(policies).collect()));
-            match r {
-                Ok(()) => {
-                    log_event!(Level::Info, "child-sa-up", "child" => name, "spi_in" => format!("{:08x}", in_key.0), "spi_out" => format!("{:08x}", out_key.spi), "peer" => esp_peer);
-                    installed = Some(Child {
-                        name,
-                        in_key,
-                        out_key,
-                        policies: ids,
-                        suite: format!("{suite} {:?}", child.suite.esp),
-                        up_ms: now_ms,
-                    });
-                }
-                Err(err) => {
-                    log_event!(Level::Warn, "child-sa-install-failed", "child" => name, "why" => err.to_string());
-                }
-            }
-        }
+        let config = self.conns[e.conn].config.clone();
         self.stats.established += 1;
-        log_event!(Level::Info, "ike-sa-up", "connection" => conn.name, "peer" => e.peer, "spi_i" => format!("{:016x}", ike.spi_i), "spi_r" => format!("{:016x}", ike.spi_r), "suite" => format!("{:?}", ike.suite));
-        e.state = State::Up { ike: Box::new(ike), child: installed };
+        log_event!(Level::Info, "ike-sa-up", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "spi_i" => format!("{:016x}", est.ike.spi_i), "spi_r" => format!("{:016x}", est.ike.spi_r), "suite" => format!("{:?}", est.ike.suite));
+        let (session, first) = Session::new(config, self.provider, est);
+        let up = self.with_ctx(plane, e, now_ms, |cx| Up::new(session, first, cx));
+        e.state = State::Up(Box::new(up));
     }
 
     /// Retransmissions (§2.1) and half-open expiry; call every few tens of milliseconds.
-    pub fn tick(&mut self, now_ms: u64) -> Vec<Transmit> {
+    pub fn tick(&mut self, plane: &mut ControlPlane, now_ms: u64) -> Vec<Transmit> {
         let mut out = Vec::new();
+        // Established IKE SAs: their own timers (retransmission, rekeys, liveness).
+        let up: Vec<u64> = self
+            .sas
+            .iter()
+            .filter(|(_, e)| matches!(e.state, State::Up(_)))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in up {
+            let Some(mut e) = self.sas.remove(&k) else { continue };
+            if let State::Up(mut u) = std::mem::replace(&mut e.state, State::Taken) {
+                let sent = self.with_ctx(plane, &e, now_ms, |cx| u.tick(cx));
+                out.extend(sent.into_iter().map(|bytes| Transmit {
+                    natt: e.natt,
+                    to: e.peer,
+                    bytes,
+                }));
+                e.state = State::Up(u);
+            }
+            if self.closed(&e) {
+                self.alias.retain(|_, v| *v != k);
+            } else {
+                self.file(k, e);
+            }
+        }
+        for i in std::mem::take(&mut self.restart) {
+            log_event!(Level::Info, "ike-restart", "connection" => self.conns[i].conf.name);
+            out.extend(self.initiate(i, now_ms).unwrap_or_default());
+        }
         let mut gone = Vec::new();
         for (spi, e) in self.sas.iter_mut() {
             let r = match &mut e.state {
@@ -551,8 +613,17 @@ impl IkeDriver {
         }
         for (spi, spi_i, peer) in gone {
             self.stats.failed += 1;
-            self.sas.remove(&spi);
+            if let Some(e) = self.sas.remove(&spi) {
+                self.retry_later(&e);
+            }
             self.half_open.remove(&(spi_i, peer));
+        }
+        let due: Vec<usize> =
+            self.retry.iter().filter(|(t, _)| *t <= now_ms).map(|(_, c)| *c).collect();
+        self.retry.retain(|(t, _)| *t > now_ms);
+        for i in due {
+            log_event!(Level::Info, "ike-retry", "connection" => self.conns[i].conf.name);
+            out.extend(self.initiate(i, now_ms).unwrap_or_default());
         }
         out
     }
@@ -570,7 +641,8 @@ impl IkeDriver {
                     "udp_encap": e.natt,
                     "age_s": now_ms.saturating_sub(e.created_ms) / 1000,
                 });
-                if let State::Up { ike, child } = &e.state {
+                if let State::Up(up) = &e.state {
+                    let ike = up.session.ike();
                     j["role"] = json!(if ike.role == ike::sk::Role::Initiator {
                         "initiator"
                     } else {
@@ -579,19 +651,8 @@ impl IkeDriver {
                     j["spi_i"] = json!(format!("{:016x}", ike.spi_i));
                     j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
                     j["suite"] = json!(format!("{:?}", ike.suite));
-                    j["children"] = json!(
-                        child
-                            .iter()
-                            .map(|c| json!({
-                                "name": c.name,
-                                "spi_in": format!("{:08x}", c.in_key.0),
-                                "spi_out": format!("{:08x}", c.out_key.spi),
-                                "suite": c.suite,
-                                "policies": c.policies.len(),
-                                "installed_s": now_ms.saturating_sub(c.up_ms) / 1000,
-                            }))
-                            .collect::<Vec<_>>()
-                    );
+                    j["child_rekeys"] = json!(up.rekeys);
+                    j["children"] = json!(up.children_json(now_ms));
                 }
                 j
             })

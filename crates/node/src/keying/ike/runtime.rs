@@ -72,14 +72,14 @@ impl IkeRuntime {
     }
 
     /// Timers; the first call also initiates the `start_action = start` connections.
-    pub fn tick(&mut self) {
+    pub fn tick(&mut self, plane: &mut ControlPlane) {
         let now = self.now_ms();
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
             out = self.driver.start(now);
         }
-        out.extend(self.driver.tick(now));
+        out.extend(self.driver.tick(plane, now));
         self.send(out);
     }
 

@@ -1,0 +1,372 @@
+//! An established IKE SA in the node: the `ike` crate's [`Session`] and the CHILD SAs it put in
+//! the data path, its timers (CHILD and IKE rekeys, liveness) and what its events mean for
+//! the control plane. CHILD rekeys are make-before-break (DESIGN rule 4, RFC 7296 §2.8): the
+//! new inbound SA joins the old one's policies at once; outbound switches when we started the
+//! rekey (the peer installed first), or when the peer deletes the old pair if it started it;
+//! the old inbound SA is retired after a grace period for packets still in flight.
+
+use super::install::{self, ChildSpecs};
+use crate::config::connection::{ChildConf, ConnectionConf};
+use crate::datapath::mailbox::PolicyAction;
+use crate::datapath::mailbox::{InKey, OutKey};
+use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
+use crate::log::{Level, log_event};
+use ike::ChildSaKeys;
+use ike::session::{Event, Output, Request, Session};
+use ipsec::spd_table::PolicyId;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// How long an old inbound SA stays after a rekey, for packets sealed before the switch.
+pub const REKEY_GRACE: Duration = Duration::from_secs(2);
+
+/// What an established IKE SA needs from its driver.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// The control plane.
+    pub plane: &'a mut ControlPlane,
+    /// The connection.
+    pub conn: &'a ConnectionConf,
+    /// Our outer address.
+    pub local: IpAddr,
+    /// Where the peer's ESP in UDP goes.
+    pub esp_peer: SocketAddr,
+    /// The next free IKE policy id (advanced as policies are made).
+    pub next_policy: &'a mut PolicyId,
+    /// Now, in the driver's milliseconds.
+    pub now_ms: u64,
+    /// A random value for rand_time.
+    pub jitter: u64,
+}
+
+/// A CHILD SA pair in the data path.
+#[derive(Debug)]
+struct Pair {
+    spi_in: u32,
+    in_key: InKey,
+    out_key: OutKey,
+    up_ms: u64,
+    rekey_at_ms: Option<u64>,
+    /// A rekey the peer started: outbound moves here once the peer deletes the old pair.
+    awaiting_switch: bool,
+}
+
+/// The session and its pairs. All pairs of the connection's child share one set of policies
+/// (its traffic selectors), which send on `active_out` and admit every pair's inbound SA.
+pub struct Up {
+    /// The IKE SA's exchanges.
+    pub session: Session,
+    name: String,
+    suite: String,
+    pairs: Vec<Pair>,
+    policies: Vec<PolicyId>,
+    active_out: Option<OutKey>,
+    /// Inbound SPIs of pairs whose rekey we asked for.
+    rekeying: HashSet<u32>,
+    ike_rekey_at_ms: Option<u64>,
+    dpd_at_ms: Option<u64>,
+    /// CHILD rekeys completed.
+    pub rekeys: u64,
+}
+
+impl std::fmt::Debug for Up {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Up").field("pairs", &self.pairs).finish_non_exhaustive()
+    }
+}
+
+fn child_conf(conn: &ConnectionConf) -> Option<&ChildConf> {
+    conn.children.first()
+}
+
+fn rekey_at(c: &ChildConf, now_ms: u64, jitter: u64) -> Option<u64> {
+    if c.rekey_time.is_zero() {
+        return None;
+    }
+    let rand = c.rand_time.as_millis() as u64;
+    let j = if rand == 0 { 0 } else { jitter % rand };
+    Some(now_ms + (c.rekey_time.as_millis() as u64).saturating_sub(j))
+}
+
+fn warn(what: &'static str, name: &str, e: impl std::fmt::Display) {
+    log_event!(Level::Warn, what, "child" => name, "why" => e.to_string());
+}
+
+impl Up {
+    /// Takes over a session and installs its first CHILD SA.
+    pub fn new(session: Session, first: ChildSaKeys, cx: &mut Ctx<'_>) -> Up {
+        let ike_rekey = cx.conn.rekey_time.as_millis() as u64;
+        let dpd = cx.conn.dpd_delay.as_millis() as u64;
+        let name =
+            format!("{}/{}", cx.conn.name, child_conf(cx.conn).map_or("-", |c| c.name.as_str()));
+        let mut up = Up {
+            session,
+            name,
+            suite: String::new(),
+            pairs: Vec::new(),
+            policies: Vec::new(),
+            active_out: None,
+            rekeying: HashSet::new(),
+            ike_rekey_at_ms: (ike_rekey > 0).then_some(cx.now_ms + ike_rekey),
+            dpd_at_ms: (dpd > 0).then_some(cx.now_ms + dpd),
+            rekeys: 0,
+        };
+        up.install(&first, None, cx);
+        up
+    }
+
+    /// Installs a pair. The first gets the child's policies; later ones (rekeys, or the
+    /// redundant pair of a rekey collision, §2.8.1) join them: their inbound SA is admitted at
+    /// once, their outbound SA waits to be switched to.
+    fn install(&mut self, k: &ChildSaKeys, rekeys: Option<u32>, cx: &mut Ctx<'_>) {
+        let Some(cc) = child_conf(cx.conn) else { return };
+        let ChildSpecs { inbound, outbound } =
+            install::child_specs(k, cc, cx.local, cx.esp_peer.ip(), cx.esp_peer, &self.name);
+        let (in_key, out_key) = (in_key_of(&inbound.params), out_key_of(&outbound.params));
+        let rekey_at_ms = rekey_at(cc, cx.now_ms, cx.jitter);
+        if self.policies.is_empty() {
+            self.suite = inbound.params.protocol.name().to_string();
+            let policies = install::child_policies(k, out_key, in_key);
+            let ids: Vec<PolicyId> =
+                (0..policies.len() as u64).map(|i| *cx.next_policy + i).collect();
+            *cx.next_policy += policies.len() as u64;
+            let r = cx
+                .plane
+                .install(vec![inbound], vec![outbound], false)
+                .and_then(|()| cx.plane.set_policies(ids.iter().copied().zip(policies).collect()));
+            if let Err(e) = r {
+                return warn("child-sa-install-failed", &self.name, e);
+            }
+            self.policies = ids;
+            self.active_out = Some(out_key);
+            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "peer" => cx.esp_peer);
+        } else {
+            // Admitted beside a live pair's inbound SA (every policy of the child lists it).
+            let beside = rekeys
+                .and_then(|o| self.pairs.iter().find(|p| p.spi_in == o))
+                .or(self.pairs.last())
+                .map(|p| p.in_key);
+            let r = match beside {
+                Some(b) => cx.plane.install_successor(b, inbound),
+                None => cx.plane.install(vec![inbound], Vec::new(), false),
+            }
+            .and_then(|()| cx.plane.install(Vec::new(), vec![outbound], false));
+            if let Err(e) = r {
+                return warn("child-sa-install-failed", &self.name, e);
+            }
+        }
+        let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
+        if let Some(old) = rekeys {
+            self.rekeys += 1;
+            if let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == old) {
+                p.rekey_at_ms = None;
+            }
+            log_event!(Level::Info, "child-sa-rekeyed", "child" => self.name, "old_spi_in" => format!("{old:08x}"), "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "by" => if ours { "us" } else { "peer" });
+        }
+        self.pairs.push(Pair {
+            spi_in: k.spi_in,
+            in_key,
+            out_key,
+            up_ms: cx.now_ms,
+            rekey_at_ms,
+            awaiting_switch: rekeys.is_some() && !ours,
+        });
+        if ours {
+            // We started the rekey: the peer installed its inbound SA before answering.
+            self.switch_to(out_key, cx);
+        }
+    }
+
+    /// Points every policy of the child at outbound SA `to`, in one envelope.
+    fn switch_to(&mut self, to: OutKey, cx: &mut Ctx<'_>) {
+        if self.active_out == Some(to) {
+            return;
+        }
+        let specs: Vec<_> = self
+            .policies
+            .iter()
+            .filter_map(|id| {
+                let mut p = cx.plane.policies().get(id)?.clone();
+                p.action = PolicyAction::Protect(vec![to]);
+                Some((*id, p))
+            })
+            .collect();
+        match cx.plane.set_policies(specs) {
+            Ok(()) => self.active_out = Some(to),
+            Err(e) => warn("child-sa-switch-failed", &self.name, e),
+        }
+    }
+
+    /// The pair whose inbound SPI is `spi_in` is gone (DELETE either way). If it was the one
+    /// sending, outbound moves to the newest other pair first; its inbound SA stays for the
+    /// grace period.
+    fn remove(&mut self, spi_in: u32, cx: &mut Ctx<'_>) {
+        let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
+        let old = self.pairs.remove(i);
+        if self.pairs.is_empty() {
+            let r = cx
+                .plane
+                .remove_policies(&self.policies)
+                .and_then(|()| cx.plane.remove(&[old.in_key], &[old.out_key]));
+            if let Err(e) = r {
+                warn("child-sa-remove-failed", &self.name, e);
+            }
+            self.policies.clear();
+            self.active_out = None;
+            log_event!(Level::Info, "child-sa-down", "child" => self.name, "spi_in" => format!("{spi_in:08x}"));
+            return;
+        }
+        if self.active_out == Some(old.out_key) {
+            let next = self.pairs.iter().rev().find(|p| p.awaiting_switch).or(self.pairs.last());
+            if let Some(n) = next.map(|p| p.out_key) {
+                self.switch_to(n, cx);
+            }
+        }
+        for p in &mut self.pairs {
+            p.awaiting_switch = false;
+        }
+        if let Err(e) = cx.plane.remove(&[], &[old.out_key]) {
+            warn("child-sa-remove-failed", &self.name, e);
+        }
+        cx.plane.retire_after(old.in_key, REKEY_GRACE);
+    }
+
+    /// Removes every pair and the child's policies (the IKE SA closed).
+    pub fn remove_all(&mut self, cx: &mut Ctx<'_>) {
+        let ins: Vec<InKey> = self
+            .pairs
+            .iter()
+            .map(|p| p.in_key)
+            .filter(|k| cx.plane.inbound().contains_key(k))
+            .collect();
+        let outs: Vec<OutKey> = self
+            .pairs
+            .iter()
+            .map(|p| p.out_key)
+            .filter(|k| cx.plane.outbound().contains_key(k))
+            .collect();
+        let pols: Vec<PolicyId> = self
+            .policies
+            .iter()
+            .copied()
+            .filter(|id| cx.plane.policies().contains_key(id))
+            .collect();
+        self.pairs.clear();
+        self.policies.clear();
+        self.active_out = None;
+        let r = cx.plane.remove_policies(&pols).and_then(|()| cx.plane.remove(&ins, &outs));
+        if let Err(e) = r {
+            warn("child-sa-remove-failed", &self.name, e);
+        }
+        log_event!(Level::Info, "child-sa-down", "child" => self.name);
+    }
+
+    /// Acts on a session's output; returns the datagrams to send.
+    pub fn apply(&mut self, out: Output, cx: &mut Ctx<'_>) -> Vec<Vec<u8>> {
+        for e in out.events {
+            match e {
+                Event::InstallChild { keys, rekeys } => self.install(&keys, rekeys, cx),
+                Event::RemoveChild { spi_in, .. } => self.remove(spi_in, cx),
+                Event::PeerAlive => {}
+                Event::IkeRekeyed { spi_i, spi_r } => {
+                    log_event!(Level::Info, "ike-sa-rekeyed", "connection" => cx.conn.name, "spi_i" => format!("{spi_i:016x}"), "spi_r" => format!("{spi_r:016x}"));
+                    let ike = cx.conn.rekey_time.as_millis() as u64;
+                    self.ike_rekey_at_ms = (ike > 0).then_some(cx.now_ms + ike);
+                }
+                Event::RequestFailed { request, error } => {
+                    if let Request::RekeyChild(spi) = request {
+                        self.rekeying.remove(&spi);
+                    }
+                    log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{request:?}"), "why" => error.to_string());
+                }
+                Event::IkeClosed => {
+                    log_event!(Level::Info, "ike-sa-down", "connection" => cx.conn.name);
+                    self.remove_all(cx);
+                }
+            }
+        }
+        out.send
+    }
+
+    /// Timers: retransmission, CHILD and IKE rekeys, liveness. Returns datagrams.
+    pub fn tick(&mut self, cx: &mut Ctx<'_>) -> Vec<Vec<u8>> {
+        let now = cx.now_ms;
+        let mut out = self.session.on_timeout(now);
+        let mut reqs = Vec::new();
+        for p in &mut self.pairs {
+            if p.rekey_at_ms.is_some_and(|t| now >= t) && !self.rekeying.contains(&p.spi_in) {
+                p.rekey_at_ms = None;
+                self.rekeying.insert(p.spi_in);
+                reqs.push(Request::RekeyChild(p.spi_in));
+            }
+        }
+        if self.ike_rekey_at_ms.is_some_and(|t| now >= t) {
+            self.ike_rekey_at_ms = None;
+            reqs.push(Request::RekeyIke);
+        }
+        if let Some(t) = self.dpd_at_ms.filter(|&t| now >= t) {
+            let _ = t;
+            self.dpd_at_ms = Some(now + cx.conn.dpd_delay.as_millis() as u64);
+            reqs.push(Request::Liveness);
+        }
+        for r in reqs {
+            match self.session.request(now, r) {
+                Ok(o) => {
+                    out.send.extend(o.send);
+                    out.events.extend(o.events);
+                }
+                Err(e) => {
+                    log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{r:?}"), "why" => e.to_string())
+                }
+            }
+        }
+        self.apply(out, cx)
+    }
+
+    /// Asks for a request now (`hipsec rekey`, `terminate`).
+    pub fn request(&mut self, r: Request, cx: &mut Ctx<'_>) -> Vec<Vec<u8>> {
+        if let Request::RekeyChild(s) = r {
+            self.rekeying.insert(s);
+        }
+        match self.session.request(cx.now_ms, r) {
+            Ok(o) => self.apply(o, cx),
+            Err(e) => {
+                log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{r:?}"), "why" => e.to_string());
+                Vec::new()
+            }
+        }
+    }
+
+    /// Inbound SPIs of the pairs, newest last.
+    pub fn child_spis(&self) -> Vec<u32> {
+        self.pairs.iter().map(|p| p.spi_in).collect()
+    }
+
+    /// `status` of the pairs.
+    pub fn children_json(&self, now_ms: u64) -> Vec<Value> {
+        self.pairs
+            .iter()
+            .map(|p| {
+                let state = if self.active_out == Some(p.out_key) {
+                    "installed, sending"
+                } else if p.awaiting_switch {
+                    "rekeyed by the peer, awaiting its delete"
+                } else {
+                    "installed, receiving"
+                };
+                json!({
+                    "name": self.name,
+                    "spi_in": format!("{:08x}", p.in_key.0),
+                    "spi_out": format!("{:08x}", p.out_key.spi),
+                    "suite": self.suite,
+                    "policies": self.policies.len(),
+                    "installed_s": now_ms.saturating_sub(p.up_ms) / 1000,
+                    "rekey_in_s": p.rekey_at_ms.map(|t| t.saturating_sub(now_ms) / 1000),
+                    "state": if self.rekeying.contains(&p.spi_in) { "rekeying" } else { state },
+                })
+            })
+            .collect()
+    }
+}
