@@ -1,0 +1,255 @@
+//! Interop with strongSwan's charon (5.9, ../shared/reference/strongswan-peer.md) at the IKE
+//! level: charon runs in a network namespace behind a veth pair, this test drives the sans-IO
+//! core through a UDP socket on the host side. We initiate IKE_SA_INIT + IKE_AUTH with a PSK,
+//! then liveness, a CHILD SA rekey with PFS, an IKE SA rekey, another CHILD rekey over the new
+//! IKE SA, and the delete; charon must answer every step without an error notify. Needs root,
+//! `ip` and charon; skips, saying so, without them. The data path (ESP) is not exercised here.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+use crypto::{AeadAlg, DhGroup, EncrAlg, EspSuite, IntegAlg, PrfAlg};
+use ike::{
+    AuthConfig, ChildSuite, Config, Endpoints, Event, IkeSuite, Mode, Output, Request, SaInitNext,
+    Session, initiator,
+};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wire::ikev2::{Id, TrafficSelector};
+use zeroize::Zeroizing;
+
+const CHARON: &str = "/usr/lib/ipsec/charon";
+
+/// charon in its own namespace; everything is undone on drop.
+struct Peer {
+    ns: String,
+    veth: String,
+    dir: PathBuf,
+    charon: Option<Child>,
+    ours: Ipv4Addr,
+    theirs: Ipv4Addr,
+}
+
+/// 10.213.N.x outside, 10.214.N.x inside the tunnel.
+fn inner(a: Ipv4Addr) -> Ipv4Addr {
+    let [_, _, n, x] = a.octets();
+    Ipv4Addr::new(10, 214, n, x)
+}
+
+fn sh(cmd: &str) -> bool {
+    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
+}
+
+impl Peer {
+    fn start() -> Option<Peer> {
+        let root =
+            Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if !root
+            || !Path::new(CHARON).exists()
+            || !sh("command -v ip >/dev/null && command -v swanctl >/dev/null")
+        {
+            println!(
+                "SKIPPED: needs root, ip, swanctl and {CHARON} (scripts/test-all.sh installs strongSwan)"
+            );
+            return None;
+        }
+        let id = std::process::id() % 100_000;
+        let net = 100 + (id % 100) as u8;
+        let mut peer = Peer {
+            ns: format!("hsike{id}"),
+            veth: format!("hsik{id}"),
+            dir: std::env::temp_dir().join(format!("hipsec-ike-swan-{id}")),
+            charon: None,
+            ours: Ipv4Addr::new(10, 213, net, 1),
+            theirs: Ipv4Addr::new(10, 213, net, 2),
+        };
+        let (ns, v, d) = (&peer.ns, &peer.veth, peer.dir.display().to_string());
+        let (a, b) = (peer.ours, peer.theirs);
+        // Inner addresses for the CHILD SA's selectors, apart from the IKE endpoints; charon's
+        // sits on its loopback so that it can route to the tunnel.
+        let (ia, ib) = (inner(a), inner(b));
+        assert!(sh(&format!(
+            "set -e; mkdir -p {d}/run; ip netns add {ns}; ip link add {v}a type veth peer name {v}b; \
+             ip link set {v}b netns {ns}; ip addr add {a}/30 dev {v}a; ip link set {v}a up; \
+             ip netns exec {ns} ip addr add {b}/30 dev {v}b; ip netns exec {ns} ip link set {v}b up; \
+             ip netns exec {ns} ip link set lo up; ip netns exec {ns} ip addr add {ib}/32 dev lo"
+        )));
+        std::fs::write(
+            peer.dir.join("strongswan.conf"),
+            format!(
+                "charon {{\n load_modular = no\n load = random nonce openssl aes sha1 sha2 hmac gcm kdf pem pkcs1 \
+                 x509 pubkey curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n port = 500\n \
+                 port_nat_t = 4500\n install_routes = yes\n plugins {{ vici {{ socket = unix://{d}/charon.vici }} }}\n \
+                 filelog {{ main {{ path = {d}/charon.log\n default = 1\n ike = 2\n cfg = 2\n flush_line = yes\n time_add_ms = yes }} }}\n}}\n\
+                 swanctl {{ socket = unix://{d}/charon.vici }}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            peer.dir.join("swanctl.conf"),
+            format!(
+                "connections {{ hip {{ version = 2\n local_addrs = {b}\n remote_addrs = {a}\n \
+                 proposals = aes256gcm16-prfsha256-x25519,aes128-sha256-ecp256\n rekey_time = 0\n \
+                 local {{ auth = psk\n id = bob.example }}\n remote {{ auth = psk\n id = alice.example }}\n \
+                 children {{ c {{ local_ts = {ib}/32\n remote_ts = {ia}/32\n rekey_time = 0\n \
+                 esp_proposals = aes128gcm16-x25519-esn-noesn\n mode = tunnel }} }} }} }}\n\
+                 secrets {{ ike-1 {{ id-1 = alice.example\n id-2 = bob.example\n secret = \"interop psk\" }} }}\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "sh", "-c"])
+            .arg(format!("mount --make-rprivate / && mount --bind {d}/run /run && exec {CHARON}"))
+            .env("STRONGSWAN_CONF", peer.dir.join("strongswan.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        peer.charon = Some(child);
+        let vici = peer.dir.join("charon.vici");
+        let t = Instant::now();
+        while !vici.exists() && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let conf = peer.dir.join("strongswan.conf").display().to_string();
+        assert!(sh(&format!(
+            "STRONGSWAN_CONF={conf} swanctl --load-all --file {d}/swanctl.conf >/dev/null"
+        )));
+        Some(peer)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("charon.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Some(c) = self.charon.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        sh(&format!(
+            "ip link del {}a 2>/dev/null; ip netns del {} 2>/dev/null",
+            self.veth, self.ns
+        ));
+        if std::env::var_os("HIPSEC_KEEP_SWAN").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn config() -> Config {
+    Config {
+        local_id: Id::fqdn("alice.example"),
+        remote_id: Some(Id::fqdn("bob.example")),
+        auth: AuthConfig::Psk(Zeroizing::new(b"interop psk".to_vec())),
+        ike_suites: vec![IkeSuite {
+            encr: EncrAlg::Aead(AeadAlg::Aes256Gcm),
+            integ: IntegAlg::None,
+            prf: PrfAlg::HmacSha256,
+            dh: DhGroup::Curve25519,
+        }],
+        child_suites: vec![ChildSuite {
+            esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).unwrap(),
+            esn: false,
+            pfs: Some(DhGroup::Curve25519),
+        }],
+        local_ts: vec![TrafficSelector::any(false)],
+        remote_ts: vec![TrafficSelector::any(false)],
+        mode: Mode::Tunnel,
+    }
+}
+
+/// Sends `bytes` and waits for one datagram back (resending twice on silence). On port 4500 IKE
+/// carries the 4-byte non-ESP marker (RFC 3948 §2.2).
+fn xchg(sock: &UdpSocket, to: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let marker = if to.port() == 4500 { &[0u8; 4][..] } else { &[][..] };
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..3 {
+        sock.send_to(&[marker, bytes].concat(), to).unwrap();
+        if let Ok((n, _)) = sock.recv_from(&mut buf) {
+            return buf.get(marker.len()..n).unwrap().to_vec();
+        }
+    }
+    panic!("no answer from charon");
+}
+
+/// Runs `out`'s datagrams through charon and the answers through `s`, until nothing is left.
+fn drive(sock: &UdpSocket, to: SocketAddr, s: &mut Session, mut out: Output) -> Vec<Event> {
+    let mut events = Vec::new();
+    events.append(&mut out.events);
+    let mut queue = out.send;
+    while let Some(d) = (!queue.is_empty()).then(|| queue.remove(0)) {
+        let reply = xchg(sock, to, &d);
+        let o = s.handle(0, &reply).unwrap();
+        events.extend(o.events);
+        queue.extend(o.send);
+    }
+    events
+}
+
+#[test]
+fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
+    let Some(peer) = Peer::start() else { return };
+    let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
+    let p = crypto::default_provider();
+    let (st, req) = initiator::start(config(), p, ep, 0).unwrap();
+    let resp = xchg(&sock, to, &req);
+    let SaInitNext::Auth(auth, req) = st.handle(0, &resp).unwrap() else {
+        panic!("{}", peer.log())
+    };
+    // charon with kernel-libipsec fakes its NAT-D hash to force UDP encapsulation; we see a NAT
+    // on its side and float to port 4500 (§2.23).
+    assert!(!auth.nat().local_behind_nat);
+    let to = if auth.nat().remote_behind_nat { SocketAddr::new(to.ip(), 4500) } else { to };
+    let resp = xchg(&sock, to, &req);
+    let up = auth.handle(&resp).map_err(|e| format!("{e:?}\n{}", peer.log())).unwrap();
+    let ts = |a: Ipv4Addr| TrafficSelector::host(IpAddr::V4(inner(a)));
+    assert_eq!(up.child.local_ts, vec![ts(peer.ours)], "charon narrows to its /32s");
+    assert_eq!(up.child.remote_ts, vec![ts(peer.theirs)]);
+    let (mut s, _) = Session::new(config(), p, up);
+
+    let ev = ask(&sock, to, &mut s, Request::Liveness);
+    assert!(matches!(ev[..], [Event::PeerAlive]), "{ev:?}");
+
+    let old = s.children()[0].spi_in;
+    let ev = ask(&sock, to, &mut s, Request::RekeyChild(old));
+    assert!(
+        matches!(&ev[..], [Event::InstallChild { rekeys: Some(o), .. }, Event::RemoveChild { spi_in, .. }] if *o == old && *spi_in == old),
+        "{ev:?}\n{}",
+        peer.log()
+    );
+
+    let ev = ask(&sock, to, &mut s, Request::RekeyIke);
+    assert!(matches!(&ev[..], [Event::IkeRekeyed { .. }]), "{ev:?}\n{}", peer.log());
+    // The DELETE of the old IKE SA went out inside drive(); charon answered it.
+    let old = s.children()[0].spi_in;
+    let ev = ask(&sock, to, &mut s, Request::RekeyChild(old));
+    assert!(
+        matches!(&ev[..], [Event::InstallChild { .. }, Event::RemoveChild { .. }]),
+        "{ev:?}\n{}",
+        peer.log()
+    );
+
+    let ev = ask(&sock, to, &mut s, Request::DeleteIke);
+    assert!(matches!(&ev[..], [Event::IkeClosed]), "{ev:?}");
+    let log = peer.log();
+    for want in
+        ["IKE_SA hip[1] established", "CHILD_SA c{1} established", "rekeyed", "deleting IKE_SA"]
+    {
+        assert!(log.contains(want), "charon's log lacks {want:?}:\n{log}");
+    }
+    assert!(
+        !log.contains("received AUTHENTICATION_FAILED") && !log.contains("verification failed"),
+        "{log}"
+    );
+}
+
+fn ask(sock: &UdpSocket, to: SocketAddr, s: &mut Session, r: Request) -> Vec<Event> {
+    let out = s.request(0, r).unwrap();
+    drive(sock, to, s, out)
+}
