@@ -2,7 +2,9 @@
 //! level: charon runs in a network namespace behind a veth pair, this test drives the sans-IO
 //! core through a UDP socket on the host side. We initiate IKE_SA_INIT + IKE_AUTH with a PSK,
 //! then liveness, a CHILD SA rekey with PFS, an IKE SA rekey, another CHILD rekey over the new
-//! IKE SA, and the delete; charon must answer every step without an error notify. Needs root,
+//! IKE SA, and the delete; charon must answer every step without an error notify. Then the other
+//! way round: charon initiates, rekeys the CHILD SA and the IKE SA and terminates, we respond
+//! (on 500 and 4500). Needs root,
 //! `ip` and charon; skips, saying so, without them. The data path (ESP) is not exercised here.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
@@ -41,7 +43,8 @@ fn sh(cmd: &str) -> bool {
 }
 
 impl Peer {
-    fn start() -> Option<Peer> {
+    /// `tag` keeps the names and subnets of tests in one run apart.
+    fn start(tag: u32) -> Option<Peer> {
         let root =
             Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
         if !root
@@ -53,8 +56,8 @@ impl Peer {
             );
             return None;
         }
-        let id = std::process::id() % 100_000;
-        let net = 100 + (id % 100) as u8;
+        let id = (std::process::id() % 100_000) * 10 + tag;
+        let net = (100 + tag * 50 + std::process::id() % 50) as u8;
         let mut peer = Peer {
             ns: format!("hsike{id}"),
             veth: format!("hsik{id}"),
@@ -116,6 +119,18 @@ impl Peer {
             "STRONGSWAN_CONF={conf} swanctl --load-all --file {d}/swanctl.conf >/dev/null"
         )));
         Some(peer)
+    }
+
+    /// Runs swanctl against this charon in the background.
+    fn swanctl(&self, args: &str) -> Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec swanctl {args}"))
+            .env("STRONGSWAN_CONF", self.dir.join("strongswan.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     }
 
     fn log(&self) -> String {
@@ -191,7 +206,7 @@ fn drive(sock: &UdpSocket, to: SocketAddr, s: &mut Session, mut out: Output) -> 
 
 #[test]
 fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
-    let Some(peer) = Peer::start() else { return };
+    let Some(peer) = Peer::start(0) else { return };
     let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
@@ -252,4 +267,119 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
 fn ask(sock: &UdpSocket, to: SocketAddr, s: &mut Session, r: Request) -> Vec<Event> {
     let out = s.request(0, r).unwrap();
     drive(sock, to, s, out)
+}
+
+/// Our end as responder: sockets on 500 and 4500 (non-ESP marker), one IKE SA.
+struct Us {
+    socks: [UdpSocket; 2],
+    responder: ike::Responder,
+    half: Option<Box<ike::ResponderAuth>>,
+    session: Option<Session>,
+    events: Vec<Event>,
+}
+
+impl Us {
+    /// Serves until `done` holds for the events so far (or 10 s pass).
+    fn serve(&mut self, done: impl Fn(&[Event]) -> bool) {
+        let t = Instant::now();
+        let mut buf = vec![0u8; 65536];
+        while !done(&self.events) && t.elapsed() < Duration::from_secs(10) {
+            for i in 0..2 {
+                let Ok((n, from)) = self.socks[i].recv_from(&mut buf) else { continue };
+                let skip = if i == 1 { 4 } else { 0 };
+                let Some(msg) = buf.get(skip..n) else { continue };
+                let local = self.socks[i].local_addr().unwrap();
+                let replies = self.handle(local, from, msg);
+                for r in replies {
+                    let marker = if i == 1 { &[0u8; 4][..] } else { &[][..] };
+                    self.socks[i].send_to(&[marker, &r].concat(), from).unwrap();
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, local: SocketAddr, from: SocketAddr, msg: &[u8]) -> Vec<Vec<u8>> {
+        if let Some(s) = self.session.as_mut() {
+            let out = s.handle(0, msg).unwrap();
+            self.events.extend(out.events);
+            return out.send;
+        }
+        if let Some(half) = self.half.take() {
+            return match half.handle(msg).unwrap() {
+                ike::AuthOutcome::Established(est, reply) => {
+                    let (s, child) = Session::new(config(), crypto::default_provider(), *est);
+                    self.events.push(Event::InstallChild { keys: Box::new(child), rekeys: None });
+                    self.session = Some(s);
+                    vec![reply]
+                }
+                ike::AuthOutcome::Failed(e, _) => panic!("we refused charon's IKE_AUTH: {e}"),
+            };
+        }
+        match self.responder.handle_init(0, Endpoints { local, remote: from }, msg, false) {
+            ike::InitOutcome::HalfOpen(h, reply) => {
+                self.half = Some(h);
+                vec![reply]
+            }
+            other => panic!("IKE_SA_INIT from charon: {other:?}"),
+        }
+    }
+}
+
+fn count(ev: &[Event], f: impl Fn(&Event) -> bool) -> usize {
+    ev.iter().filter(|e| f(e)).count()
+}
+
+#[test]
+fn charon_initiates_rekeys_and_deletes_with_us_as_responder() {
+    let Some(peer) = Peer::start(1) else { return };
+    let bind = |port| {
+        let s = UdpSocket::bind((peer.ours, port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        s
+    };
+    let secret = ike::auth::CookieSecret { version: 1, key: Zeroizing::new([8; 32]) };
+    let responder = ike::Responder::new(config(), crypto::default_provider(), secret).unwrap();
+    let mut us = Us {
+        socks: [bind(500), bind(4500)],
+        responder,
+        half: None,
+        session: None,
+        events: Vec::new(),
+    };
+    let installs = |e: &Event| matches!(e, Event::InstallChild { .. });
+    let removes = |e: &Event| matches!(e, Event::RemoveChild { .. });
+
+    let mut cmd = peer.swanctl("--initiate --child c --timeout 8");
+    us.serve(|ev| count(ev, installs) == 1);
+    assert!(cmd.wait().unwrap().success(), "swanctl --initiate failed:\n{}", peer.log());
+    let s = us.session.as_ref().expect("IKE SA up");
+    assert_eq!(s.ike().role, ike::Role::Responder);
+    assert_eq!(s.children()[0].local_ts, vec![TrafficSelector::host(IpAddr::V4(inner(peer.ours)))]);
+
+    let mut cmd = peer.swanctl("--rekey --child c");
+    us.serve(|ev| count(ev, installs) == 2 && count(ev, removes) == 1);
+    cmd.wait().unwrap();
+    assert_eq!(us.session.as_ref().unwrap().children().len(), 1, "{:?}\n{}", us.events, peer.log());
+
+    let mut cmd = peer.swanctl("--rekey --ike hip");
+    us.serve(|ev| ev.iter().any(|e| matches!(e, Event::IkeRekeyed { .. })));
+    cmd.wait().unwrap();
+    // charon deletes the old IKE SA next; then rekeys the CHILD SA over the new one.
+    let mut cmd = peer.swanctl("--rekey --child c");
+    us.serve(|ev| count(ev, installs) == 3 && count(ev, removes) == 2);
+    cmd.wait().unwrap();
+
+    let mut cmd = peer.swanctl("--terminate --ike hip --timeout 5");
+    us.serve(|ev| ev.iter().any(|e| matches!(e, Event::IkeClosed)));
+    cmd.wait().unwrap();
+    assert!(us.session.as_ref().unwrap().is_closed(), "{:?}\n{}", us.events, peer.log());
+    let log = peer.log();
+    for want in [
+        "IKE_SA hip[1] established",
+        "CHILD_SA c{1} established",
+        "IKE_SA hip[2] rekeyed",
+        "CHILD_SA c{3} established",
+    ] {
+        assert!(log.contains(want), "charon's log lacks {want:?}:\n{log}");
+    }
 }
