@@ -30,6 +30,8 @@ struct Peer {
     charon: Option<Child>,
     ours: Ipv4Addr,
     theirs: Ipv4Addr,
+    /// charon's raw public key (uncompressed P-256 point), in the public-key variant.
+    charon_pub: Vec<u8>,
 }
 
 /// 10.213.N.x outside, 10.214.N.x inside the tunnel.
@@ -43,8 +45,10 @@ fn sh(cmd: &str) -> bool {
 }
 
 impl Peer {
-    /// `tag` keeps the names and subnets of tests in one run apart.
-    fn start(tag: u32) -> Option<Peer> {
+    /// `tag` keeps the names and subnets of tests in one run apart. With `our_spki` (our public
+    /// key, SubjectPublicKeyInfo DER) both ends authenticate with raw public keys (charon's an
+    /// ECDSA P-256 key from openssl) and use AES-CBC + HMAC-SHA-256; else a PSK and AES-GCM.
+    fn start(tag: u32, our_spki: Option<&[u8]>) -> Option<Peer> {
         let root =
             Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
         if !root
@@ -65,6 +69,7 @@ impl Peer {
             charon: None,
             ours: Ipv4Addr::new(10, 213, net, 1),
             theirs: Ipv4Addr::new(10, 213, net, 2),
+            charon_pub: Vec::new(),
         };
         let (ns, v, d) = (&peer.ns, &peer.veth, peer.dir.display().to_string());
         let (a, b) = (peer.ours, peer.theirs);
@@ -81,22 +86,49 @@ impl Peer {
             peer.dir.join("strongswan.conf"),
             format!(
                 "charon {{\n load_modular = no\n load = random nonce openssl aes sha1 sha2 hmac gcm kdf pem pkcs1 \
-                 x509 pubkey curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n port = 500\n \
+                 x509 pubkey pkcs8 curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n port = 500\n \
                  port_nat_t = 4500\n install_routes = yes\n plugins {{ vici {{ socket = unix://{d}/charon.vici }} }}\n \
                  filelog {{ main {{ path = {d}/charon.log\n default = 1\n ike = 2\n cfg = 2\n flush_line = yes\n time_add_ms = yes }} }}\n}}\n\
                  swanctl {{ socket = unix://{d}/charon.vici }}\n"
             ),
         )
         .unwrap();
+        let (auth, ike, esp, secrets) = match our_spki {
+            None => (
+                "local {{ auth = psk\n id = bob.example }}\n remote {{ auth = psk\n id = alice.example }}",
+                "aes256gcm16-prfsha256-x25519,aes128-sha256-ecp256",
+                "aes128gcm16-x25519-esn-noesn",
+                "secrets {{ ike-1 {{ id-1 = alice.example\n id-2 = bob.example\n secret = \"interop psk\" }} }}",
+            ),
+            Some(spki) => {
+                std::fs::write(peer.dir.join("alice.der"), spki).unwrap();
+                assert!(sh(&format!(
+                    "set -e; cd {d}; mkdir -p pkcs8 pubkey; \
+                     openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out pkcs8/bob.pem 2>/dev/null; \
+                     openssl pkey -in pkcs8/bob.pem -pubout -out pubkey/bob.pem; \
+                     openssl pkey -in pkcs8/bob.pem -pubout -outform DER -out bob.der; \
+                     openssl pkey -pubin -inform DER -in alice.der -out pubkey/alice.pem"
+                )));
+                let der = std::fs::read(peer.dir.join("bob.der")).unwrap();
+                peer.charon_pub = der[der.len() - 65..].to_vec();
+                (
+                    "local {{ auth = pubkey\n pubkeys = bob.pem\n id = bob.example }}\n \
+                     remote {{ auth = pubkey\n pubkeys = alice.pem\n id = alice.example }}",
+                    "aes128-sha256-ecp256",
+                    "aes128-sha256-ecp256-esn-noesn",
+                    "",
+                )
+            }
+        };
+        let auth = auth.replace("{{", "{").replace("}}", "}");
+        let secrets = secrets.replace("{{", "{").replace("}}", "}");
         std::fs::write(
             peer.dir.join("swanctl.conf"),
             format!(
                 "connections {{ hip {{ version = 2\n local_addrs = {b}\n remote_addrs = {a}\n \
-                 proposals = aes256gcm16-prfsha256-x25519,aes128-sha256-ecp256\n rekey_time = 0\n \
-                 local {{ auth = psk\n id = bob.example }}\n remote {{ auth = psk\n id = alice.example }}\n \
+                 proposals = {ike}\n rekey_time = 0\n {auth}\n \
                  children {{ c {{ local_ts = {ib}/32\n remote_ts = {ia}/32\n rekey_time = 0\n \
-                 esp_proposals = aes128gcm16-x25519-esn-noesn\n mode = tunnel }} }} }} }}\n\
-                 secrets {{ ike-1 {{ id-1 = alice.example\n id-2 = bob.example\n secret = \"interop psk\" }} }}\n"
+                 esp_proposals = {esp}\n mode = tunnel }} }} }} }}\n{secrets}\n"
             ),
         )
         .unwrap();
@@ -116,7 +148,7 @@ impl Peer {
         }
         let conf = peer.dir.join("strongswan.conf").display().to_string();
         assert!(sh(&format!(
-            "STRONGSWAN_CONF={conf} swanctl --load-all --file {d}/swanctl.conf >/dev/null"
+            "STRONGSWAN_CONF={conf} SWANCTL_DIR={d} swanctl --load-all >/dev/null 2>&1"
         )));
         Some(peer)
     }
@@ -206,7 +238,7 @@ fn drive(sock: &UdpSocket, to: SocketAddr, s: &mut Session, mut out: Output) -> 
 
 #[test]
 fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
-    let Some(peer) = Peer::start(0) else { return };
+    let Some(peer) = Peer::start(0, None) else { return };
     let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
@@ -331,7 +363,7 @@ fn count(ev: &[Event], f: impl Fn(&Event) -> bool) -> usize {
 
 #[test]
 fn charon_initiates_rekeys_and_deletes_with_us_as_responder() {
-    let Some(peer) = Peer::start(1) else { return };
+    let Some(peer) = Peer::start(1, None) else { return };
     let bind = |port| {
         let s = UdpSocket::bind((peer.ours, port)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
@@ -379,6 +411,68 @@ fn charon_initiates_rekeys_and_deletes_with_us_as_responder() {
         "CHILD_SA c{1} established",
         "IKE_SA hip[2] rekeyed",
         "CHILD_SA c{3} established",
+    ] {
+        assert!(log.contains(want), "charon's log lacks {want:?}:\n{log}");
+    }
+}
+
+/// RFC 7427 signatures both ways (ours Ed25519, charon's ECDSA P-256 from openssl) with
+/// AES-CBC + HMAC-SHA-256 for the IKE SA and the CHILD SA, PFS with group 19 on the rekey.
+#[test]
+fn charon_and_we_authenticate_with_raw_public_keys_over_aes_cbc() {
+    use crypto::{CbcAlg, HmacAlg, SignatureAlg, SigningKey};
+    let key = SigningKey::generate(SignatureAlg::Ed25519).unwrap();
+    let spki = [
+        &[0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00][..],
+        &key.public_key(),
+    ]
+    .concat();
+    let Some(peer) = Peer::start(2, Some(&spki)) else { return };
+    let mut c = config();
+    c.auth = AuthConfig::Signature {
+        key: std::sync::Arc::new(key),
+        peer_public_key: peer.charon_pub.clone(),
+        peer_alg: SignatureAlg::EcdsaP256Sha256,
+    };
+    c.ike_suites = vec![IkeSuite {
+        encr: EncrAlg::Cbc(CbcAlg::Aes128),
+        integ: IntegAlg::Hmac(HmacAlg::Sha256_128),
+        prf: PrfAlg::HmacSha256,
+        dh: DhGroup::Ecp256,
+    }];
+    let esp =
+        EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128)).unwrap();
+    c.child_suites = vec![ChildSuite { esp, esn: false, pfs: Some(DhGroup::Ecp256) }];
+
+    let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
+    let p = crypto::default_provider();
+    let (st, req) = initiator::start(c.clone(), p, ep, 0).unwrap();
+    let resp = xchg(&sock, to, &req);
+    let SaInitNext::Auth(auth, req) = st.handle(0, &resp).unwrap() else {
+        panic!("{}", peer.log())
+    };
+    let to = if auth.nat().remote_behind_nat { SocketAddr::new(to.ip(), 4500) } else { to };
+    let resp = xchg(&sock, to, &req);
+    let up = auth.handle(&resp).map_err(|e| format!("{e:?}\n{}", peer.log())).unwrap();
+    assert_eq!(up.child.suite.esp, esp);
+    let (mut s, _) = Session::new(c, p, up);
+    let old = s.children()[0].spi_in;
+    let ev = ask(&sock, to, &mut s, Request::RekeyChild(old));
+    assert!(
+        matches!(&ev[..], [Event::InstallChild { .. }, Event::RemoveChild { .. }]),
+        "{ev:?}\n{}",
+        peer.log()
+    );
+    let ev = ask(&sock, to, &mut s, Request::DeleteIke);
+    assert!(matches!(&ev[..], [Event::IkeClosed]), "{ev:?}");
+    let log = peer.log();
+    for want in [
+        "authentication of 'alice.example' with ED25519 successful",
+        "authentication of 'bob.example' (myself) with ECDSA",
+        "IKE_SA hip[1] established",
     ] {
         assert!(log.contains(want), "charon's log lacks {want:?}:\n{log}");
     }
