@@ -477,3 +477,77 @@ fn charon_and_we_authenticate_with_raw_public_keys_over_aes_cbc() {
         assert!(log.contains(want), "charon's log lacks {want:?}:\n{log}");
     }
 }
+
+/// IKE_SA_INIT + IKE_AUTH with `c`; returns the socket, charon's address (after any float to
+/// 4500) and the session.
+fn establish(peer: &Peer, c: Config) -> (UdpSocket, SocketAddr, Session) {
+    let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
+    let p = crypto::default_provider();
+    let (st, req) = initiator::start(c.clone(), p, ep, 0).unwrap();
+    let resp = xchg(&sock, to, &req);
+    let SaInitNext::Auth(auth, req) = st.handle(0, &resp).unwrap() else {
+        panic!("{}", peer.log())
+    };
+    let to = if auth.nat().remote_behind_nat { SocketAddr::new(to.ip(), 4500) } else { to };
+    let resp = xchg(&sock, to, &req);
+    let up = auth.handle(&resp).map_err(|e| format!("{e:?}\n{}", peer.log())).unwrap();
+    (sock, to, Session::new(c, p, up).0)
+}
+
+fn send(sock: &UdpSocket, to: SocketAddr, d: &[u8]) {
+    let marker = if to.port() == 4500 { &[0u8; 4][..] } else { &[][..] };
+    sock.send_to(&[marker, d].concat(), to).unwrap();
+}
+
+fn recv(sock: &UdpSocket, to: SocketAddr) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 65536];
+    let (n, _) = sock.recv_from(&mut buf).ok()?;
+    buf.get(if to.port() == 4500 { 4 } else { 0 }..n).map(<[u8]>::to_vec)
+}
+
+/// Both ends rekey the same CHILD SA at once, the requests crossing (§2.8.1): we hold our
+/// request until charon's arrives, let charon answer ours first, then answer its own. Both
+/// must end with the same single pair.
+#[test]
+fn simultaneous_child_rekeys_with_charon_leave_one_pair() {
+    let Some(peer) = Peer::start(3, None) else { return };
+    let (sock, to, mut s) = establish(&peer, config());
+    let old = s.children()[0].spi_in;
+    let ours = s.request(0, Request::RekeyChild(old)).unwrap();
+    let mut cmd = peer.swanctl("--rekey --child c");
+    let theirs = recv(&sock, to).expect("charon's rekey request");
+    cmd.wait().unwrap();
+    send(&sock, to, &ours.send[0]);
+    let answer_to_ours = recv(&sock, to).expect("charon answers our rekey");
+    let mut queue = Vec::new();
+    for m in [theirs, answer_to_ours] {
+        queue.extend(s.handle(0, &m).map_err(|e| format!("{e}\n{}", peer.log())).unwrap().send);
+    }
+    // Then the DELETEs of both ends, until quiet.
+    loop {
+        for d in queue.drain(..) {
+            send(&sock, to, &d);
+        }
+        let Some(m) = recv(&sock, to) else { break };
+        queue.extend(s.handle(0, &m).map_err(|e| format!("{e}\n{}", peer.log())).unwrap().send);
+    }
+    assert_eq!(s.children().len(), 1, "{:?}\n{}", s.children(), peer.log());
+    let c = &s.children()[0];
+    let out = Command::new("swanctl")
+        .arg("--list-sas")
+        .env("STRONGSWAN_CONF", peer.dir.join("strongswan.conf"))
+        .output()
+        .unwrap();
+    let sas = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(sas.matches("INSTALLED").count(), 1, "{sas}");
+    for spi in [c.spi_in, c.spi_out] {
+        assert!(
+            sas.contains(&format!("{spi:08x}")),
+            "charon's pair is not ours ({spi:08x}):\n{sas}"
+        );
+    }
+    assert!(peer.log().contains("collision"), "no collision seen by charon:\n{}", peer.log());
+}
