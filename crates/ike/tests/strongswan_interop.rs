@@ -4,8 +4,8 @@
 //! then liveness, a CHILD SA rekey with PFS, an IKE SA rekey, another CHILD rekey over the new
 //! IKE SA, and the delete; charon must answer every step without an error notify. Then the other
 //! way round: charon initiates, rekeys the CHILD SA and the IKE SA and terminates, we respond
-//! (on 500 and 4500). Needs root,
-//! `ip` and charon; skips, saying so, without them. The data path (ESP) is not exercised here.
+//! (on 500 and 4500). Also: RFC 7427 public keys over AES-CBC, crossing CHILD rekeys, IPv6.
+//! Needs root, `ip`, openssl and charon; skips, saying so, without them. No ESP traffic here.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 use crypto::{AeadAlg, DhGroup, EncrAlg, EspSuite, IntegAlg, PrfAlg};
@@ -13,7 +13,7 @@ use ike::{
     AuthConfig, ChildSuite, Config, Endpoints, Event, IkeSuite, Mode, Output, Request, SaInitNext,
     Session, initiator,
 };
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,16 +28,25 @@ struct Peer {
     veth: String,
     dir: PathBuf,
     charon: Option<Child>,
-    ours: Ipv4Addr,
-    theirs: Ipv4Addr,
+    ours: IpAddr,
+    theirs: IpAddr,
     /// charon's raw public key (uncompressed P-256 point), in the public-key variant.
     charon_pub: Vec<u8>,
 }
 
-/// 10.213.N.x outside, 10.214.N.x inside the tunnel.
-fn inner(a: Ipv4Addr) -> Ipv4Addr {
-    let [_, _, n, x] = a.octets();
-    Ipv4Addr::new(10, 214, n, x)
+/// 10.213.N.x (fd13:0:0:N::x) outside, 10.214.N.x (fd14:0:0:N::x) inside the tunnel.
+fn inner(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V4(a) => {
+            let [_, _, n, x] = a.octets();
+            IpAddr::V4(Ipv4Addr::new(10, 214, n, x))
+        }
+        IpAddr::V6(a) => {
+            let mut seg = a.segments();
+            seg[0] = 0xfd14;
+            IpAddr::V6(Ipv6Addr::from(seg))
+        }
+    }
 }
 
 fn sh(cmd: &str) -> bool {
@@ -49,6 +58,11 @@ impl Peer {
     /// key, SubjectPublicKeyInfo DER) both ends authenticate with raw public keys (charon's an
     /// ECDSA P-256 key from openssl) and use AES-CBC + HMAC-SHA-256; else a PSK and AES-GCM.
     fn start(tag: u32, our_spki: Option<&[u8]>) -> Option<Peer> {
+        Self::start_on(tag, our_spki, false)
+    }
+
+    /// As [`Peer::start`], over IPv6 outside and inside when `v6`.
+    fn start_on(tag: u32, our_spki: Option<&[u8]>, v6: bool) -> Option<Peer> {
         let root =
             Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
         if !root
@@ -67,8 +81,16 @@ impl Peer {
             veth: format!("hsik{id}"),
             dir: std::env::temp_dir().join(format!("hipsec-ike-swan-{id}")),
             charon: None,
-            ours: Ipv4Addr::new(10, 213, net, 1),
-            theirs: Ipv4Addr::new(10, 213, net, 2),
+            ours: if v6 {
+                IpAddr::V6(Ipv6Addr::new(0xfd13, 0, 0, net.into(), 0, 0, 0, 1))
+            } else {
+                IpAddr::V4(Ipv4Addr::new(10, 213, net, 1))
+            },
+            theirs: if v6 {
+                IpAddr::V6(Ipv6Addr::new(0xfd13, 0, 0, net.into(), 0, 0, 0, 2))
+            } else {
+                IpAddr::V4(Ipv4Addr::new(10, 213, net, 2))
+            },
             charon_pub: Vec::new(),
         };
         let (ns, v, d) = (&peer.ns, &peer.veth, peer.dir.display().to_string());
@@ -76,11 +98,13 @@ impl Peer {
         // Inner addresses for the CHILD SA's selectors, apart from the IKE endpoints; charon's
         // sits on its loopback so that it can route to the tunnel.
         let (ia, ib) = (inner(a), inner(b));
+        // IPv6 without duplicate address detection, or the first datagrams wait for it.
+        let (net_len, host, dad) = if v6 { (64, 128, "nodad") } else { (30, 32, "") };
         assert!(sh(&format!(
             "set -e; mkdir -p {d}/run; ip netns add {ns}; ip link add {v}a type veth peer name {v}b; \
-             ip link set {v}b netns {ns}; ip addr add {a}/30 dev {v}a; ip link set {v}a up; \
-             ip netns exec {ns} ip addr add {b}/30 dev {v}b; ip netns exec {ns} ip link set {v}b up; \
-             ip netns exec {ns} ip link set lo up; ip netns exec {ns} ip addr add {ib}/32 dev lo"
+             ip link set {v}b netns {ns}; ip addr add {a}/{net_len} dev {v}a {dad}; ip link set {v}a up; \
+             ip netns exec {ns} ip addr add {b}/{net_len} dev {v}b {dad}; ip netns exec {ns} ip link set {v}b up; \
+             ip netns exec {ns} ip link set lo up; ip netns exec {ns} ip addr add {ib}/{host} dev lo {dad}"
         )));
         std::fs::write(
             peer.dir.join("strongswan.conf"),
@@ -127,7 +151,7 @@ impl Peer {
             format!(
                 "connections {{ hip {{ version = 2\n local_addrs = {b}\n remote_addrs = {a}\n \
                  proposals = {ike}\n rekey_time = 0\n {auth}\n \
-                 children {{ c {{ local_ts = {ib}/32\n remote_ts = {ia}/32\n rekey_time = 0\n \
+                 children {{ c {{ local_ts = {ib}/{host}\n remote_ts = {ia}/{host}\n rekey_time = 0\n \
                  esp_proposals = {esp}\n mode = tunnel }} }} }} }}\n{secrets}\n"
             ),
         )
@@ -241,7 +265,7 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
     let Some(peer) = Peer::start(0, None) else { return };
     let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let to = SocketAddr::new(peer.theirs, 500);
     let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
     let p = crypto::default_provider();
     let (st, req) = initiator::start(config(), p, ep, 0).unwrap();
@@ -255,7 +279,7 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
     let to = if auth.nat().remote_behind_nat { SocketAddr::new(to.ip(), 4500) } else { to };
     let resp = xchg(&sock, to, &req);
     let up = auth.handle(&resp).map_err(|e| format!("{e:?}\n{}", peer.log())).unwrap();
-    let ts = |a: Ipv4Addr| TrafficSelector::host(IpAddr::V4(inner(a)));
+    let ts = |a: IpAddr| TrafficSelector::host(inner(a));
     assert_eq!(up.child.local_ts, vec![ts(peer.ours)], "charon narrows to its /32s");
     assert_eq!(up.child.remote_ts, vec![ts(peer.theirs)]);
     let (mut s, _) = Session::new(config(), p, up);
@@ -386,7 +410,7 @@ fn charon_initiates_rekeys_and_deletes_with_us_as_responder() {
     assert!(cmd.wait().unwrap().success(), "swanctl --initiate failed:\n{}", peer.log());
     let s = us.session.as_ref().expect("IKE SA up");
     assert_eq!(s.ike().role, ike::Role::Responder);
-    assert_eq!(s.children()[0].local_ts, vec![TrafficSelector::host(IpAddr::V4(inner(peer.ours)))]);
+    assert_eq!(s.children()[0].local_ts, vec![TrafficSelector::host(inner(peer.ours))]);
 
     let mut cmd = peer.swanctl("--rekey --child c");
     us.serve(|ev| count(ev, installs) == 2 && count(ev, removes) == 1);
@@ -446,7 +470,7 @@ fn charon_and_we_authenticate_with_raw_public_keys_over_aes_cbc() {
 
     let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let to = SocketAddr::new(peer.theirs, 500);
     let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
     let p = crypto::default_provider();
     let (st, req) = initiator::start(c.clone(), p, ep, 0).unwrap();
@@ -483,7 +507,7 @@ fn charon_and_we_authenticate_with_raw_public_keys_over_aes_cbc() {
 fn establish(peer: &Peer, c: Config) -> (UdpSocket, SocketAddr, Session) {
     let sock = UdpSocket::bind((peer.ours, 0)).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let to = SocketAddr::new(IpAddr::V4(peer.theirs), 500);
+    let to = SocketAddr::new(peer.theirs, 500);
     let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
     let p = crypto::default_provider();
     let (st, req) = initiator::start(c.clone(), p, ep, 0).unwrap();
@@ -550,4 +574,25 @@ fn simultaneous_child_rekeys_with_charon_leave_one_pair() {
         );
     }
     assert!(peer.log().contains("collision"), "no collision seen by charon:\n{}", peer.log());
+}
+
+/// IPv6 outside and inside: NAT detection over 16-byte addresses, IPv6 traffic selectors.
+#[test]
+fn ipv6_outer_and_inner_with_a_psk() {
+    let Some(peer) = Peer::start_on(4, None, true) else { return };
+    let mut c = config();
+    c.local_ts = vec![TrafficSelector::any(true)];
+    c.remote_ts = vec![TrafficSelector::any(true)];
+    let (sock, to, mut s) = establish(&peer, c);
+    assert_eq!(s.children()[0].remote_ts, vec![TrafficSelector::host(inner(peer.theirs))]);
+    let old = s.children()[0].spi_in;
+    let ev = ask(&sock, to, &mut s, Request::RekeyChild(old));
+    assert!(
+        matches!(&ev[..], [Event::InstallChild { .. }, Event::RemoveChild { .. }]),
+        "{ev:?}\n{}",
+        peer.log()
+    );
+    let ev = ask(&sock, to, &mut s, Request::DeleteIke);
+    assert!(matches!(&ev[..], [Event::IkeClosed]), "{ev:?}");
+    assert!(peer.log().contains("IKE_SA hip[1] established between fd13:"), "{}", peer.log());
 }
