@@ -349,3 +349,36 @@ fn simultaneous_child_rekeys_leave_one_pair_by_the_nonce_rule() {
         mirrored(&kx, &ky);
     }
 }
+
+/// The IKE_AUTH response is lost: the initiator's retransmitted request reaches the responder's
+/// session, which answers from its cache (§2.1), and the initiator completes.
+#[test]
+fn a_retransmitted_ike_auth_request_is_answered_from_the_cache() {
+    let p = crypto::default_provider();
+    let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 500);
+    let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)), 500);
+    let (st, m1) =
+        initiator::start(config("a", "b", None), p, Endpoints { local: a, remote: b }, 0).unwrap();
+    let r = Responder::new(
+        config("b", "a", None),
+        p,
+        CookieSecret { version: 1, key: Zeroizing::new([2; 32]) },
+    )
+    .unwrap();
+    let InitOutcome::HalfOpen(half, m2) =
+        r.handle_init(0, Endpoints { local: b, remote: a }, &m1, false)
+    else {
+        panic!()
+    };
+    let SaInitNext::Auth(mut auth, m3) = st.handle(0, &m2).unwrap() else { panic!() };
+    let AuthOutcome::Established(eb, m4) = half.handle(&m3).unwrap() else { panic!() };
+    let (mut sb, _) = Session::new(config("b", "a", None), p, *eb);
+    // m4 is lost; the initiator's timer fires and it sends m3 again.
+    let t = auth.retransmit().deadline_ms();
+    let again = auth.retransmit().on_timeout(t).unwrap().unwrap().to_vec();
+    let out = sb.handle(t, &again).unwrap();
+    assert_eq!(out.send, vec![m4.clone()]);
+    assert!(out.events.is_empty());
+    let ea = auth.handle(&out.send[0]).unwrap();
+    assert_eq!(ea.ike.spi_r, sb.ike().spi_r);
+}
