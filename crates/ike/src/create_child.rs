@@ -8,7 +8,7 @@ use crate::config::{ChildSaKeys, Mode};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::ChildKeyMat;
 use crate::sa::{NONCE_LEN, find_notify, notify, random, random_esp_spi, take_payload};
-use crate::session::{ChildSa, Collision, Event, Output, Pending, Request, Session};
+use crate::session::{ChildRequest, ChildSa, Collision, Event, Output, Pending, Request, Session};
 use crate::suite::ChildSuite;
 use crypto::{DhGroup, KeyExchange};
 use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, Ts};
@@ -20,27 +20,42 @@ impl Session {
         c.and_then(|s| s.pfs)
     }
 
-    /// CREATE_CHILD_SA request rekeying the pair with inbound SPI `spi_in` (§1.3.3):
-    /// SK {N(REKEY_SA), [N(USE_TRANSPORT_MODE)], SA, Ni, [KEi], TSi, TSr}.
-    pub(crate) fn rekey_child_request(
+    /// CREATE_CHILD_SA request for a CHILD SA (§1.3.1): rekeying the pair with inbound SPI
+    /// `rekeys` (§1.3.3, with N(REKEY_SA) and its selectors), or a new pair from the config:
+    /// SK {[N(REKEY_SA)], [N(USE_TRANSPORT_MODE)], SA, Ni, [KEi], TSi, TSr}.
+    pub(crate) fn child_request(
         &mut self,
-        spi_in: u32,
+        rekeys: Option<u32>,
     ) -> Result<Option<(Vec<Payload>, Pending)>, Error> {
-        let Some(old) = self.children.iter().find(|c| c.spi_in == spi_in).cloned() else {
-            return Ok(None);
+        let (suite, mode, local_ts, remote_ts) = match rekeys {
+            Some(spi_in) => {
+                let Some(old) = self.children.iter().find(|c| c.spi_in == spi_in).cloned() else {
+                    return Ok(None);
+                };
+                let suite = ChildSuite { pfs: self.pfs_for(&old.suite), ..old.suite };
+                (suite, old.mode, old.local_ts, old.remote_ts)
+            }
+            None => {
+                let Some(suite) = self.config.child_suites.first().copied() else {
+                    return Ok(None);
+                };
+                let c = &self.config;
+                (suite, c.mode, c.local_ts.clone(), c.remote_ts.clone())
+            }
         };
-        let suite = ChildSuite { pfs: self.pfs_for(&old.suite), ..old.suite };
         let new_spi_in = random_esp_spi(self.provider)?;
         let ni = random::<NONCE_LEN>(self.provider)?.to_vec();
         let ke = suite.pfs.map(KeyExchange::generate).transpose()?;
-        let rekey = Notify {
-            protocol_id: ProtocolId::ESP,
-            spi: spi_in.to_be_bytes().to_vec(),
-            notify_type: NotifyType::REKEY_SA,
-            data: Vec::new(),
-        };
-        let mut inner = vec![Payload::Notify(rekey)];
-        if old.mode == Mode::Transport {
+        let mut inner = Vec::new();
+        if let Some(spi_in) = rekeys {
+            inner.push(Payload::Notify(Notify {
+                protocol_id: ProtocolId::ESP,
+                spi: spi_in.to_be_bytes().to_vec(),
+                notify_type: NotifyType::REKEY_SA,
+                data: Vec::new(),
+            }));
+        }
+        if mode == Mode::Transport {
             inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
         }
         inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(1, new_spi_in)?] }));
@@ -51,24 +66,22 @@ impl Session {
                 data: k.public_key().to_vec(),
             }));
         }
-        inner.push(Payload::TsI(Ts { selectors: old.local_ts.clone() }));
-        inner.push(Payload::TsR(Ts { selectors: old.remote_ts.clone() }));
-        Ok(Some((inner, Pending::RekeyChild { old_spi_in: spi_in, new_spi_in, suite, ni, ke })))
+        inner.push(Payload::TsI(Ts { selectors: local_ts.clone() }));
+        inner.push(Payload::TsR(Ts { selectors: remote_ts.clone() }));
+        let req = ChildRequest { rekeys, new_spi_in, suite, mode, ni, ke, local_ts, remote_ts };
+        Ok(Some((inner, Pending::CreateChild(Box::new(req)))))
     }
 
-    /// The answer to our rekey: install the new pair, then delete the old one (§2.8).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_rekey_child_response(
+    /// The answer to our CREATE_CHILD_SA: install the new pair; after a rekey, delete the old
+    /// one (§2.8). A refusal or a bad answer is reported as [`Event::RequestFailed`].
+    pub(crate) fn on_child_response(
         &mut self,
-        old_spi_in: u32,
-        new_spi_in: u32,
-        suite: ChildSuite,
-        ni: Vec<u8>,
-        ke: Option<KeyExchange>,
+        req: ChildRequest,
         payloads: &[Payload],
         out: &mut Output,
-    ) -> Result<(), Error> {
-        let request = Request::RekeyChild(old_spi_in);
+    ) {
+        let ChildRequest { rekeys, new_spi_in, suite, mode, ni, ke, local_ts, remote_ts } = req;
+        let request = rekeys.map_or(Request::NewChild, Request::RekeyChild);
         let result = (|| {
             if let Some(ty) = crate::sa::error_notify(payloads) {
                 return Err(Error::from(PeerMisbehaved::ErrorNotify(ty)));
@@ -88,11 +101,10 @@ impl Session {
             if chosen != suite {
                 return Err(PeerMisbehaved::ProposalNotOffered("child suite").into());
             }
-            let old = self.children.iter().find(|c| c.spi_in == old_spi_in).cloned();
-            let old = old.ok_or(PeerMisbehaved::UnexpectedMessage("rekeyed CHILD SA is gone"))?;
-            if !ts_within(&tsi.selectors, &old.local_ts)
-                || !ts_within(&tsr.selectors, &old.remote_ts)
-            {
+            if rekeys.is_some_and(|old| self.children.iter().all(|c| c.spi_in != old)) {
+                return Err(PeerMisbehaved::UnexpectedMessage("rekeyed CHILD SA is gone").into());
+            }
+            if !ts_within(&tsi.selectors, &local_ts) || !ts_within(&tsr.selectors, &remote_ts) {
                 return Err(PeerMisbehaved::TrafficSelectorsNotNarrowed.into());
             }
             let g_ir = match ke {
@@ -122,7 +134,7 @@ impl Session {
             let transport = find_notify(payloads, NotifyType::USE_TRANSPORT_MODE).is_some();
             let keys = ChildSaKeys {
                 suite,
-                mode: if transport && old.mode == Mode::Transport {
+                mode: if transport && mode == Mode::Transport {
                     Mode::Transport
                 } else {
                     Mode::Tunnel
@@ -140,6 +152,12 @@ impl Session {
         })();
         match result {
             Ok((keys, nr)) => {
+                let new_spi_in = keys.spi_in;
+                self.children.push(ChildSa::of(&keys));
+                let Some(old_spi_in) = rekeys else {
+                    out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys: None });
+                    return;
+                };
                 // §2.8.1: if the peer rekeyed the same pair meanwhile, the exchange holding the
                 // lowest of the four nonces made the redundant pair; its initiator deletes it,
                 // and the other initiator deletes the old pair.
@@ -149,8 +167,6 @@ impl Session {
                     let theirs = c.ni.as_slice().min(c.nr.as_slice());
                     ours < theirs
                 });
-                let new_spi_in = keys.spi_in;
-                self.children.push(ChildSa::of(&keys));
                 if ours_redundant {
                     out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys: None });
                     self.queue.push_front(Request::DeleteChild(new_spi_in));
@@ -162,7 +178,6 @@ impl Session {
             }
             Err(error) => out.events.push(Event::RequestFailed { request, error }),
         }
-        Ok(())
     }
 
     /// A peer's CREATE_CHILD_SA request; returns the response's payloads (an error notify when
@@ -261,9 +276,9 @@ impl Session {
             remote_ts: tsi_n,
         };
         if let Some(c) = &rekeyed {
-            let ours_too = self.outstanding.as_ref().is_some_and(|o| {
-                matches!(o.pending, Pending::RekeyChild { old_spi_in, .. } if old_spi_in == c.spi_in)
-            });
+            let ours_too = self.outstanding.as_ref().is_some_and(
+                |o| matches!(&o.pending, Pending::CreateChild(r) if r.rekeys == Some(c.spi_in)),
+            );
             if ours_too {
                 self.collision =
                     Some(Collision { old_spi_in: c.spi_in, ni: ni.clone(), nr: nr_copy });

@@ -109,6 +109,9 @@ pub enum Request {
     RekeyChild(u32),
     /// Rekey the IKE SA itself (§1.3.2, §2.18); the CHILD SAs move to the new one.
     RekeyIke,
+    /// A further CHILD SA pair (§1.3.1) with the configured selectors, mode and first suite
+    /// (with its PFS group).
+    NewChild,
 }
 
 /// Our outstanding request: what we asked, and what we must remember to read the answer.
@@ -116,18 +119,21 @@ pub(crate) enum Pending {
     Liveness,
     DeleteChild(u32),
     DeleteIke,
-    RekeyChild {
-        old_spi_in: u32,
-        new_spi_in: u32,
-        suite: ChildSuite,
-        ni: Vec<u8>,
-        ke: Option<KeyExchange>,
-    },
-    RekeyIke {
-        new_spi: u64,
-        ni: Vec<u8>,
-        ke: KeyExchange,
-    },
+    CreateChild(Box<ChildRequest>),
+    RekeyIke { new_spi: u64, ni: Vec<u8>, ke: KeyExchange },
+}
+
+/// What our CREATE_CHILD_SA request for a CHILD SA asked, to read the answer (§1.3.1, §1.3.3).
+pub(crate) struct ChildRequest {
+    /// The pair it rekeys (its inbound SPI), or `None` for a new pair.
+    pub(crate) rekeys: Option<u32>,
+    pub(crate) new_spi_in: u32,
+    pub(crate) suite: ChildSuite,
+    pub(crate) mode: Mode,
+    pub(crate) ni: Vec<u8>,
+    pub(crate) ke: Option<KeyExchange>,
+    pub(crate) local_ts: Vec<TrafficSelector>,
+    pub(crate) remote_ts: Vec<TrafficSelector>,
 }
 
 /// A peer's rekey of a CHILD SA pair we were rekeying ourselves (§2.8.1): the pair and the
@@ -289,7 +295,11 @@ impl Session {
                     let d = Delete { protocol_id: ProtocolId::IKE, spis: Vec::new() };
                     (ExchangeType::INFORMATIONAL, vec![Payload::Delete(d)], Pending::DeleteIke)
                 }
-                Request::RekeyChild(spi_in) => match self.rekey_child_request(spi_in)? {
+                Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in))? {
+                    Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
+                    None => continue,
+                },
+                Request::NewChild => match self.child_request(None)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => continue,
                 },
@@ -433,9 +443,7 @@ impl Session {
             Pending::RekeyIke { new_spi, ni, ke } => {
                 self.on_rekey_ike_response(now_ms, new_spi, &ni, ke, payloads, out)?
             }
-            Pending::RekeyChild { old_spi_in, new_spi_in, suite, ni, ke } => {
-                self.on_rekey_child_response(old_spi_in, new_spi_in, suite, ni, ke, payloads, out)?;
-            }
+            Pending::CreateChild(req) => self.on_child_response(*req, payloads, out),
         }
         Ok(())
     }

@@ -382,3 +382,30 @@ fn a_retransmitted_ike_auth_request_is_answered_from_the_cache() {
     let ea = auth.handle(&out.send[0]).unwrap();
     assert_eq!(ea.ike.spi_r, sb.ike().spi_r);
 }
+
+/// One further CHILD SA pair started by `x` (§1.3.1).
+fn new_child(x: &mut Session, y: &mut Session) {
+    let req = x.request(0, Request::NewChild).unwrap();
+    let resp = deliver(0, &req, y);
+    let [(ky, None)] = installed(&resp)[..] else { panic!("{:?}", resp.events) };
+    let ky = clone_keys(ky);
+    let done = deliver(0, &resp, x);
+    let [(kx, None)] = installed(&done)[..] else { panic!("{:?}", done.events) };
+    mirrored(kx, &ky);
+    assert!(done.send.is_empty(), "nothing to delete after a new pair");
+    assert_eq!(kx.suite.pfs, Some(DhGroup::Curve25519));
+}
+
+/// Further CHILD SA pairs from either end, then the DELETE of one.
+#[test]
+fn new_child_sas_beside_the_first() {
+    let ((mut a, _), (mut b, _)) = established(Some(DhGroup::Curve25519));
+    new_child(&mut a, &mut b);
+    new_child(&mut b, &mut a);
+    assert_eq!((a.children().len(), b.children().len()), (3, 3));
+    let newest = a.children()[2].spi_in;
+    let req = a.request(0, Request::DeleteChild(newest)).unwrap();
+    let resp = deliver(0, &req, &mut b);
+    assert_eq!(removed(&deliver(0, &resp, &mut a)), vec![newest]);
+    assert_eq!((a.children().len(), b.children().len()), (2, 2));
+}

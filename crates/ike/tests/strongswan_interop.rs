@@ -75,6 +75,14 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
     );
 
     note(&ev);
+    // A second CHILD SA beside the first (§1.3.1).
+    let ev = ask(&sock, to, &mut s, Request::NewChild);
+    assert!(
+        matches!(&ev[..], [Event::InstallChild { rekeys: None, .. }]),
+        "{ev:?}\n{}",
+        peer.log()
+    );
+    note(&ev);
     let ev = ask(&sock, to, &mut s, Request::DeleteIke);
     assert!(matches!(&ev[..], [Event::IkeClosed]), "{ev:?}");
     let log = peer.log();
