@@ -15,11 +15,12 @@
 //! Authentication: PSK (§2.15) or RFC 7427 signatures (Ed25519, ECDSA P-256) with configured raw
 //! public keys. Once up, [`Session::new`] takes the IKE SA: the driver passes it datagrams
 //! ([`Session::handle`]), deadlines ([`Session::on_timeout`]) and [`Request`]s (liveness,
-//! DELETE, a new CHILD SA, CHILD SA rekey with optional PFS, IKE SA rekey) and acts on its [`Event`]s
-//! (install/remove CHILD SA pairs make-before-break, new IKE SPIs after a rekey).
+//! DELETE, a new CHILD SA, CHILD SA rekey with optional PFS, IKE SA rekey) and acts on its
+//! [`Event`]s (install/remove CHILD SA pairs make-before-break, new IKE SPIs after a rekey).
 //!
-//! Not here yet: certificates, simultaneous IKE SA rekeys (§2.8.2), message-ID windows above one, and keeping the IKE SA up when only its first CHILD SA
-//! fails (§2.21.3: here the whole exchange fails).
+//! Not here yet: certificates, simultaneous IKE SA rekeys (§2.8.2), message-ID windows above
+//! one, and keeping the IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole
+//! exchange fails).
 #![forbid(unsafe_code)]
 
 pub mod auth;
