@@ -247,10 +247,14 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     // The control plane: a mailbox per worker, one event queue back.
     let (events_tx, events_rx) = std::sync::mpsc::channel();
     let mut ports = Vec::with_capacity(workers.len());
+    let (wake_rx, wake_tx) =
+        std::os::unix::net::UnixDatagram::pair().map_err(io_err("control wake-up socket"))?;
+    wake_rx.set_nonblocking(true).map_err(io_err("control wake-up socket"))?;
     for (i, w) in workers.iter_mut().enumerate() {
         let (mailbox, port) =
             mailbox::mailbox(i, events_tx.clone()).map_err(io_err("control mailbox"))?;
-        w.mailbox = Some(mailbox);
+        let wake = wake_tx.try_clone().map_err(io_err("control wake-up socket"))?;
+        w.mailbox = Some(mailbox.with_control_wake(wake));
         ports.push(WorkerPort { lane: w.lane, out: w.out.is_some(), inb: w.inb.is_some(), port });
     }
     drop(events_tx);
@@ -258,7 +262,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         Transport::Udp { local, peer } => EndpointDefaults { udp_port: Some(local.port()), peer },
         Transport::Raw { .. } => EndpointDefaults::default(),
     };
-    let mut plane = ControlPlane::new(ports, events_rx, start, defaults);
+    let mut plane = ControlPlane::new(ports, events_rx, start, defaults).with_wake(wake_rx);
     manual::adopt(c, &mut plane);
     let board = Board::new(workers.len());
     let mut thread = ControlThread::new(

@@ -45,6 +45,10 @@ pub struct Setup {
     pub esp: &'static str,
     /// CHILD SA rekey_time on both sides (swanctl syntax), e.g. "1h".
     pub child_rekey: &'static str,
+    /// CHILD SA rand_time on both sides (so that either end may rekey first).
+    pub child_rand: &'static str,
+    /// IKE SA rekey_time on both sides.
+    pub ike_rekey: &'static str,
     /// Extra lines for our `[[connection]]` (e.g. `dpd_delay = "2s"`).
     pub hipsec_extra: &'static str,
 }
@@ -57,6 +61,8 @@ impl Default for Setup {
             proposal: "aes128gcm16-prfsha256-x25519",
             esp: "aes128gcm16",
             child_rekey: "1h",
+            child_rand: "0s",
+            ike_rekey: "4h",
             hipsec_extra: "",
         }
     }
@@ -112,21 +118,7 @@ impl Pair {
                 .unwrap(),
         );
         p.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
-        let conf = p.dir.join("strongswan.conf");
-        let cmd = format!(
-            "mount --make-rprivate / && mount --bind {} /run && exec {CHARON}",
-            p.dir.join("run").display()
-        );
-        let out = std::fs::File::create(p.dir.join("charon.out")).unwrap();
-        p.charon = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &p.b, "sh", "-c", &cmd])
-                .env("STRONGSWAN_CONF", &conf)
-                .stdout(out.try_clone().unwrap())
-                .stderr(out)
-                .spawn()
-                .unwrap(),
-        );
+        p.spawn_charon();
         p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
         let o =
             p.swanctl(&["--load-all", "--file", &p.dir.join("swanctl.conf").display().to_string()]);
@@ -187,19 +179,23 @@ impl Pair {
         );
         std::fs::write(d.join("strongswan.conf"), strongswan).unwrap();
         let swanctl = format!(
-            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    encap = yes\n    local {{\n      auth = psk\n      id = node2.example\n    }}\n    remote {{\n      auth = psk\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        rand_time = 0\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
+            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    encap = yes\n    local {{\n      auth = psk\n      id = node2.example\n    }}\n    remote {{\n      auth = psk\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
             prop = s.proposal,
             esp = s.esp,
             rk = s.child_rekey,
+            rand = s.child_rand,
+            ike_rk = s.ike_rekey,
         );
         std::fs::write(d.join("swanctl.conf"), swanctl).unwrap();
         let local = if s.v6 { format!("[{ours}]:4500") } else { format!("{ours}:4500") };
         let node = format!(
-            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.1.1/24\"]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nencap = true\n{extra}\n[connection.local]\nauth = \"psk\"\nid = \"node1.example\"\n[connection.remote]\nauth = \"psk\"\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nrand_time = \"0s\"\nstart_action = \"{hs_start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
+            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.1.1/24\"]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nrekey_time = \"{ike_rk}\"\nencap = true\n{extra}\n[connection.local]\nauth = \"psk\"\nid = \"node1.example\"\n[connection.remote]\nauth = \"psk\"\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
             sock = d.join("a.sock").display(),
             prop = s.proposal,
             esp = s.esp,
             rk = s.child_rekey,
+            rand = s.child_rand,
+            ike_rk = s.ike_rekey,
             extra = s.hipsec_extra,
         );
         let path = d.join("a.toml");
@@ -296,6 +292,75 @@ impl Pair {
         let got = lines.next().and_then(Result::ok).unwrap_or_default();
         let _ = server.wait();
         (got, String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Streams random bytes over TCP from A to a sink on B for `seconds` (at most `rate_bps`);
+    /// returns (SHA-256 at the sink, SHA-256 sent, bytes sent).
+    pub fn tcp_stream(&self, seconds: f64, rate_bps: u64) -> (String, String, u64) {
+        let sink = "import hashlib,socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.0.2.1',5202));s.listen(1);print('ready',flush=True)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  h.update(b)\nprint(h.hexdigest())";
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &self.b, "python3", "-c", sink])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap()));
+        assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
+        let send = format!(
+            "import hashlib,os,socket,time\ns=socket.create_connection(('10.0.2.1',5202),source_address=('10.0.1.1',0),timeout=30)\nh=hashlib.sha256();n=0;t0=time.time();chunk=16384\nwhile time.time()-t0<{seconds}:\n  d=os.urandom(chunk);s.sendall(d);h.update(d);n+=chunk\n  ahead=n*8/{rate_bps}-(time.time()-t0)\n  if ahead>0: time.sleep(ahead)\ns.close()\nprint(h.hexdigest(),n)"
+        );
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.a, "python3", "-c", &send])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+        let got = lines.next().and_then(Result::ok).unwrap_or_default();
+        let _ = server.wait();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut f = text.split_whitespace();
+        let sent = f.next().unwrap_or_default().to_string();
+        let n = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+        (got, sent, n)
+    }
+
+    /// Stops charon (SIGKILL: no DELETE reaches us) and starts it again with the same config.
+    pub fn restart_charon(&mut self) {
+        if let Some(mut c) = self.charon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(self.dir.join("charon.vici"));
+        let _ = std::fs::remove_file(self.dir.join("run").join("charon.pid"));
+        self.spawn_charon();
+        self.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
+        let o = self.swanctl(&[
+            "--load-all",
+            "--file",
+            &self.dir.join("swanctl.conf").display().to_string(),
+        ]);
+        assert!(o.status.success(), "swanctl --load-all: {}", String::from_utf8_lossy(&o.stdout));
+    }
+
+    fn spawn_charon(&mut self) {
+        let conf = self.dir.join("strongswan.conf");
+        let cmd = format!(
+            "mount --make-rprivate / && mount --bind {} /run && exec {CHARON}",
+            self.dir.join("run").display()
+        );
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("charon.out"))
+            .unwrap();
+        self.charon = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &self.b, "sh", "-c", &cmd])
+                .env("STRONGSWAN_CONF", &conf)
+                .stdout(out.try_clone().unwrap())
+                .stderr(out)
+                .spawn()
+                .unwrap(),
+        );
     }
 
     /// charon's log so far.

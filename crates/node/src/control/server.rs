@@ -81,6 +81,7 @@ impl<'a> ControlThread<'a> {
             .map(|c| c.fd())
             .chain(self.metrics.iter().map(|m| m.fd()))
             .chain(self.ike.iter().map(|i| i.fd()))
+            .chain(self.plane.wake_fd())
             .collect();
         let metrics_at = self.socket.iter().count();
         let ike_at = metrics_at + self.metrics.iter().count();

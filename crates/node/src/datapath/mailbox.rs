@@ -207,6 +207,9 @@ pub struct Mailbox {
     updates: Receiver<Envelope>,
     wake: UnixDatagram,
     events: Sender<Event>,
+    /// Wakes the control thread when an event other than an acknowledgement is queued (a
+    /// punted IKE message must not wait for the next tick).
+    control_wake: Option<UnixDatagram>,
     /// This worker's index (in acknowledgements).
     pub worker: usize,
 }
@@ -224,7 +227,10 @@ pub fn mailbox(worker: usize, events: Sender<Event>) -> io::Result<(Mailbox, Por
     let (a, b) = UnixDatagram::pair()?;
     a.set_nonblocking(true)?;
     b.set_nonblocking(true)?;
-    Ok((Mailbox { updates: rx, wake: a, events, worker }, Port { updates: tx, wake: b }))
+    Ok((
+        Mailbox { updates: rx, wake: a, events, control_wake: None, worker },
+        Port { updates: tx, wake: b },
+    ))
 }
 
 impl Port {
@@ -256,8 +262,21 @@ impl Mailbox {
         self.updates.try_recv().ok()
     }
 
+    /// Also wakes the control thread through `wake` (one end of a datagram pair whose other
+    /// end it polls) for every event but acknowledgements.
+    pub fn with_control_wake(mut self, wake: UnixDatagram) -> Mailbox {
+        let _ = wake.set_nonblocking(true);
+        self.control_wake = Some(wake);
+        self
+    }
+
     /// Sends an event to the control plane (dropped if the control plane has gone).
     pub fn emit(&self, e: Event) {
+        let urgent = !matches!(e, Event::Applied { .. });
         let _ = self.events.send(e);
+        if let (true, Some(w)) = (urgent, &self.control_wake) {
+            // A full queue already means the control thread will wake: no matter.
+            let _ = w.send(&[1]);
+        }
     }
 }

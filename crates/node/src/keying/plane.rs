@@ -127,6 +127,7 @@ pub struct ControlPlane {
     retire: Vec<(Instant, InKey)>,
     /// Totals for `status`: SAs installed and removed, rekeys done.
     pub stats: PlaneStats,
+    wake: Option<std::os::unix::net::UnixDatagram>,
 }
 
 /// Counts of what the control plane did.
@@ -202,7 +203,21 @@ impl ControlPlane {
             policies: BTreeMap::new(),
             retire: Vec::new(),
             stats: PlaneStats::default(),
+            wake: None,
         }
+    }
+
+    /// The read end of the lanes' wake-up socket (`Mailbox::with_control_wake`), which the
+    /// control thread polls so that events reach it at once.
+    pub fn with_wake(mut self, wake: std::os::unix::net::UnixDatagram) -> ControlPlane {
+        self.wake = Some(wake);
+        self
+    }
+
+    /// The wake-up socket's descriptor, for poll(2).
+    pub fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.wake.as_ref().map(|w| w.as_raw_fd())
     }
 
     /// Records what the lanes were started with (the config's SAs and policies), so that
@@ -614,6 +629,10 @@ impl ControlPlane {
     /// Takes the events that arrived, retires inbound SAs whose grace period is over, and
     /// follows NAT rebindings (an authenticated packet moved a peer: its outbound SAs follow).
     pub fn poll(&mut self) -> Vec<Event> {
+        if let Some(w) = &self.wake {
+            let mut b = [0u8; 64];
+            while matches!(w.recv(&mut b), Ok(n) if n > 0) {}
+        }
         while let Ok(e) = self.events.try_recv() {
             self.keep(e);
         }

@@ -15,9 +15,9 @@ use ike::ChildSaKeys;
 use ike::session::{Event, Output, Request, Session};
 use ipsec::spd_table::PolicyId;
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long an old inbound SA stays after a rekey, for packets sealed before the switch.
 pub const REKEY_GRACE: Duration = Duration::from_secs(2);
@@ -63,8 +63,11 @@ pub struct Up {
     pairs: Vec<Pair>,
     policies: Vec<PolicyId>,
     active_out: Option<OutKey>,
-    /// Inbound SPIs of pairs whose rekey we asked for.
-    rekeying: HashSet<u32>,
+    /// Inbound SPIs of pairs whose rekey we asked for, and when we asked.
+    rekeying: HashMap<u32, Instant>,
+    /// Microseconds from our CREATE_CHILD_SA request to the new pair installed and sending,
+    /// the most recent last (at most 1000).
+    rekey_delays_us: Vec<u64>,
     ike_rekey_at_ms: Option<u64>,
     dpd_at_ms: Option<u64>,
     /// CHILD rekeys completed.
@@ -108,7 +111,8 @@ impl Up {
             pairs: Vec::new(),
             policies: Vec::new(),
             active_out: None,
-            rekeying: HashSet::new(),
+            rekeying: HashMap::new(),
+            rekey_delays_us: Vec::new(),
             ike_rekey_at_ms: (ike_rekey > 0).then_some(cx.now_ms + ike_rekey),
             dpd_at_ms: (dpd > 0).then_some(cx.now_ms + dpd),
             rekeys: 0,
@@ -157,7 +161,8 @@ impl Up {
                 return warn("child-sa-install-failed", &self.name, e);
             }
         }
-        let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
+        let asked = rekeys.and_then(|o| self.rekeying.remove(&o));
+        let ours = asked.is_some();
         if let Some(old) = rekeys {
             self.rekeys += 1;
             if let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == old) {
@@ -176,6 +181,12 @@ impl Up {
         if ours {
             // We started the rekey: the peer installed its inbound SA before answering.
             self.switch_to(out_key, cx);
+            if let Some(t) = asked {
+                if self.rekey_delays_us.len() >= 1000 {
+                    self.rekey_delays_us.remove(0);
+                }
+                self.rekey_delays_us.push(t.elapsed().as_micros() as u64);
+            }
         }
     }
 
@@ -296,9 +307,9 @@ impl Up {
         let mut out = self.session.on_timeout(now);
         let mut reqs = Vec::new();
         for p in &mut self.pairs {
-            if p.rekey_at_ms.is_some_and(|t| now >= t) && !self.rekeying.contains(&p.spi_in) {
+            if p.rekey_at_ms.is_some_and(|t| now >= t) && !self.rekeying.contains_key(&p.spi_in) {
                 p.rekey_at_ms = None;
-                self.rekeying.insert(p.spi_in);
+                self.rekeying.insert(p.spi_in, Instant::now());
                 reqs.push(Request::RekeyChild(p.spi_in));
             }
         }
@@ -328,7 +339,7 @@ impl Up {
     /// Asks for a request now (`hipsec rekey`, `terminate`).
     pub fn request(&mut self, r: Request, cx: &mut Ctx<'_>) -> Vec<Vec<u8>> {
         if let Request::RekeyChild(s) = r {
-            self.rekeying.insert(s);
+            self.rekeying.insert(s, Instant::now());
         }
         match self.session.request(cx.now_ms, r) {
             Ok(o) => self.apply(o, cx),
@@ -337,6 +348,13 @@ impl Up {
                 Vec::new()
             }
         }
+    }
+
+    /// Our CHILD rekeys' delays: (count, median µs), request sent to new pair sending.
+    pub fn rekey_delay(&self) -> (usize, Option<u64>) {
+        let mut v = self.rekey_delays_us.clone();
+        v.sort_unstable();
+        (v.len(), v.get(v.len().saturating_sub(1) / 2).copied())
     }
 
     /// Inbound SPIs of the pairs, newest last.
@@ -364,7 +382,7 @@ impl Up {
                     "policies": self.policies.len(),
                     "installed_s": now_ms.saturating_sub(p.up_ms) / 1000,
                     "rekey_in_s": p.rekey_at_ms.map(|t| t.saturating_sub(now_ms) / 1000),
-                    "state": if self.rekeying.contains(&p.spi_in) { "rekeying" } else { state },
+                    "state": if self.rekeying.contains_key(&p.spi_in) { "rekeying" } else { state },
                 })
             })
             .collect()

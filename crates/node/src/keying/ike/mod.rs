@@ -652,6 +652,9 @@ impl IkeDriver {
                     j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
                     j["suite"] = json!(format!("{:?}", ike.suite));
                     j["child_rekeys"] = json!(up.rekeys);
+                    let (n, median) = up.rekey_delay();
+                    j["our_rekeys"] = json!(n);
+                    j["our_rekey_delay_median_us"] = json!(median);
                     j["children"] = json!(up.children_json(now_ms));
                 }
                 j
