@@ -57,8 +57,9 @@ pub struct ConnectionConf {
     pub name: String,
     /// Our address (default: `[network] local`).
     pub local_addr: Option<IpAddr>,
-    /// The peer's address.
-    pub remote_addr: IpAddr,
+    /// The peer's address; `None` (`remote_addrs = "%any"`): any peer may initiate this
+    /// connection, which then only responds.
+    pub remote_addr: Option<IpAddr>,
     /// IKE proposals, in order.
     pub proposals: Vec<IkeSuite>,
     /// Our identity (default: our address).
@@ -282,9 +283,12 @@ fn connection(
             .parse::<IpAddr>()
             .map_err(|_| ctx.err(s.span(), f, format!("{:?}: want one IP address", s.get_ref())))
     };
-    let remote_addr = addr(&r.remote_addrs, "remote_addrs")?;
+    let remote_addr = match r.remote_addrs.get_ref().trim() {
+        "%any" => None,
+        _ => Some(addr(&r.remote_addrs, "remote_addrs")?),
+    };
     let local_addr = r.local_addrs.as_ref().map(|s| addr(s, "local_addrs")).transpose()?;
-    if remote_addr.is_ipv4() != local_addr.unwrap_or(local).is_ipv4() {
+    if remote_addr.is_some_and(|a| a.is_ipv4() != local_addr.unwrap_or(local).is_ipv4()) {
         return Err(ctx.err(
             r.remote_addrs.span(),
             "remote_addrs",
@@ -343,6 +347,13 @@ fn connection(
     if children.is_empty() {
         return Err(ctx.err(r.name.span(), "children", "a connection needs at least one child"));
     }
+    if remote_addr.is_none() && children.iter().any(|c| c.start_action != StartAction::None) {
+        return Err(ctx.err(
+            r.remote_addrs.span(),
+            "remote_addrs",
+            "%any only responds: its children need start_action = \"none\"",
+        ));
+    }
     Ok(ConnectionConf {
         name,
         local_addr,
@@ -361,9 +372,9 @@ fn connection(
 fn find_secret<'a>(
     secrets: &'a BTreeMap<String, RawSecret>,
     remote_id: Option<&Id>,
-    remote_addr: IpAddr,
+    remote_addr: Option<IpAddr>,
 ) -> Option<&'a RawSecret> {
-    let want = remote_id.cloned().unwrap_or_else(|| Id::ip(remote_addr));
+    let want = remote_id.cloned().or_else(|| remote_addr.map(Id::ip))?;
     let matches = |s: &str| identity(s).is_ok_and(|i| i == want);
     secrets.values().find(|s| match &s.id {
         IdList::None => false,

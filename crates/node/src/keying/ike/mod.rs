@@ -211,7 +211,9 @@ impl IkeDriver {
         let natt = c.conf.encap;
         let port = if natt { self.natt_port } else { self.ike_port };
         let local = SocketAddr::new(c.conf.local_addr.unwrap_or(self.local_ip), port);
-        let remote = SocketAddr::new(c.conf.remote_addr, port);
+        let remote_ip =
+            c.conf.remote_addr.ok_or("remote_addrs = %any: this connection only responds")?;
+        let remote = SocketAddr::new(remote_ip, port);
         let (st, bytes) = ike::initiator::start(
             c.config.clone(),
             self.provider,
@@ -380,12 +382,14 @@ impl IkeDriver {
             self.stats.dropped += 1;
             return Vec::new();
         }
-        // The connection whose peer this is (by address; the only one if there is one).
-        let Some(ci) = self.conns.iter().position(|c| c.conf.remote_addr == from.ip()).or((self
+        // The connection whose peer this is: by address, else one open to any peer, else the
+        // only one.
+        let Some(ci) = self
             .conns
-            .len()
-            == 1)
-            .then_some(0))
+            .iter()
+            .position(|c| c.conf.remote_addr == Some(from.ip()))
+            .or_else(|| self.conns.iter().position(|c| c.conf.remote_addr.is_none()))
+            .or((self.conns.len() == 1).then_some(0))
         else {
             self.stats.dropped += 1;
             return Vec::new();
