@@ -50,6 +50,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+step "python venv (scapy, cryptography) for the cross-checks the tests run"
+# Before cargo test: the tests that cross-check against scapy/cryptography (ESP, IKEv2 wire
+# and key schedule) skip without it.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -c 'import scapy, cryptography' 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check scapy cryptography
+
 step "cargo test"
 # The lab's node test drives the real binary: build it before the tests run.
 cargo build -p hipsec --quiet
