@@ -3,12 +3,16 @@
 
 pub mod bench_esp;
 pub mod bench_filter;
+pub mod bench_ike;
+mod bench_ike_crypto;
+mod bench_ike_gen;
 mod bench_net;
 pub mod bench_rekey;
 pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod capture;
 pub mod ctl;
+pub mod ike_cli;
 pub mod pcap;
 pub mod status;
 /// The SA file of the pcap tools: the same parser as the node config's `[[sa]]` tables.

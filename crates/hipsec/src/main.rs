@@ -48,6 +48,15 @@ enum Command {
     /// Benchmarks measured beside a reference in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Start an IKE connection of a running node now (swanctl --initiate).
+    Initiate(hipsec::ike_cli::ConnArgs),
+    /// Delete an IKE connection's IKE and CHILD SAs (swanctl --terminate).
+    Terminate(hipsec::ike_cli::ConnArgs),
+    /// Rekey an IKE connection's CHILD SA, or with --ike its IKE SA, now (swanctl --rekey).
+    Rekey(hipsec::ike_cli::RekeyArgs),
+    /// IKE debugging: keys for Wireshark (only from a node started to export them).
+    #[command(subcommand)]
+    Ike(hipsec::ike_cli::IkeCommand),
 }
 
 const RUN_HELP: &str = "\
@@ -358,6 +367,10 @@ struct RunArgs {
     /// Node configuration file (TOML).
     #[arg(short, long, value_name = "FILE")]
     config: PathBuf,
+    /// Debugging: keep every IKE SA's keys so that `hipsec ike wireshark-keys` can hand them
+    /// to tshark. Without it no key ever leaves the node.
+    #[arg(long)]
+    debug_export_ike_keys: bool,
 }
 
 #[derive(Debug, Args)]
@@ -596,7 +609,13 @@ fn run(cli: Cli) -> Result<(), String> {
             0 => Ok(()),
             code => std::process::exit(code),
         },
-        Command::Run(a) => node::run(&a.config).map_err(|e| e.to_string()),
+        Command::Run(a) => {
+            node::run::run_exporting(&a.config, a.debug_export_ike_keys).map_err(|e| e.to_string())
+        }
+        Command::Initiate(a) => hipsec::ike_cli::initiate(&a),
+        Command::Terminate(a) => hipsec::ike_cli::terminate(&a),
+        Command::Rekey(a) => hipsec::ike_cli::rekey(&a),
+        Command::Ike(c) => hipsec::ike_cli::run(&c),
         Command::Sa(c) => run_sa(c),
         Command::Policy(c) => run_policy(c),
         Command::Monitor(a) => ctl::monitor(&a.socket),

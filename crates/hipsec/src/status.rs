@@ -63,6 +63,9 @@ pub fn render(doc: &Value) -> String {
             sa["age_s"].as_f64().unwrap_or(0.0)
         );
     }
+    if let Some(ike) = doc.get("ike").filter(|v| !v.is_null()) {
+        render_ike(&mut o, ike);
+    }
     let drops: Vec<(&String, u64)> = doc["drops"]
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k, num(v))).collect())
@@ -100,6 +103,64 @@ pub fn render(doc: &Value) -> String {
         let _ = writeln!(o, "\nfilter: {f}");
     }
     o
+}
+
+/// The IKE part, as `swanctl --list-sas` shows it: each IKE SA, then its CHILD SAs (never keys).
+fn render_ike(o: &mut String, ike: &Value) {
+    let sas = ike["ike_sas"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let c = &ike["counters"];
+    let _ = writeln!(
+        o,
+        "\nIKE SAs ({}; established {}, failed {}, dropped {}, resent {}):",
+        sas.len(),
+        num(&c["established"]),
+        num(&c["failed"]),
+        num(&c["dropped"]),
+        num(&c["resent"])
+    );
+    for sa in sas {
+        let s = |k: &str| sa[k].as_str().unwrap_or("-").to_string();
+        let _ = writeln!(
+            o,
+            "  {}: {}, {} {}, {}_i {}_r, {}{}",
+            s("connection"),
+            s("state").to_uppercase(),
+            s("role"),
+            s("peer"),
+            s("spi_i"),
+            s("spi_r"),
+            s("suite"),
+            if sa["udp_encap"].as_bool() == Some(true) { ", UDP-encapsulated" } else { "" }
+        );
+        if !sa["child_rekeys"].is_null() {
+            let delay = sa["our_rekey_delay_median_us"]
+                .as_u64()
+                .map_or("-".to_string(), |d| format!("{:.2} ms", d as f64 / 1000.0));
+            let _ = writeln!(
+                o,
+                "    up {} s; CHILD rekeys {} ({} ours, median delay {delay})",
+                num(&sa["age_s"]),
+                num(&sa["child_rekeys"]),
+                num(&sa["our_rekeys"])
+            );
+        }
+        for ch in sa["children"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let t = |k: &str| ch[k].as_str().unwrap_or("-").to_string();
+            let rekey =
+                ch["rekey_in_s"].as_u64().map_or(String::new(), |r| format!(", rekeying in {r} s"));
+            let _ = writeln!(
+                o,
+                "    {}: {}, in {} out {}, {}, {} policies, installed {} s ago{rekey}",
+                t("name"),
+                t("state"),
+                t("spi_in"),
+                t("spi_out"),
+                t("suite"),
+                num(&ch["policies"]),
+                num(&ch["installed_s"])
+            );
+        }
+    }
 }
 
 #[cfg(test)]

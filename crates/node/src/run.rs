@@ -34,7 +34,14 @@ use std::time::Instant;
 /// Runs a node from the config file until SIGINT or SIGTERM; removes the TUN device and the
 /// control socket on the way out. Refuses to start on any config error.
 pub fn run(config_path: &Path) -> Result<(), NodeError> {
-    let c = config::load(config_path)?;
+    run_exporting(config_path, false)
+}
+
+/// [`run`], and with `export_ike_keys` the node keeps its IKE SAs' keys for
+/// `hipsec ike wireshark-keys` (a debugging switch: tshark can then decrypt the exchanges).
+pub fn run_exporting(config_path: &Path, export_ike_keys: bool) -> Result<(), NodeError> {
+    let mut c = config::load(config_path)?;
+    c.export_ike_keys = export_ike_keys;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
@@ -110,12 +117,18 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         };
         let sockets = IkeSockets::open(local, IKE_PORT, natt)
             .map_err(io_err(format!("IKE socket (UDP {IKE_PORT} on {local})")))?;
-        let driver =
-            IkeDriver::new(&c.connections, crypto::default_provider(), local, IKE_PORT, natt_port)
-                .map_err(|e| NodeError::Io {
-                    what: "IKE connections".into(),
-                    source: io::Error::other(e),
-                })?;
+        let driver = IkeDriver::new(
+            c.export_ike_keys,
+            &c.connections,
+            crypto::default_provider(),
+            local,
+            IKE_PORT,
+            natt_port,
+        )
+        .map_err(|e| NodeError::Io {
+            what: "IKE connections".into(),
+            source: io::Error::other(e),
+        })?;
         Some(IkeRuntime::new(driver, sockets))
     };
     if tuning.big_buffers {

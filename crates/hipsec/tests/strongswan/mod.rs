@@ -51,6 +51,8 @@ pub struct Setup {
     pub ike_rekey: &'static str,
     /// Extra lines for our `[[connection]]` (e.g. `dpd_delay = "2s"`).
     pub hipsec_extra: &'static str,
+    /// Start hipsec with `--debug-export-ike-keys`.
+    pub export_keys: bool,
 }
 
 impl Default for Setup {
@@ -64,6 +66,7 @@ impl Default for Setup {
             child_rand: "0s",
             ike_rekey: "4h",
             hipsec_extra: "",
+            export_keys: false,
         }
     }
 }
@@ -112,6 +115,7 @@ impl Pair {
             Command::new("ip")
                 .args(["netns", "exec", &p.a, bin, "run", "-c"])
                 .arg(p.dir.join("a.toml"))
+                .args(p.setup.export_keys.then_some("--debug-export-ike-keys"))
                 .stdout(log.try_clone().unwrap())
                 .stderr(log)
                 .spawn()

@@ -54,6 +54,9 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
+    /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
+    pub export_ike_keys: bool,
 }
 
 /// Scheduling class of the data-path threads (`[data-path] scheduling`, sched(7)).
@@ -291,6 +294,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         log,
         scheduling,
         connections,
+        export_ike_keys: false,
     })
 }
 

@@ -15,6 +15,9 @@
 //! | `sa-rekey` | `old-in`, `old-out` (refs), `sas`: new inbound and outbound SA, `grace-ms?` |
 //! | `policy-add`, `policy-update` | `policies`: `[[policy]]` tables with `id?`, `priority?` |
 //! | `policy-del` | `ids` |
+//! | `initiate`, `terminate` | `connection`: a `[[connection]]` name |
+//! | `rekey` | `connection`, `ike?`: true to rekey the IKE SA instead of the CHILD SA |
+//! | `ike-keys` | — (tshark key lines; only on a node started with `--debug-export-ike-keys`) |
 
 use crate::config::ConfigError;
 use crate::config::policy::{self, RuntimePolicy};
@@ -96,6 +99,25 @@ pub enum Request {
     },
     /// List policies.
     PolicyList,
+    /// Start an IKE connection now.
+    Initiate {
+        /// Its name.
+        connection: String,
+    },
+    /// Delete an IKE connection's SAs.
+    Terminate {
+        /// Its name.
+        connection: String,
+    },
+    /// Rekey an IKE connection's CHILD SA (or IKE SA) now.
+    Rekey {
+        /// Its name.
+        connection: String,
+        /// The IKE SA rather than the CHILD SA.
+        ike: bool,
+    },
+    /// tshark's IKE key table (debug nodes only).
+    IkeKeys,
 }
 
 /// A request that could not be read: which field, and what is wrong.
@@ -127,7 +149,9 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
     let o = v.as_object().ok_or_else(|| err("", "want a JSON object {\"op\": ...}"))?;
     let op = o.get("op").and_then(Value::as_str).ok_or_else(|| err("op", "missing"))?;
     let allowed: &[&str] = match op {
-        "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" => &[],
+        "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys" => &[],
+        "initiate" | "terminate" => &["connection"],
+        "rekey" => &["connection", "ike"],
         "sa-add" => &["sas", "succeeds"],
         "sa-update" | "sa-del" => &["sas"],
         "sa-switch" => &["old", "sa"],
@@ -146,6 +170,26 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "monitor" => Request::Monitor,
         "sa-list" => Request::SaList,
         "policy-list" => Request::PolicyList,
+        "ike-keys" => Request::IkeKeys,
+        "initiate" | "terminate" | "rekey" => {
+            let connection = o
+                .get("connection")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| err("connection", "want a connection name"))?
+                .to_string();
+            match op {
+                "initiate" => Request::Initiate { connection },
+                "terminate" => Request::Terminate { connection },
+                _ => {
+                    let ike = match o.get("ike") {
+                        None => false,
+                        Some(v) => v.as_bool().ok_or_else(|| err("ike", "want true or false"))?,
+                    };
+                    Request::Rekey { connection, ike }
+                }
+            }
+        }
         "sa-add" | "sa-update" => {
             let sas: Vec<SaConf> = array(o, "sas")?
                 .iter()

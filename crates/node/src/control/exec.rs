@@ -166,9 +166,13 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
             Ok(json!({ "ok": true, "removed": ids.len() }))
         }
         Request::PolicyList => Ok(policy_list(p)),
-        Request::Status | Request::ReloadFilter | Request::Monitor => {
-            Err(PlaneError::other("not an SA or policy request"))
-        }
+        Request::Status
+        | Request::ReloadFilter
+        | Request::Monitor
+        | Request::Initiate { .. }
+        | Request::Terminate { .. }
+        | Request::Rekey { .. }
+        | Request::IkeKeys => Err(PlaneError::other("not an SA or policy request")),
     }
 }
 

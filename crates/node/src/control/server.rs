@@ -174,6 +174,26 @@ impl<'a> ControlThread<'a> {
                     },
                     None => json!({ "error": "this node has no [filter]" }),
                 },
+                Request::Initiate { connection } => self.ike_op(|ike, _| {
+                    ike.initiate(&connection)
+                        .map(|()| json!({ "ok": true, "initiated": connection }))
+                }),
+                Request::Terminate { connection } => self.ike_op(|ike, plane| {
+                    ike.terminate(plane, &connection)
+                        .map(|n| json!({ "ok": true, "terminated": connection, "ike_sas": n }))
+                }),
+                Request::Rekey { connection, ike: whole } => self.ike_op(|ike, plane| {
+                    ike.rekey(plane, &connection, whole).map(|n| {
+                        json!({ "ok": true, "rekeying": connection, "ike": whole, "ike_sas": n })
+                    })
+                }),
+                Request::IkeKeys => self.ike_op(|ike, _| {
+                    ike.wireshark_keys()
+                        .map(|lines| json!({ "ok": true, "ikev2_decryption_table": lines }))
+                        .ok_or_else(|| {
+                            "this node was not started with --debug-export-ike-keys".to_string()
+                        })
+                }),
                 other => {
                     let what = op_name(&other);
                     let v = exec::execute(&mut self.plane, other);
@@ -188,6 +208,22 @@ impl<'a> ControlThread<'a> {
                 }
             };
             socket::reply(&client, &answer.to_string());
+        }
+    }
+}
+
+impl ControlThread<'_> {
+    /// Runs an IKE request against the driver, or says there is none.
+    fn ike_op(
+        &mut self,
+        f: impl FnOnce(
+            &mut IkeRuntime,
+            &mut crate::keying::plane::ControlPlane,
+        ) -> Result<Value, String>,
+    ) -> Value {
+        match &mut self.ike {
+            None => error_reply("", "this node has no [[connection]]"),
+            Some(ike) => f(ike, &mut self.plane).unwrap_or_else(|e| error_reply("connection", &e)),
         }
     }
 }
@@ -208,6 +244,10 @@ fn op_name(r: &Request) -> &'static str {
         Request::PolicyAdd { replace: true, .. } => "policy-update",
         Request::PolicyDel { .. } => "policy-del",
         Request::PolicyList => "policy-list",
+        Request::Initiate { .. } => "initiate",
+        Request::Terminate { .. } => "terminate",
+        Request::Rekey { .. } => "rekey",
+        Request::IkeKeys => "ike-keys",
     }
 }
 

@@ -117,6 +117,8 @@ pub struct IkeDriver {
     natt_port: u16,
     next_policy: PolicyId,
     stats: IkeStats,
+    /// Every IKE SA's tshark key-table line, when the node was started to export them.
+    key_log: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for IkeDriver {
@@ -151,6 +153,7 @@ impl IkeDriver {
     /// A driver for `conns`; `local_ip` is the node's address, IKE on `ike_port` (500) and
     /// `natt_port` (the ESP-in-UDP port, 4500).
     pub fn new(
+        export_keys: bool,
         conns: &[ConnectionConf],
         provider: &'static dyn crypto::Provider,
         local_ip: IpAddr,
@@ -181,6 +184,7 @@ impl IkeDriver {
             natt_port,
             next_policy: POLICY_BASE,
             stats: IkeStats::default(),
+            key_log: export_keys.then(Vec::new),
         })
     }
 
@@ -335,6 +339,7 @@ impl IkeDriver {
         if now_key != key {
             self.alias.retain(|_, v| *v != key);
             self.alias.insert(key, now_key);
+            self.log_keys(&e);
         }
         self.sas.insert(now_key, e);
     }
@@ -557,6 +562,90 @@ impl IkeDriver {
         let (session, first) = Session::new(config, self.provider, est);
         let up = self.with_ctx(plane, e, now_ms, |cx| Up::new(session, first, cx));
         e.state = State::Up(Box::new(up));
+        self.log_keys(e);
+    }
+
+    fn log_keys(&mut self, e: &Entry) {
+        if let (Some(log), State::Up(up)) = (&mut self.key_log, &e.state) {
+            if let Some(line) = ike::wireshark::ikev2_decryption_line(up.session.ike()) {
+                log.push(line);
+            }
+        }
+    }
+
+    /// tshark's `ikev2_decryption_table` lines of every IKE SA so far (rekeyed ones too), or
+    /// `None` unless the node was started to export keys.
+    pub fn wireshark_keys(&self) -> Option<&[String]> {
+        self.key_log.as_deref()
+    }
+
+    /// Deletes connection `name`'s IKE SAs (and with them their CHILD SAs, §1.4.1); half-open
+    /// exchanges are dropped. Returns the datagrams to send and how many IKE SAs it touched.
+    pub fn terminate(
+        &mut self,
+        plane: &mut ControlPlane,
+        name: &str,
+        now_ms: u64,
+    ) -> Result<(Vec<Transmit>, usize), String> {
+        let ci = self.connection(name).ok_or_else(|| format!("no connection {name:?}"))?;
+        self.retry.retain(|(_, c)| *c != ci);
+        let keys: Vec<u64> =
+            self.sas.iter().filter(|(_, e)| e.conn == ci).map(|(k, _)| *k).collect();
+        let mut out = Vec::new();
+        for k in &keys {
+            let Some(mut e) = self.sas.remove(k) else { continue };
+            if let State::Up(mut up) = std::mem::replace(&mut e.state, State::Taken) {
+                let sent = self.with_ctx(plane, &e, now_ms, |cx| {
+                    // Our pairs go at once: fail closed even if the peer never answers.
+                    up.remove_all(cx);
+                    up.request(ike::session::Request::DeleteIke, cx)
+                });
+                let (natt, to) = (e.natt, e.peer);
+                out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
+            }
+            self.alias.retain(|_, v| v != k);
+        }
+        log_event!(Level::Info, "ike-terminate", "connection" => name, "ike_sas" => keys.len());
+        Ok((out, keys.len()))
+    }
+
+    /// Rekeys connection `name`'s newest CHILD SA (or, with `ike`, its IKE SA) now.
+    pub fn rekey(
+        &mut self,
+        plane: &mut ControlPlane,
+        name: &str,
+        ike: bool,
+        now_ms: u64,
+    ) -> Result<(Vec<Transmit>, usize), String> {
+        let ci = self.connection(name).ok_or_else(|| format!("no connection {name:?}"))?;
+        let keys: Vec<u64> = self
+            .sas
+            .iter()
+            .filter(|(_, e)| e.conn == ci && matches!(e.state, State::Up(_)))
+            .map(|(k, _)| *k)
+            .collect();
+        if keys.is_empty() {
+            return Err(format!("connection {name:?} has no established IKE SA"));
+        }
+        let mut out = Vec::new();
+        for k in &keys {
+            let Some(mut e) = self.sas.remove(k) else { continue };
+            if let State::Up(mut up) = std::mem::replace(&mut e.state, State::Taken) {
+                let sent = self.with_ctx(plane, &e, now_ms, |cx| {
+                    let r = if ike {
+                        Some(ike::session::Request::RekeyIke)
+                    } else {
+                        up.child_spis().last().map(|s| ike::session::Request::RekeyChild(*s))
+                    };
+                    r.map(|r| up.request(r, cx)).unwrap_or_default()
+                });
+                let (natt, to) = (e.natt, e.peer);
+                out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
+                e.state = State::Up(up);
+            }
+            self.file(*k, e);
+        }
+        Ok((out, keys.len()))
     }
 
     /// Retransmissions (§2.1) and half-open expiry; call every few tens of milliseconds.

@@ -92,6 +92,32 @@ impl IkeRuntime {
         Ok(())
     }
 
+    /// `hipsec terminate NAME`.
+    pub fn terminate(&mut self, plane: &mut ControlPlane, name: &str) -> Result<usize, String> {
+        let now = self.now_ms();
+        let (out, n) = self.driver.terminate(plane, name, now)?;
+        self.send(out);
+        Ok(n)
+    }
+
+    /// `hipsec rekey NAME [--ike]`.
+    pub fn rekey(
+        &mut self,
+        plane: &mut ControlPlane,
+        name: &str,
+        ike: bool,
+    ) -> Result<usize, String> {
+        let now = self.now_ms();
+        let (out, n) = self.driver.rekey(plane, name, ike, now)?;
+        self.send(out);
+        Ok(n)
+    }
+
+    /// `hipsec ike wireshark-keys`: `None` unless the node was started with the switch.
+    pub fn wireshark_keys(&self) -> Option<Vec<String>> {
+        self.driver.wireshark_keys().map(<[String]>::to_vec)
+    }
+
     /// The `ike` part of `status`.
     pub fn status(&self) -> Value {
         self.driver.status(self.now_ms())
