@@ -1,0 +1,420 @@
+//! `hipsec bench ike` (issue 11 item 6): complete IKEv2 setups per second — IKE_SA_INIT +
+//! IKE_AUTH with its CHILD SA installed in the responder's data path (RFC 7296 §1.2) — between
+//! a built-in initiator load generator (`bench_ike_gen`, in one namespace) and a responder node
+//! (`hipsec run`, in another), beside the rate the same setups' DH, PRF and AUTH operations
+//! allow when run alone on one core in the same run (`bench_ike_crypto`, DESIGN rule 6).
+//!
+//! ```text
+//!   ns PREFIX-PID-a                                ns PREFIX-PID-b
+//!   generator (this process, a thread)             hipsec run (responder, %any, PSK)
+//!   192.0.2.1:any  hb-a ========== veth ========== hb-b  192.0.2.2:500 (IKE)
+//! ```
+
+use crate::bench_ike_crypto::{self as cr, CryptoOnly, Inputs};
+use crate::bench_ike_gen::{self as loadgen, Counters, GenConfig, Snapshot};
+use crate::bench_net::{TUN, Topo, load_avg, machine_jiffies, measured, remove_stale};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wire::ikev2::{Id, TrafficSelector};
+
+const PREFIX: &str = "hbike-";
+const PSK: &str = "bench secret";
+const ID_I: &str = "bench.example";
+const ID_R: &str = "responder.example";
+const ESP: &str = "aes128gcm16";
+
+/// Arguments of `hipsec bench ike`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchIkeArgs {
+    /// Seconds of each timed round.
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u32,
+    /// Timed rounds (the figure is their median).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// Initiators in flight at once (the node asks for cookies above 64 half-open SAs).
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// DH group of the IKE SA: x25519, ecp256 or ecp384.
+    #[arg(long, default_value = "x25519")]
+    pub group: String,
+    /// Keep every IKE SA instead of deleting it once up (the responder's state then grows).
+    #[arg(long)]
+    pub no_delete: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One timed round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    /// Wall seconds.
+    pub seconds: f64,
+    /// What the generator counted.
+    pub counts: Snapshot,
+    /// Complete setups per second.
+    pub setups_per_s: f64,
+    /// Responder node CPU, in cores (CPU seconds per second), all threads.
+    pub responder_cores: f64,
+    /// Responder CPU by thread name, in cores.
+    pub responder_threads: BTreeMap<String, f64>,
+    /// Generator (this process) CPU, in cores.
+    pub generator_cores: f64,
+    /// Busy fraction of the whole machine (every core, every process).
+    pub machine_busy: f64,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The IKE proposal both ends used.
+    pub proposal: String,
+    /// The CHILD SA proposal.
+    pub esp_proposal: String,
+    /// "psk".
+    pub auth: &'static str,
+    /// Initiators in flight.
+    pub concurrency: usize,
+    /// Each IKE SA deleted once up.
+    pub delete: bool,
+    /// Cores of the machine.
+    pub cores: usize,
+    /// 1-minute load average at the start and at the end.
+    pub load_at_start: f64,
+    /// At the end.
+    pub load_at_end: f64,
+    /// The reference, measured before the load.
+    pub crypto_only: CryptoOnly,
+    /// Timed rounds.
+    pub rounds: Vec<Round>,
+    /// Median complete setups per second over the rounds.
+    pub setups_per_s: f64,
+    /// The round with the median rate.
+    pub median_round: usize,
+    /// setups_per_s / (crypto_only.setups_per_s_per_core × cores).
+    pub ratio_to_crypto_bound: f64,
+    /// Responder CPU µs per setup (median round).
+    pub responder_us_per_setup: f64,
+    /// Generator CPU µs per setup (median round).
+    pub generator_us_per_setup: f64,
+    /// The responder's `ike.counters` and `control` after the run.
+    pub responder_counters: Value,
+    /// IKE SAs the responder held at the end.
+    pub responder_ike_sas_at_end: usize,
+    /// The generator's first failure, if any.
+    pub first_error: Option<String>,
+    /// This process's pid (its namespaces are PREFIX-PID-a/b).
+    pub bench_pid: u32,
+}
+
+fn ts(third: u8) -> TrafficSelector {
+    TrafficSelector {
+        ip_protocol: 0,
+        start_port: 0,
+        end_port: u16::MAX,
+        start_addr: IpAddr::V4(Ipv4Addr::new(10, 0, third, 0)),
+        end_addr: IpAddr::V4(Ipv4Addr::new(10, 0, third, 255)),
+    }
+}
+
+/// The initiators' connection, mirroring the responder's `[[connection]]`.
+fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
+    let ike_suites = node::config::proposal::ike_suites(proposal)?;
+    let child_suites = node::config::proposal::esp_suites(ESP)?;
+    Ok(ike::Config {
+        local_id: Id::fqdn(ID_I),
+        remote_id: Some(Id::fqdn(ID_R)),
+        auth: ike::AuthConfig::Psk(zeroize::Zeroizing::new(PSK.as_bytes().to_vec())),
+        ike_suites,
+        child_suites,
+        local_ts: vec![ts(1)],
+        remote_ts: vec![ts(2)],
+        mode: ike::Mode::Tunnel,
+    })
+}
+
+fn responder_config(topo: &Topo, proposal: &str) -> Result<std::path::PathBuf, String> {
+    let t = format!(
+        "[interface]\nname = \"{TUN}\"\naddresses = [\"10.0.2.1/24\"]\n\n\
+         [network]\ntransport = \"udp\"\nlocal = \"192.0.2.2:4500\"\n\n\
+         [control]\nsocket = \"{}\"\n\n\
+         # One line per event would be 3 lines per setup at info; warnings still show.\n\
+         [log]\nlevel = \"warn\"\n\n\
+         [[connection]]\nname = \"any\"\nremote_addrs = \"%any\"\nproposals = [\"{proposal}\"]\n\
+         [connection.local]\nauth = \"psk\"\nid = \"{ID_R}\"\n\
+         [connection.remote]\nauth = \"psk\"\nid = \"{ID_I}\"\n\
+         [connection.children.net]\nlocal_ts = [\"10.0.2.0/24\"]\nremote_ts = [\"10.0.1.0/24\"]\n\
+         esp_proposals = [\"{ESP}\"]\nstart_action = \"none\"\n\n\
+         [secrets.ike-1]\nid = [\"{ID_R}\", \"{ID_I}\"]\nsecret = \"{PSK}\"\n",
+        topo.sock(1).display()
+    );
+    let path = topo.dir.join("responder.toml");
+    std::fs::write(&path, t).map_err(|e| format!("{}: {e}", path.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// CPU seconds of each thread of `pid`, summed by thread name.
+fn threads_by_name(pid: u32) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (_, name, s) in node::netns::thread_cpu_seconds(pid).unwrap_or_default() {
+        *m.entry(name).or_insert(0.0) += s;
+    }
+    m
+}
+
+fn check_args(a: &BenchIkeArgs) -> Result<(), String> {
+    if a.seconds == 0 || a.seconds > 3600 {
+        return Err(format!("--seconds {}: give 1 to 3600", a.seconds));
+    }
+    if a.rounds == 0 || a.rounds > 100 {
+        return Err(format!("--rounds {}: give 1 to 100", a.rounds));
+    }
+    if a.concurrency == 0 || a.concurrency > 10_000 {
+        return Err(format!("--concurrency {}: give 1 to 10000", a.concurrency));
+    }
+    cr::group(&a.group).map(|_| ())
+}
+
+/// Runs the benchmark (needs root: namespaces and a TUN device).
+pub fn run(a: &BenchIkeArgs) -> Result<(), String> {
+    check_args(a)?;
+    if let Some(r) = measured(a.json, |stop| measure(a, stop))? {
+        print!("{}", render(&r));
+    }
+    Ok(())
+}
+
+fn sleep_unless(stop: &AtomicBool, d: Duration) -> Result<(), String> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if stop.load(Ordering::Relaxed) {
+            return Err("interrupted; cleaned up".into());
+        }
+        std::thread::sleep(Duration::from_millis(20).min(end - Instant::now()));
+    }
+    Ok(())
+}
+
+fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
+    let load_at_start = load_avg();
+    remove_stale(PREFIX);
+    let proposal = format!("aes128gcm16-prfsha256-{}", a.group);
+    let config = initiator_config(&proposal)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    // The reference first, alone on this core (nothing else of ours runs yet).
+    let local: SocketAddr = "192.0.2.1:0".parse().map_err(|_| "address")?;
+    let remote: SocketAddr = "192.0.2.2:500".parse().map_err(|_| "address")?;
+    let ep = ike::Endpoints { local: "192.0.2.1:50000".parse().map_err(|_| "address")?, remote };
+    let (_, msg1) = ike::initiator::start(config.clone(), crypto::default_provider(), ep, 0)
+        .map_err(|e| format!("initiator config: {e}"))?;
+    let suite = *config.ike_suites.first().ok_or("no IKE suite")?;
+    let esp = config.child_suites.first().ok_or("no ESP suite")?.esp;
+    let inputs = Inputs {
+        suite,
+        esp,
+        psk: PSK.as_bytes().to_vec(),
+        id_i: Id::fqdn(ID_I),
+        id_r: Id::fqdn(ID_R),
+        msg2: msg1.clone(),
+        msg1,
+    };
+    eprintln!("bench ike: crypto-only reference (3 × 1 s on one core) …");
+    let crypto_only = cr::measure(&inputs, 3, Duration::from_secs(1))?;
+    eprintln!(
+        "bench ike: crypto only: {:.0} setups/s per core ({:.0} µs per setup, both ends)",
+        crypto_only.setups_per_s_per_core, crypto_only.us_per_setup
+    );
+
+    let mut topo = Topo::new(PREFIX)?;
+    let cfg = responder_config(&topo, &proposal)?;
+    let pid = topo.start_node(1, &cfg)?;
+    let counters = Arc::new(Counters::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let g = GenConfig { config, local, remote, concurrency: a.concurrency, delete: !a.no_delete };
+    let ns = topo.ns[0].clone();
+    let (c2, d2) = (Arc::clone(&counters), Arc::clone(&done));
+    let worker = std::thread::Builder::new()
+        .name("ike-generator".into())
+        .spawn(move || -> Result<Option<String>, String> {
+            node::netns::enter(&ns).map_err(|e| format!("setns {ns}: {e}"))?;
+            loadgen::run(&g, &c2, &d2)
+        })
+        .map_err(|e| format!("generator thread: {e}"))?;
+    let stop_gen = |worker: std::thread::JoinHandle<Result<Option<String>, String>>| {
+        done.store(true, Ordering::Relaxed);
+        worker.join().map_err(|_| "generator thread panicked".to_string())?
+    };
+
+    // Warm-up: the first setups, caches, the node's tables at their working size.
+    if let Err(e) = sleep_unless(stop, Duration::from_secs(1)) {
+        let _ = stop_gen(worker);
+        return Err(e);
+    }
+    if counters.snapshot().setups == 0 {
+        let why = stop_gen(worker)?;
+        let log = std::fs::read_to_string(topo.dir.join("node1.log")).unwrap_or_default();
+        return Err(format!(
+            "no setup completed in the warm-up second ({}); responder log:\n{log}",
+            why.unwrap_or_else(|| "no failure reported".into())
+        ));
+    }
+    let me = std::process::id();
+    let mut rounds = Vec::new();
+    for r in 0..a.rounds {
+        let (c0, t0, th0) = (counters.snapshot(), Instant::now(), threads_by_name(pid));
+        let (n0, g0, m0) = (
+            node::netns::cpu_seconds(pid).unwrap_or(f64::NAN),
+            node::netns::cpu_seconds(me).unwrap_or(f64::NAN),
+            machine_jiffies(),
+        );
+        if let Err(e) = sleep_unless(stop, Duration::from_secs(u64::from(a.seconds))) {
+            let _ = stop_gen(worker);
+            return Err(e);
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let counts = counters.snapshot().since(&c0);
+        let n1 = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
+        let g1 = node::netns::cpu_seconds(me).unwrap_or(f64::NAN);
+        let m1 = machine_jiffies();
+        let th1 = threads_by_name(pid);
+        let responder_threads = th1
+            .iter()
+            .map(|(k, v)| (k.clone(), (v - th0.get(k).copied().unwrap_or(0.0)) / secs))
+            .filter(|(_, v)| *v >= 0.005)
+            .collect();
+        let round = Round {
+            seconds: secs,
+            counts,
+            setups_per_s: counts.setups as f64 / secs,
+            responder_cores: (n1 - n0) / secs,
+            responder_threads,
+            generator_cores: (g1 - g0) / secs,
+            machine_busy: (m1.0 - m0.0) as f64 / (m1.1 - m0.1).max(1) as f64,
+        };
+        eprintln!(
+            "bench ike: round {}/{}: {:.0} setups/s, responder {:.2} cores, generator {:.2} cores, \
+             machine {:.0}% busy, {} failed, {} retransmits",
+            r + 1,
+            a.rounds,
+            round.setups_per_s,
+            round.responder_cores,
+            round.generator_cores,
+            round.machine_busy * 100.0,
+            counts.failed,
+            counts.retransmits
+        );
+        rounds.push(round);
+    }
+    let first_error = stop_gen(worker)?;
+    let status: Value = node::status(&topo.sock(1))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    let rates: Vec<f64> = rounds.iter().map(|r| r.setups_per_s).collect();
+    let setups_per_s = cr::median(&rates);
+    let median_round = rates.iter().position(|r| *r == setups_per_s).unwrap_or_else(|| {
+        // An even number of rounds: the lower of the two middle ones.
+        let mut idx: Vec<usize> = (0..rates.len()).collect();
+        idx.sort_by(|&x, &y| rates[x].total_cmp(&rates[y]));
+        idx.get((rates.len() - 1) / 2).copied().unwrap_or(0)
+    });
+    let m = &rounds[median_round];
+    let per_setup = |cores: f64| cores * 1e6 / m.setups_per_s;
+    Ok(Report {
+        proposal,
+        esp_proposal: ESP.into(),
+        auth: "psk",
+        concurrency: a.concurrency,
+        delete: !a.no_delete,
+        cores,
+        load_at_start,
+        load_at_end: load_avg(),
+        ratio_to_crypto_bound: cr::ratio(setups_per_s, crypto_only.setups_per_s_per_core, cores),
+        responder_us_per_setup: per_setup(m.responder_cores),
+        generator_us_per_setup: per_setup(m.generator_cores),
+        crypto_only,
+        median_round,
+        setups_per_s,
+        responder_counters: serde_json::json!({
+            "ike": status["ike"]["counters"],
+            "control": status["control"],
+        }),
+        responder_ike_sas_at_end: status["ike"]["ike_sas"].as_array().map_or(0, Vec::len),
+        rounds,
+        first_error,
+        bench_pid: me,
+    })
+}
+
+/// The report as text.
+pub fn render(r: &Report) -> String {
+    let c = &r.crypto_only;
+    let m = &r.rounds[r.median_round.min(r.rounds.len().saturating_sub(1))];
+    let mut s = format!(
+        "hipsec bench ike: {} / ESP {}, {}, {} initiators in flight, {}\n\
+         load average {:.2} at start, {:.2} at end; {} cores\n\n",
+        r.proposal,
+        r.esp_proposal,
+        r.auth.to_uppercase(),
+        r.concurrency,
+        if r.delete { "each IKE SA deleted once up" } else { "IKE SAs kept" },
+        r.load_at_start,
+        r.load_at_end,
+        r.cores
+    );
+    s += &format!(
+        "crypto only, one core: {:.0} setups/s ({:.0} µs per setup, both ends: 2 × DH keygen \
+         {:.1} µs, 2 × DH agree {:.1} µs, 2 × key schedule {:.1} µs, 4 × PSK AUTH {:.1} µs)\n\n",
+        c.setups_per_s_per_core,
+        c.us_per_setup,
+        c.dh_keygen_us,
+        c.dh_agree_us,
+        c.key_schedule_us,
+        c.psk_auth_us
+    );
+    s += "round  setups/s  responder cores  generator cores  machine busy  failed  retransmits\n";
+    for (i, x) in r.rounds.iter().enumerate() {
+        s += &format!(
+            "{:5}  {:8.0}  {:15.2}  {:15.2}  {:11.0}%  {:6}  {:11}\n",
+            i + 1,
+            x.setups_per_s,
+            x.responder_cores,
+            x.generator_cores,
+            x.machine_busy * 100.0,
+            x.counts.failed,
+            x.counts.retransmits
+        );
+    }
+    let th: Vec<String> = m.responder_threads.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    s += &format!(
+        "\ncomplete setups (IKE_SA_INIT + IKE_AUTH, CHILD SA installed): {:.0}/s (median)\n\
+         crypto-only bound on {} cores: {:.0}/s; ratio measured / bound = {:.2}\n\
+         CPU per setup: responder {:.0} µs, generator {:.0} µs (crypto alone: {:.0} µs both ends)\n\
+         responder threads (cores): {}\n\
+         responder at the end: {} IKE SAs, counters {}\n",
+        r.setups_per_s,
+        r.cores,
+        c.setups_per_s_per_core * r.cores as f64,
+        r.ratio_to_crypto_bound,
+        r.responder_us_per_setup,
+        r.generator_us_per_setup,
+        c.us_per_setup,
+        th.join(", "),
+        r.responder_ike_sas_at_end,
+        r.responder_counters["ike"]
+    );
+    if let Some(e) = &r.first_error {
+        s += &format!("first failure: {e}\n");
+    }
+    s
+}
