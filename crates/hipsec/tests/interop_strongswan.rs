@@ -68,6 +68,22 @@ fn hipsec_initiates_aes_cbc_sha256_ipv6() {
 }
 
 #[test]
+fn hipsec_initiates_pubkey_ed25519_vs_ecdsa() {
+    run_cell(Setup { pubkey: true, ..Setup::default() });
+}
+
+#[test]
+fn strongswan_initiates_pubkey_ipv6() {
+    run_cell(Setup {
+        pubkey: true,
+        v6: true,
+        hipsec_initiates: false,
+        esp: "aes256gcm16",
+        ..Setup::default()
+    });
+}
+
+#[test]
 fn strongswan_initiates_aes_cbc_sha256_ipv6() {
     run_cell(Setup {
         v6: true,

@@ -53,6 +53,9 @@ pub struct Setup {
     pub hipsec_extra: &'static str,
     /// Start hipsec with `--debug-export-ike-keys`.
     pub export_keys: bool,
+    /// Public-key authentication (RFC 7427): our Ed25519 key, charon's ECDSA P-256 key, raw
+    /// public keys on both sides (made with openssl); else the PSK.
+    pub pubkey: bool,
 }
 
 impl Default for Setup {
@@ -67,6 +70,7 @@ impl Default for Setup {
             ike_rekey: "4h",
             hipsec_extra: "",
             export_keys: false,
+            pubkey: false,
         }
     }
 }
@@ -170,30 +174,78 @@ impl Pair {
         sh(&["ip", "-n", b, "addr", "add", "10.0.2.1/32", "dev", "lo"]);
     }
 
+    /// openssl: a private key (PKCS#8 PEM) and its public key (SubjectPublicKeyInfo PEM).
+    fn keypair(&self, key: &Path, public: &Path, args: &[&str]) {
+        let ok = Command::new("openssl").arg("genpkey").args(args).arg("-out").arg(key).status();
+        assert!(ok.is_ok_and(|s| s.success()), "openssl genpkey {args:?}");
+        let ok = Command::new("openssl")
+            .args(["pkey", "-pubout", "-in"])
+            .arg(key)
+            .arg("-out")
+            .arg(public)
+            .status();
+        assert!(ok.is_ok_and(|s| s.success()), "openssl pkey -pubout");
+    }
+
     fn write_configs(&self) {
         let d = &self.dir;
         let s = &self.setup;
+        let (ss_auth, hs_auth) = if s.pubkey {
+            for sub in ["private", "pubkey"] {
+                std::fs::create_dir_all(d.join(sub)).unwrap();
+            }
+            self.keypair(
+                &d.join("hipsec.key"),
+                &d.join("pubkey/hipsec.pub"),
+                &["-algorithm", "ed25519"],
+            );
+            self.keypair(
+                &d.join("private/charon.key"),
+                &d.join("pubkey/charon.pub"),
+                &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+            );
+            (
+                (
+                    "auth = pubkey\n      pubkeys = charon.pub",
+                    "auth = pubkey\n      pubkeys = hipsec.pub",
+                ),
+                (
+                    format!("auth = \"pubkey\"\nkey = \"{}\"", d.join("hipsec.key").display()),
+                    format!(
+                        "auth = \"pubkey\"\npubkeys = \"{}\"",
+                        d.join("pubkey/charon.pub").display()
+                    ),
+                ),
+            )
+        } else {
+            (
+                ("auth = psk", "auth = psk"),
+                ("auth = \"psk\"".to_string(), "auth = \"psk\"".to_string()),
+            )
+        };
         let (ours, theirs) = (self.outer(1), self.outer(2));
         let ss_start = if s.hipsec_initiates { "none" } else { "start" };
         let hs_start = if s.hipsec_initiates { "start" } else { "none" };
         let strongswan = format!(
-            "charon {{\n  load_modular = no\n  load = random nonce openssl aes sha1 sha2 hmac gcm kdf pem pkcs1 x509 pubkey curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n  install_routes = yes\n  port = 500\n  port_nat_t = 4500\n  retransmit_timeout = 1\n  plugins {{\n    vici {{\n      socket = unix://{vici}\n    }}\n  }}\n  filelog {{\n    log {{\n      path = {log}\n      time_format = %T\n      time_add_ms = yes\n      default = 1\n      ike = 2\n    }}\n  }}\n}}\nswanctl {{\n  socket = unix://{vici}\n}}\n",
+            "charon {{\n  load_modular = no\n  load = random nonce openssl aes sha1 sha2 hmac gcm kdf pem pkcs1 pkcs8 x509 pubkey curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n  install_routes = yes\n  port = 500\n  port_nat_t = 4500\n  retransmit_timeout = 1\n  plugins {{\n    vici {{\n      socket = unix://{vici}\n    }}\n  }}\n  filelog {{\n    log {{\n      path = {log}\n      time_format = %T\n      time_add_ms = yes\n      default = 1\n      ike = 2\n    }}\n  }}\n}}\nswanctl {{\n  socket = unix://{vici}\n}}\n",
             vici = d.join("charon.vici").display(),
             log = d.join("charon.log").display(),
         );
         std::fs::write(d.join("strongswan.conf"), strongswan).unwrap();
         let swanctl = format!(
-            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    encap = yes\n    local {{\n      auth = psk\n      id = node2.example\n    }}\n    remote {{\n      auth = psk\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
+            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    encap = yes\n    local {{\n      {ss_local}\n      id = node2.example\n    }}\n    remote {{\n      {ss_remote}\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
             prop = s.proposal,
             esp = s.esp,
             rk = s.child_rekey,
             rand = s.child_rand,
             ike_rk = s.ike_rekey,
+            ss_local = ss_auth.0,
+            ss_remote = ss_auth.1,
         );
         std::fs::write(d.join("swanctl.conf"), swanctl).unwrap();
         let local = if s.v6 { format!("[{ours}]:4500") } else { format!("{ours}:4500") };
         let node = format!(
-            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.1.1/24\"]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nrekey_time = \"{ike_rk}\"\nencap = true\n{extra}\n[connection.local]\nauth = \"psk\"\nid = \"node1.example\"\n[connection.remote]\nauth = \"psk\"\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
+            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.1.1/24\"]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nrekey_time = \"{ike_rk}\"\nencap = true\n{extra}\n[connection.local]\n{hs_local}\nid = \"node1.example\"\n[connection.remote]\n{hs_remote}\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
             sock = d.join("a.sock").display(),
             prop = s.proposal,
             esp = s.esp,
@@ -201,6 +253,8 @@ impl Pair {
             rand = s.child_rand,
             ike_rk = s.ike_rekey,
             extra = s.hipsec_extra,
+            hs_local = hs_auth.0,
+            hs_remote = hs_auth.1,
         );
         let path = d.join("a.toml");
         std::fs::write(&path, node).unwrap();

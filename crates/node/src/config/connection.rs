@@ -50,6 +50,23 @@ pub struct ChildConf {
     pub start_action: StartAction,
 }
 
+/// Authentication of a connection (swanctl `local.auth` / `remote.auth`).
+#[derive(Debug, Clone)]
+pub enum AuthConf {
+    /// `auth = "psk"` on both sides: the key from `[secrets]` matching the peer's id.
+    Psk(Zeroizing<Vec<u8>>),
+    /// `auth = "pubkey"` on both sides (RFC 7427 signatures): `local.key` is our private key,
+    /// `remote.pubkeys` the peer's public key.
+    Pubkey {
+        /// Ours.
+        key: std::sync::Arc<crypto::SigningKey>,
+        /// The peer's algorithm.
+        peer_alg: crypto::SignatureAlg,
+        /// The peer's raw public key.
+        peer_public_key: Vec<u8>,
+    },
+}
+
 /// One IKE peer (swanctl `connections.NAME`).
 #[derive(Debug, Clone)]
 pub struct ConnectionConf {
@@ -66,8 +83,8 @@ pub struct ConnectionConf {
     pub local_id: Option<Id>,
     /// The peer's identity (default: any the key authenticates).
     pub remote_id: Option<Id>,
-    /// The pre-shared key from `[secrets]` matching the identities.
-    pub psk: Zeroizing<Vec<u8>>,
+    /// How both ends authenticate.
+    pub auth: AuthConf,
     /// IKE SA rekey interval (swanctl default 4 h); zero: never.
     pub rekey_time: Duration,
     /// Liveness check interval (RFC 7296 §2.4); zero: off.
@@ -102,6 +119,10 @@ pub(super) struct RawConnection {
 struct RawAuth {
     auth: Option<Spanned<String>>,
     id: Option<Spanned<String>>,
+    /// `local`: our private key file (PKCS#8).
+    key: Option<Spanned<String>>,
+    /// `remote`: the peer's public key file (SubjectPublicKeyInfo), swanctl's name.
+    pubkeys: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -313,33 +334,13 @@ fn connection(
     let dpd_delay = dur(&r.dpd_delay, "dpd_delay", Duration::ZERO)?;
     let id = |a: &Option<RawAuth>, f: &'static str| -> Result<Option<Id>, ConfigError> {
         let Some(a) = a else { return Ok(None) };
-        if let Some(m) = &a.auth {
-            if m.get_ref() != "psk" {
-                return Err(ctx.err(
-                    m.span(),
-                    f,
-                    format!("auth = {:?}: only \"psk\" for now", m.get_ref()),
-                ));
-            }
-        }
         a.id.as_ref()
             .map(|s| identity(s.get_ref()).map_err(|e| ctx.err(s.span(), f, e)))
             .transpose()
     };
     let local_id = id(&r.local, "local.id")?;
     let remote_id = id(&r.remote, "remote.id")?;
-    let psk = find_secret(secrets, remote_id.as_ref(), remote_addr).ok_or_else(|| {
-        ctx.err(
-            r.name.span(),
-            "secrets",
-            format!(
-                "no [secrets.NAME] with an id matching the peer of connection {name:?} (its \
-                 remote.id, or its address when remote.id is not set)"
-            ),
-        )
-    })?;
-    let psk =
-        secret_bytes(psk.secret.get_ref()).map_err(|e| ctx.err(psk.secret.span(), "secret", e))?;
+    let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr)?;
     let mut children = Vec::new();
     for (cname, c) in &r.children {
         children.push(child(ctx, cname, c)?);
@@ -361,12 +362,75 @@ fn connection(
         proposals,
         local_id,
         remote_id,
-        psk,
+        auth,
         rekey_time,
         dpd_delay,
         encap: r.encap.unwrap_or(false),
         children,
     })
+}
+
+/// Both sides' `auth` (the same method: "psk" by default, or "pubkey"), and the keys.
+fn auth(
+    ctx: &Ctx<'_>,
+    r: &RawConnection,
+    secrets: &BTreeMap<String, RawSecret>,
+    remote_id: Option<&Id>,
+    remote_addr: Option<IpAddr>,
+) -> Result<AuthConf, ConfigError> {
+    let method = |a: &Option<RawAuth>, f: &'static str| -> Result<&'static str, ConfigError> {
+        match a.as_ref().and_then(|a| a.auth.as_ref()) {
+            None => Ok("psk"),
+            Some(m) if m.get_ref() == "psk" => Ok("psk"),
+            Some(m) if m.get_ref() == "pubkey" => Ok("pubkey"),
+            Some(m) => {
+                Err(ctx.err(m.span(), f, format!("{:?}: want \"psk\" or \"pubkey\"", m.get_ref())))
+            }
+        }
+    };
+    let (l, rm) = (method(&r.local, "local.auth")?, method(&r.remote, "remote.auth")?);
+    if l != rm {
+        return Err(ctx.err(r.name.span(), "remote.auth", "both sides use the same method here"));
+    }
+    if l == "psk" {
+        let s = find_secret(secrets, remote_id, remote_addr).ok_or_else(|| {
+            ctx.err(
+                r.name.span(),
+                "secrets",
+                format!(
+                    "no [secrets.NAME] with an id matching the peer of connection {:?} (its \
+                     remote.id, or its address when remote.id is not set)",
+                    r.name.get_ref()
+                ),
+            )
+        })?;
+        let psk =
+            secret_bytes(s.secret.get_ref()).map_err(|e| ctx.err(s.secret.span(), "secret", e))?;
+        return Ok(AuthConf::Psk(psk));
+    }
+    // Key files are relative to the config file.
+    let path = |s: &Spanned<String>| {
+        let p = std::path::PathBuf::from(s.get_ref());
+        match std::path::Path::new(ctx.file).parent() {
+            Some(dir) if p.is_relative() => dir.join(p),
+            _ => p,
+        }
+    };
+    let key = r.local.as_ref().and_then(|a| a.key.as_ref()).ok_or_else(|| {
+        ctx.err(r.name.span(), "local.key", "auth = \"pubkey\" needs our private key file")
+    })?;
+    let pubkeys = r.remote.as_ref().and_then(|a| a.pubkeys.as_ref()).ok_or_else(|| {
+        ctx.err(
+            r.name.span(),
+            "remote.pubkeys",
+            "auth = \"pubkey\" needs the peer's public key file",
+        )
+    })?;
+    let sk =
+        super::keys::private_key(&path(key)).map_err(|e| ctx.err(key.span(), "local.key", e))?;
+    let (peer_alg, peer_public_key) = super::keys::public_key(&path(pubkeys))
+        .map_err(|e| ctx.err(pubkeys.span(), "remote.pubkeys", e))?;
+    Ok(AuthConf::Pubkey { key: std::sync::Arc::new(sk), peer_alg, peer_public_key })
 }
 
 fn find_secret<'a>(

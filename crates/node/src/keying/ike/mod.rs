@@ -9,7 +9,7 @@ pub mod install;
 pub mod runtime;
 pub mod sockets;
 
-use crate::config::connection::{ConnectionConf, StartAction};
+use crate::config::connection::{AuthConf, ConnectionConf, StartAction};
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use established::{Ctx, Up};
@@ -132,7 +132,14 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
     Config {
         local_id: c.local_id.clone().unwrap_or_else(|| wire::ikev2::Id::ip(local_ip)),
         remote_id: c.remote_id.clone(),
-        auth: AuthConfig::Psk(c.psk.clone()),
+        auth: match &c.auth {
+            AuthConf::Psk(k) => AuthConfig::Psk(k.clone()),
+            AuthConf::Pubkey { key, peer_alg, peer_public_key } => AuthConfig::Signature {
+                key: key.clone(),
+                peer_public_key: peer_public_key.clone(),
+                peer_alg: *peer_alg,
+            },
+        },
         ike_suites: c.proposals.clone(),
         // PFS applies to CREATE_CHILD_SA only (§1.2): IKE_AUTH offers the suites without it.
         child_suites: first
