@@ -1,0 +1,82 @@
+//! Smoke test of `hipsec bench ike --seconds 1 --rounds 1 --json` (about 8 s): the report has
+//! every field, with numbers where numbers belong, setups completed without failures, the
+//! responder's state stayed bounded (each IKE SA deleted), and the namespaces are gone
+//! afterwards. No rate assertions (a benchmark, not a timed test). Needs root, `ip netns` and
+//! /dev/net/tun; otherwise SKIPPED.
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::Command;
+
+fn can_run() -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
+    if !(root && ip && std::path::Path::new("/dev/net/tun").exists()) {
+        println!("SKIPPED: needs root, ip netns and /dev/net/tun");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn bench_ike_json_shape() {
+    if !can_run() {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "ike", "--seconds", "1", "--rounds", "1", "--concurrency", "8", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {err}");
+    assert!(err.contains("round 1/1"), "no progress line: {err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "setups_per_s",
+        "ratio_to_crypto_bound",
+        "responder_us_per_setup",
+        "generator_us_per_setup",
+        "load_at_start",
+    ] {
+        assert!(r[k].is_number(), "{k} missing: {r}");
+    }
+    let c = &r["crypto_only"];
+    for k in ["setups_per_s_per_core", "us_per_setup", "dh_keygen_us", "dh_agree_us"] {
+        assert!(c[k].as_f64().is_some_and(|v| v > 0.0), "crypto_only.{k}: {r}");
+    }
+    assert_eq!(r["proposal"], "aes128gcm16-prfsha256-x25519");
+    assert_eq!(r["delete"], true);
+    let rounds = r["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 1);
+    let counts = &rounds[0]["counts"];
+    assert!(counts["setups"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(counts["failed"], 0, "{r}");
+    for k in ["responder_cores", "generator_cores", "machine_busy"] {
+        assert!(rounds[0][k].is_number(), "rounds[0].{k}: {r}");
+    }
+    // Established on the responder at least as many as the generator counted in the round.
+    let est = r["responder_counters"]["ike"]["established"].as_u64().unwrap();
+    assert!(est >= counts["setups"].as_u64().unwrap(), "{r}");
+    // Deleted as they came up: no more than the initiators in flight are left.
+    assert!(r["responder_ike_sas_at_end"].as_u64().unwrap() <= 8, "{r}");
+    let pid = r["bench_pid"].as_u64().unwrap();
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("hbike-{pid}-");
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces left behind");
+}
+
+#[test]
+fn bench_ike_names_the_bad_field() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "ike", "--group", "modp1024"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--group \"modp1024\""), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "ike", "--concurrency", "0"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--concurrency 0"));
+}
