@@ -64,6 +64,9 @@ pub struct Round {
     pub responder_cores: f64,
     /// Responder CPU by thread name, in cores.
     pub responder_threads: BTreeMap<String, f64>,
+    /// Context switches (voluntary + involuntary) per setup of each responder thread: each
+    /// change the IKE driver makes in the data path is a round trip to a lane and back.
+    pub responder_switches_per_setup: BTreeMap<String, f64>,
     /// Generator (this process) CPU, in cores.
     pub generator_cores: f64,
     /// Busy fraction of the whole machine (every core, every process).
@@ -160,6 +163,27 @@ fn responder_config(topo: &Topo, proposal: &str) -> Result<std::path::PathBuf, S
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+/// Context switches of each thread of `pid` so far, summed by thread name.
+fn switches_by_name(pid: u32) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return m };
+    for t in dir.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        *m.entry(name.trim().to_string()).or_insert(0) += context_switches(&status);
+    }
+    m
+}
+
+/// Voluntary + involuntary context switches from a /proc status file.
+fn context_switches(status: &str) -> u64 {
+    status
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().last().and_then(|v| v.parse::<u64>().ok()))
+        .sum()
 }
 
 /// CPU seconds of each thread of `pid`, summed by thread name.
@@ -272,6 +296,7 @@ fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
     let mut rounds = Vec::new();
     for r in 0..a.rounds {
         let (c0, t0, th0) = (counters.snapshot(), Instant::now(), threads_by_name(pid));
+        let sw0 = switches_by_name(pid);
         let (n0, g0, m0) = (
             node::netns::cpu_seconds(pid).unwrap_or(f64::NAN),
             node::netns::cpu_seconds(me).unwrap_or(f64::NAN),
@@ -287,6 +312,13 @@ fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
         let g1 = node::netns::cpu_seconds(me).unwrap_or(f64::NAN);
         let m1 = machine_jiffies();
         let th1 = threads_by_name(pid);
+        let per = counts.setups.max(1) as f64;
+        let responder_switches_per_setup = switches_by_name(pid)
+            .into_iter()
+            .map(|(k, v)| {
+                (k.clone(), v.saturating_sub(sw0.get(&k).copied().unwrap_or(0)) as f64 / per)
+            })
+            .collect();
         let responder_threads = th1
             .iter()
             .map(|(k, v)| (k.clone(), (v - th0.get(k).copied().unwrap_or(0.0)) / secs))
@@ -298,6 +330,7 @@ fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
             setups_per_s: counts.setups as f64 / secs,
             responder_cores: (n1 - n0) / secs,
             responder_threads,
+            responder_switches_per_setup,
             generator_cores: (g1 - g0) / secs,
             machine_busy: (m1.0 - m0.0) as f64 / (m1.1 - m0.1).max(1) as f64,
         };
@@ -396,11 +429,13 @@ pub fn render(r: &Report) -> String {
         );
     }
     let th: Vec<String> = m.responder_threads.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+    let sw: Vec<String> =
+        m.responder_switches_per_setup.iter().map(|(k, v)| format!("{k} {v:.1}")).collect();
     s += &format!(
         "\ncomplete setups (IKE_SA_INIT + IKE_AUTH, CHILD SA installed): {:.0}/s (median)\n\
          crypto-only bound on {} cores: {:.0}/s; ratio measured / bound = {:.2}\n\
          CPU per setup: responder {:.0} µs, generator {:.0} µs (crypto alone: {:.0} µs both ends)\n\
-         responder threads (cores): {}\n\
+         responder threads (cores): {}; context switches per setup: {}\n\
          responder at the end: {} IKE SAs, counters {}\n",
         r.setups_per_s,
         r.cores,
@@ -410,6 +445,7 @@ pub fn render(r: &Report) -> String {
         r.generator_us_per_setup,
         c.us_per_setup,
         th.join(", "),
+        sw.join(", "),
         r.responder_ike_sas_at_end,
         r.responder_counters["ike"]
     );
@@ -417,4 +453,34 @@ pub fn render(r: &Report) -> String {
         s += &format!("first failure: {e}\n");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_add_both_kinds() {
+        let st = "Name:\thipsec\nvoluntary_ctxt_switches:\t3515\nnonvoluntary_ctxt_switches:\t28\n";
+        assert_eq!(context_switches(st), 3543);
+        assert_eq!(context_switches(""), 0);
+    }
+
+    #[test]
+    fn bad_arguments_name_their_field() {
+        let ok = BenchIkeArgs {
+            seconds: 1,
+            rounds: 1,
+            concurrency: 1,
+            group: "x25519".into(),
+            no_delete: false,
+            json: false,
+        };
+        assert!(check_args(&ok).is_ok());
+        let e = |a: BenchIkeArgs| check_args(&a).unwrap_err();
+        assert!(e(BenchIkeArgs { seconds: 0, ..ok.clone() }).starts_with("--seconds"));
+        assert!(e(BenchIkeArgs { rounds: 0, ..ok.clone() }).starts_with("--rounds"));
+        assert!(e(BenchIkeArgs { concurrency: 0, ..ok.clone() }).starts_with("--concurrency"));
+        assert!(e(BenchIkeArgs { group: "modp768".into(), ..ok }).starts_with("--group"));
+    }
 }
