@@ -38,7 +38,7 @@ pub struct BenchIkeArgs {
     #[arg(long, default_value_t = 3)]
     pub rounds: u32,
     /// Initiators in flight at once (the node asks for cookies above 64 half-open SAs).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
     /// DH group of the IKE SA: x25519, ecp256 or ecp384.
     #[arg(long, default_value = "x25519")]
