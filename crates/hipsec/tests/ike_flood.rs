@@ -38,18 +38,17 @@ const COOKIE_THRESHOLD: usize = 64;
 const HALF_OPEN_MARGIN: usize = 4;
 /// The rate asked of the generator.
 const TARGET_PPS: u64 = 55_000;
-/// The rate the test insists on. Issue 11 asks ≥ 50,000/s; on this 2-core machine the
-/// generator, the responder node (which answers every request), the peer node and the kernel's
-/// veth forwarding share two cores with whatever else the machine runs (CI, other builds), so
-/// a run that reached 50k/s when quiet may reach less when loaded. The test prints the achieved
-/// rate and fails only below this floor, which a loaded run still meets.
-const FLOOR_PPS: f64 = 30_000.0;
+/// The rate the test insists on (issue 11: ≥ 50,000/s). The paced generator costs about a
+/// fifth of a core here (one sendto per request, the veth delivery included) and held
+/// 55,000/s in every run on this 2-core machine, also at a load average of 4.8 while others
+/// compiled; a run that cannot reach it fails rather than claim a smaller flood.
+const FLOOR_PPS: f64 = 50_000.0;
 /// The flood lasts at least this long, and on until the legitimate peer is up and has pinged
-/// through its tunnel, but no longer than `FLOOD_MAX_SECS` (a debug-built node under the flood
-/// drops many datagrams for a full socket buffer, the peer's among them, and the peer's
-/// retransmissions back off 1, 2, 4, 8 s: RFC 7296 §2.1).
-const FLOOD_SECS: u64 = 10;
-const FLOOD_MAX_SECS: u64 = 25;
+/// through its tunnel, but no longer than `FLOOD_MAX_SECS` (the node drops what its socket
+/// buffer cannot hold, the peer's messages among them, and the peer's retransmissions back
+/// off 1, 2, 4, 8 s: RFC 7296 §2.1).
+const FLOOD_SECS: u64 = 12;
+const FLOOD_MAX_SECS: u64 = 28;
 /// RSS may grow by at most this much over the flood.
 const RSS_MARGIN_KB: u64 = 10 * 1024;
 
@@ -313,6 +312,59 @@ struct Samples {
     rss_max_kb: u64,
 }
 
+/// The victim's counters at one moment, to difference over a phase.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    at: Instant,
+    replies: u64,
+    overflows: u64,
+    cpu_ticks: u64,
+}
+
+impl Mark {
+    fn now(net: &Net, victim: u32) -> Mark {
+        Mark {
+            at: Instant::now(),
+            replies: rx_packets(&net.ns("flood"), "f0"),
+            overflows: udp_rcvbuf_errors(&net.ns("victim")),
+            cpu_ticks: cpu_ticks(victim),
+        }
+    }
+
+    /// One line about the phase from `self` to `end`: replies/s, kernel drops, node CPU.
+    fn phase(&self, end: &Mark, what: &str) -> (f64, f64) {
+        let secs = end.at.duration_since(self.at).as_secs_f64().max(1e-3);
+        let replies = end.replies - self.replies;
+        let lost = end.overflows - self.overflows;
+        let cpu = (end.cpu_ticks - self.cpu_ticks) as f64 / 100.0;
+        let lost_pct = lost as f64 * 100.0 / (replies + lost).max(1) as f64;
+        println!(
+            "{what}: {:.1} s, node answered {:.0}/s, kernel dropped {:.0}/s for a full receive \
+             buffer ({lost_pct:.0}% of what reached it), node CPU {:.0}% ({:.1} µs per reply)",
+            secs,
+            replies as f64 / secs,
+            lost as f64 / secs,
+            cpu * 100.0 / secs,
+            cpu * 1e6 / replies.max(1) as f64
+        );
+        (replies as f64 / secs, lost_pct)
+    }
+}
+
+/// Phase 1 (flood t = 0–7 s): `status` every 100 ms — half-open count, RSS, status latency —
+/// and a tcpdump sample of the replies. Phase 2 (t = 7 s until the peer has pinged, at least
+/// to t = 12 s): nobody asks for `status` (see KNOWN PROBLEM below) and the legitimate peer
+/// initiates, gets its IKE SA and CHILD SA, and pings through the tunnel.
+///
+/// KNOWN PROBLEM (crates/node, measured 2026-11-24, docs/results/2026-11-24/ike-flood.md):
+/// `status` holds the control thread for up to 100 ms — `Board::collect` sleeps until every
+/// worker has published a snapshot, and an idle worker only looks between its 100 ms polls
+/// (`worker::POLL_MS`). The port-500 socket is not read meanwhile; at 55k/s its receive buffer
+/// overflows within a few ms, so a 10 Hz `status` poll turns most of the flood — and the
+/// legitimate peer's IKE messages with it — into kernel drops (release node: 69% dropped, node
+/// CPU 7%; without the poll: 2% dropped, CPU 21%). A peer that initiated under the 10 Hz poll
+/// took 1.3 s, 2.3 s, 7.5 s and once > 20 s to connect. Phase 2 therefore runs unobserved;
+/// phase 1 prints the answer rate it gets while observed.
 #[test]
 fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     if !can_run() {
@@ -327,16 +379,23 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     std::thread::sleep(Duration::from_millis(500));
     let rss_before = rss_kb(victim);
 
-    // The sampler: half-open count, status latency and RSS every 100 ms until told to stop.
-    let stop = Arc::new(AtomicBool::new(false));
+    // The sampler: half-open count, status latency and RSS every 100 ms while `observe`.
+    let (observe, stop) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
     let samples = Arc::new(Mutex::new(Samples::default()));
     let every = Duration::from_millis(
         std::env::var("HIPSEC_FLOOD_SAMPLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(100),
     );
     let sampler = {
-        let (stop, samples, vsock) = (stop.clone(), samples.clone(), vsock.clone());
+        let (observe, stop, samples, vsock) =
+            (observe.clone(), stop.clone(), samples.clone(), vsock.clone());
         std::thread::spawn(move || {
+            let mut next = Instant::now();
             while !stop.load(Ordering::Relaxed) {
+                if !observe.load(Ordering::Relaxed) || Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                next = Instant::now() + every;
                 let t = Instant::now();
                 let st = query(&vsock, "status", Duration::from_secs(2));
                 let ms = t.elapsed().as_millis();
@@ -348,8 +407,6 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
                     Some(st) => s.half_open_max = s.half_open_max.max(half_open(&st)),
                     None => s.unanswered += 1,
                 }
-                drop(s);
-                std::thread::sleep(every.saturating_sub(t.elapsed()));
             }
         })
     };
@@ -386,12 +443,16 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let replies_before = rx_packets(&net.ns("flood"), "f0");
-    let cpu_before = cpu_ticks(victim);
-    let cpu_t = Instant::now();
+    let m1 = Mark::now(&net, victim);
+    std::thread::sleep(Duration::from_secs(5));
+    observe.store(false, Ordering::Relaxed);
+    let m2 = Mark::now(&net, victim);
+    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
+    let _ = dump.wait();
 
-    // The legitimate peer, in the middle of the flood.
-    std::thread::sleep(Duration::from_secs(1));
+    // Phase 2: the legitimate peer, in the middle of the flood.
+    std::thread::sleep(Duration::from_millis(300));
+    let m3 = Mark::now(&net, victim);
     let t0 = Instant::now();
     let out = Command::new(BIN).args(["initiate"]).arg(&psock).arg("site").output().unwrap();
     let initiate_err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -405,83 +466,75 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     }
     let pings = if connect.is_some() { ping(&net.ns("peer"), 5) } else { 0 };
     let pinged_at = flood_start.elapsed();
+    let m4 = Mark::now(&net, victim);
     std::fs::write(&stop_file, b"").unwrap();
 
     let g = gen_.wait_with_output().unwrap();
     let gen_out = String::from_utf8_lossy(&g.stdout).into_owned();
-    let replies = rx_packets(&net.ns("flood"), "f0") - replies_before;
-    let overflows = udp_rcvbuf_errors(&net.ns("victim"));
-    let cpu_s = (cpu_ticks(victim) - cpu_before) as f64 / 100.0;
-    let cpu_wall = cpu_t.elapsed().as_secs_f64();
     let flood = flood::FloodReport::from_line(&gen_out).unwrap_or_else(|| {
         panic!("no report from the generator: {gen_out}\n{}", String::from_utf8_lossy(&g.stderr))
     });
-    let pinged_during_flood = pinged_at.as_secs_f64() < flood.secs;
-    let connect_during_flood = connect.is_some() && pinged_during_flood;
-    // Let the node drain its queue, then measure once more.
+    let during_flood = pinged_at.as_secs_f64() < flood.secs;
+    // Half-open state right after the flood (its SAs live 30 s: all still there), then let the
+    // node drain its queue and measure RSS once more.
+    let st_end = query(&vsock, "status", Duration::from_secs(5));
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::Relaxed);
     sampler.join().unwrap();
     let rss_after = rss_kb(victim);
-    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
-    let _ = dump.wait();
     let (cookies, sampled) = flood::count_cookies(&pcap);
-    let st = query(&vsock, "status", Duration::from_secs(5));
     let alive = net.nodes[0].try_wait().unwrap().is_none();
     let s = samples.lock().unwrap();
+    let half_open_end = st_end.as_ref().map_or(0, half_open);
 
     println!(
-        "flood: {} spoofed IKE_SA_INIT in {:.2} s = {:.0}/s (target {TARGET_PPS}/s, floor {FLOOR_PPS}/s), {} send errors",
+        "flood: {} spoofed IKE_SA_INIT in {:.2} s = {:.0}/s (target {TARGET_PPS}/s, floor \
+         {FLOOR_PPS}/s), {} send errors",
         flood.sent,
         flood.secs,
         flood.rate_pps(),
         flood.errors
     );
+    let (observed_pps, observed_lost) = m1.phase(&m2, "phase 1, status every 100 ms");
+    let (quiet_pps, quiet_lost) = m3.phase(&m4, "phase 2, no status, peer connecting");
+    println!("tcpdump sample of {sampled} replies: {cookies} carry a COOKIE");
     println!(
-        "replies reaching the flood namespace from t=2 s to the end: {replies} ({:.0}/s); \
-         sample of {sampled}: {cookies} carry a COOKIE",
-        replies as f64 / (flood.secs - 2.0).max(1.0)
-    );
-    println!(
-        "victim node CPU from t=2 s to the end: {cpu_s:.2} s in {cpu_wall:.2} s ({:.0}%), \
-         {:.1} µs per reply",
-        cpu_s * 100.0 / cpu_wall,
-        cpu_s * 1e6 / replies.max(1) as f64
-    );
-    println!(
-        "victim: {overflows} datagrams dropped by the kernel for a full UDP receive buffer \
-         ({:.0}% of the flood)",
-        overflows as f64 * 100.0 / flood.sent.max(1) as f64
-    );
-    println!(
-        "half-open max {} over {} samples (bound {} + {HALF_OPEN_MARGIN}); status unanswered \
-         within 2 s: {}, slowest answer {} ms",
+        "half-open max {} over {} samples, {half_open_end} after the flood (bound {} + \
+         {HALF_OPEN_MARGIN}); status unanswered within 2 s: {}, slowest answer {} ms",
         s.half_open_max, s.n, COOKIE_THRESHOLD, s.unanswered, s.status_ms_max
     );
     println!(
-        "RSS before {rss_before} kB, after {rss_after} kB (max seen {} kB, margin {RSS_MARGIN_KB} kB)",
+        "RSS before {rss_before} kB, after {rss_after} kB (max seen {} kB, margin \
+         {RSS_MARGIN_KB} kB)",
         s.rss_max_kb
     );
     println!(
-        "legitimate peer: {} (during the flood: {connect_during_flood}), ping {pings}/5 (during the flood: {pinged_during_flood})",
+        "legitimate peer: {}, ping {pings}/5, done {:.1} s into the flood (during it: \
+         {during_flood})",
         connect.map_or_else(
             || format!("did not connect: {initiate_err}"),
-            |d| format!("IKE + CHILD SA up in {} ms", d.as_millis())
-        )
+            |d| format!("IKE + CHILD SA up {} ms after `hipsec initiate`", d.as_millis())
+        ),
+        pinged_at.as_secs_f64()
     );
-    if let Some(st) = &st {
+    if observed_lost > 2.0 * quiet_lost.max(5.0) {
+        println!(
+            "KNOWN PROBLEM: polling status every 100 ms cut the node's answers from {quiet_pps:.0}/s \
+             to {observed_pps:.0}/s ({observed_lost:.0}% vs {quiet_lost:.0}% dropped): status \
+             blocks the control thread (see the comment on this test)"
+        );
+    }
+    if let Some(st) = &st_end {
         println!("victim ike counters: {}", st["ike"]["counters"]);
     }
 
     assert!(alive, "the victim node died\n{}", net.log("victim"));
-    assert!(st.is_some(), "the victim node does not answer status after the flood");
+    assert!(st_end.is_some(), "the victim node does not answer status after the flood");
     assert!(flood.rate_pps() >= FLOOR_PPS, "flood too slow: {}", flood.line());
-    assert!(
-        s.half_open_max <= COOKIE_THRESHOLD + HALF_OPEN_MARGIN,
-        "half-open IKE SAs grew to {}",
-        s.half_open_max
-    );
-    assert!(s.n as u128 >= 5000 / every.as_millis().max(1), "only {} status samples", s.n);
+    let bound = COOKIE_THRESHOLD + HALF_OPEN_MARGIN;
+    assert!(s.half_open_max <= bound, "half-open IKE SAs grew to {}", s.half_open_max);
+    assert!(half_open_end <= bound, "half-open IKE SAs grew to {half_open_end} by the end");
+    assert!(s.n as u128 >= 4000 / every.as_millis().max(1), "only {} status samples in 5 s", s.n);
     assert!(sampled >= 100, "tcpdump caught only {sampled} replies");
     assert!(cookies * 100 >= sampled * 95, "only {cookies}/{sampled} replies carry a COOKIE");
     assert!(
@@ -493,8 +546,8 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
         "the legitimate peer did not connect during the flood\n{}",
         net.log("peer")
     );
-    assert!(connect_during_flood, "the legitimate peer connected only after the flood");
     assert_eq!(pings, 5, "pings lost through the tunnel");
+    assert!(during_flood, "the legitimate peer was up and pinged only after the flood");
 }
 
 /// `ping -c N` from the peer's inner address to the victim's; returns how many answers came.
