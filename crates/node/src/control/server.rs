@@ -135,6 +135,9 @@ impl<'a> ControlThread<'a> {
                 ike.punted(&mut self.plane, *from, bytes);
                 continue;
             }
+            if let (Event::Acquire { policy, .. }, Some(ike)) = (&e, &mut self.ike) {
+                ike.acquire(*policy);
+            }
             log(&e);
             if let Some(v) = monitor::event_json(&e) {
                 if !self.monitors.is_empty() {

@@ -39,6 +39,8 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// A random value for rand_time.
     pub jitter: u64,
+    /// When the datagram being handled was read (the end of an exchange, for its delay).
+    pub received: Instant,
 }
 
 /// A CHILD SA pair in the data path.
@@ -66,8 +68,9 @@ pub struct Up {
     /// Inbound SPIs of pairs whose rekey we asked for, and when we asked.
     rekeying: HashMap<u32, Instant>,
     /// Microseconds from our CREATE_CHILD_SA request to the new pair installed and sending,
-    /// the most recent last (at most 1000).
-    rekey_delays_us: Vec<u64>,
+    /// and to its response read (the exchange alone: 2 messages and the crypto), the most
+    /// recent last (at most 1000).
+    rekey_delays_us: Vec<(u64, u64)>,
     ike_rekey_at_ms: Option<u64>,
     dpd_at_ms: Option<u64>,
     /// CHILD rekeys completed.
@@ -185,7 +188,8 @@ impl Up {
                 if self.rekey_delays_us.len() >= 1000 {
                     self.rekey_delays_us.remove(0);
                 }
-                self.rekey_delays_us.push(t.elapsed().as_micros() as u64);
+                let exchange = cx.received.saturating_duration_since(t).as_micros() as u64;
+                self.rekey_delays_us.push((t.elapsed().as_micros() as u64, exchange));
             }
         }
     }
@@ -350,11 +354,16 @@ impl Up {
         }
     }
 
-    /// Our CHILD rekeys' delays: (count, median µs), request sent to new pair sending.
-    pub fn rekey_delay(&self) -> (usize, Option<u64>) {
-        let mut v = self.rekey_delays_us.clone();
-        v.sort_unstable();
-        (v.len(), v.get(v.len().saturating_sub(1) / 2).copied())
+    /// Our CHILD rekeys: (count, median µs from request sent to new pair sending, median µs
+    /// of the exchange alone: request sent to response read).
+    pub fn rekey_delay(&self) -> (usize, Option<u64>, Option<u64>) {
+        let median = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len().saturating_sub(1) / 2).copied()
+        };
+        let total = median(self.rekey_delays_us.iter().map(|d| d.0).collect());
+        let exchange = median(self.rekey_delays_us.iter().map(|d| d.1).collect());
+        (self.rekey_delays_us.len(), total, exchange)
     }
 
     /// Inbound SPIs of the pairs, newest last.

@@ -72,12 +72,39 @@ pub fn child_specs(
     }
 }
 
+/// Priority of trap policies (`start_action = trap`): below the CHILD SA's own entries for
+/// the same traffic, so they catch it only while no CHILD SA is up.
+pub const TRAP_PRIORITY: u32 = 2_000;
+
 /// The SPD entries of a CHILD SA: one per pair of (local, remote) prefixes, protecting with
 /// `out` and admitting `inb` the other way.
 pub fn child_policies(k: &ChildSaKeys, out: OutKey, inb: InKey) -> Vec<PolicySpec> {
+    policies(&k.local_ts, &k.remote_ts, out, Some(inb), IKE_POLICY_PRIORITY)
+}
+
+/// A trap (RFC 4301 §4.4.1.1, swanctl's `start_action = trap`): the configured selectors
+/// protected by an SA that does not exist, so their packets are dropped (never sent in
+/// clear) and raise an acquire, which starts the exchange.
+pub fn trap_policies(
+    local: &[TrafficSelector],
+    remote: &[TrafficSelector],
+    peer: IpAddr,
+) -> Vec<PolicySpec> {
+    // SPI 0 is reserved (RFC 4303 §2.1): no SA ever has it.
+    let none = OutKey { spi: 0, proto: 50, dst: peer };
+    policies(local, remote, none, None, TRAP_PRIORITY)
+}
+
+fn policies(
+    local: &[TrafficSelector],
+    remote: &[TrafficSelector],
+    out: OutKey,
+    inb: Option<InKey>,
+    priority: u32,
+) -> Vec<PolicySpec> {
     let mut v = Vec::new();
-    for l in &k.local_ts {
-        for r in &k.remote_ts {
+    for l in local {
+        for r in remote {
             if l.start_addr.is_ipv4() != r.start_addr.is_ipv4() {
                 continue;
             }
@@ -99,8 +126,8 @@ pub fn child_policies(k: &ChildSaKeys, out: OutKey, inb: InKey) -> Vec<PolicySpe
                             dst_ports: ports(r),
                         },
                         action: PolicyAction::Protect(vec![out]),
-                        in_sas: vec![inb],
-                        priority: IKE_POLICY_PRIORITY,
+                        in_sas: inb.into_iter().collect(),
+                        priority,
                     });
                 }
             }

@@ -119,6 +119,11 @@ pub struct IkeDriver {
     stats: IkeStats,
     /// Every IKE SA's tshark key-table line, when the node was started to export them.
     key_log: Option<Vec<String>>,
+    /// When the datagram being handled was read.
+    received: std::time::Instant,
+    /// Trap policies (their acquires start the connection).
+    traps: HashMap<PolicyId, usize>,
+    traps_installed: bool,
 }
 
 impl std::fmt::Debug for IkeDriver {
@@ -192,6 +197,9 @@ impl IkeDriver {
             next_policy: POLICY_BASE,
             stats: IkeStats::default(),
             key_log: export_keys.then(Vec::new),
+            received: std::time::Instant::now(),
+            traps: HashMap::new(),
+            traps_installed: false,
         })
     }
 
@@ -208,6 +216,42 @@ impl IkeDriver {
             })
             .collect();
         want.into_iter().filter_map(|i| self.initiate(i, now_ms).ok()).flatten().collect()
+    }
+
+    /// Installs the trap policies of `start_action = trap` children (once).
+    pub fn install_traps(&mut self, plane: &mut ControlPlane) {
+        if std::mem::replace(&mut self.traps_installed, true) {
+            return;
+        }
+        for (i, c) in self.conns.iter().enumerate() {
+            let Some(peer) = c.conf.remote_addr else { continue };
+            for ch in c.conf.children.iter().filter(|ch| ch.start_action == StartAction::Trap) {
+                let ps = install::trap_policies(&ch.local_ts, &ch.remote_ts, peer);
+                let ids: Vec<PolicyId> =
+                    (0..ps.len() as u64).map(|k| self.next_policy + k).collect();
+                self.next_policy += ps.len() as u64;
+                match plane.set_policies(ids.iter().copied().zip(ps).collect()) {
+                    Ok(()) => {
+                        self.traps.extend(ids.iter().map(|id| (*id, i)));
+                        log_event!(Level::Info, "ike-trap", "connection" => c.conf.name, "child" => ch.name, "policies" => ids.len());
+                    }
+                    Err(e) => {
+                        log_event!(Level::Warn, "ike-trap-failed", "connection" => c.conf.name, "why" => e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    /// An acquire for `policy`: if it is a trap whose connection has no IKE SA yet (or in
+    /// progress), initiate it.
+    pub fn acquire(&mut self, policy: PolicyId, now_ms: u64) -> Vec<Transmit> {
+        let Some(&ci) = self.traps.get(&policy) else { return Vec::new() };
+        if self.sas.values().any(|e| e.conn == ci) {
+            return Vec::new();
+        }
+        log_event!(Level::Info, "ike-acquire", "connection" => self.conns[ci].conf.name, "policy" => policy);
+        self.initiate(ci, now_ms).unwrap_or_default()
     }
 
     /// The index of connection `name`.
@@ -258,6 +302,7 @@ impl IkeDriver {
         bytes: &[u8],
         now_ms: u64,
     ) -> Vec<Transmit> {
+        self.received = std::time::Instant::now();
         let Ok(p) = wire::ikev2::Packet::new_checked(bytes) else {
             self.stats.dropped += 1;
             return Vec::new();
@@ -371,6 +416,7 @@ impl IkeDriver {
             next_policy: &mut self.next_policy,
             now_ms,
             jitter: u64::from_ne_bytes(j),
+            received: self.received,
         };
         f(&mut cx)
     }
@@ -752,9 +798,10 @@ impl IkeDriver {
                     j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
                     j["suite"] = json!(format!("{:?}", ike.suite));
                     j["child_rekeys"] = json!(up.rekeys);
-                    let (n, median) = up.rekey_delay();
+                    let (n, median, exchange) = up.rekey_delay();
                     j["our_rekeys"] = json!(n);
                     j["our_rekey_delay_median_us"] = json!(median);
+                    j["our_rekey_exchange_median_us"] = json!(exchange);
                     j["children"] = json!(up.children_json(now_ms));
                 }
                 j

@@ -71,12 +71,14 @@ impl IkeRuntime {
         self.send(out);
     }
 
-    /// Timers; the first call also initiates the `start_action = start` connections.
+    /// Timers; the first call also installs the traps and initiates the
+    /// `start_action = start` connections.
     pub fn tick(&mut self, plane: &mut ControlPlane) {
         let now = self.now_ms();
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
+            self.driver.install_traps(plane);
             out = self.driver.start(now);
         }
         out.extend(self.driver.tick(plane, now));
@@ -90,6 +92,13 @@ impl IkeRuntime {
         let out = self.driver.initiate(i, now)?;
         self.send(out);
         Ok(())
+    }
+
+    /// An acquire from the data path (a packet met a policy whose SA is missing).
+    pub fn acquire(&mut self, policy: u64) {
+        let now = self.now_ms();
+        let out = self.driver.acquire(policy, now);
+        self.send(out);
     }
 
     /// `hipsec terminate NAME`.
