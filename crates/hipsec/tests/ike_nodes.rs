@@ -107,6 +107,11 @@ impl Nodes {
     }
 
     fn ping(&self, count: u64, interval: &str) -> u64 {
+        self.ping_rtt(count, interval).0
+    }
+
+    /// (answers, mean round-trip ms) of `ping -c count`.
+    fn ping_rtt(&self, count: u64, interval: &str) -> (u64, f64) {
         let out = Command::new("ip")
             .args([
                 "netns",
@@ -126,10 +131,19 @@ impl Nodes {
             ])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout)
+        let text = String::from_utf8_lossy(&out.stdout);
+        let got = text
             .split(',')
             .find_map(|f| f.trim().strip_suffix(" received").and_then(|n| n.trim().parse().ok()))
-            .unwrap_or(0)
+            .unwrap_or(0);
+        // "rtt min/avg/max/mdev = 0.040/0.061/0.102/0.010 ms"
+        let avg = text
+            .split(" = ")
+            .nth(1)
+            .and_then(|v| v.split('/').nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN);
+        (got, avg)
     }
 }
 
@@ -218,8 +232,8 @@ fn soak(rekey_a: &str, rekey_b: &str) {
         "import hashlib,os,socket,time\ns=socket.create_connection(('10.0.2.1',5203),source_address=('10.0.1.1',0),timeout=30)\nh=hashlib.sha256();n=0;t0=time.time()\nwhile time.time()-t0<{secs}:\n  d=os.urandom(16384);s.sendall(d);h.update(d);n+=16384\n  ahead=n*8/50e6-(time.time()-t0)\n  if ahead>0: time.sleep(ahead)\ns.close()\nprint(h.hexdigest())"
     );
     let pings = secs * 100;
-    let (got, sent) = std::thread::scope(|s| {
-        let ping = s.spawn(|| n.ping(pings, "0.01"));
+    let ((got, rtt_ms), sent) = std::thread::scope(|s| {
+        let ping = s.spawn(|| n.ping_rtt(pings, "0.01"));
         let out = Command::new("ip")
             .args(["netns", "exec", &n.ns[0], "python3", "-c", &send])
             .output()
@@ -244,7 +258,7 @@ fn soak(rekey_a: &str, rekey_b: &str) {
             .unwrap_or_default()
     };
     println!(
-        "{secs} s: pings {got}/{pings}; CHILD rekeys seen by A {} (A started {}, median {} µs, exchange alone {} µs), by B {} (B started {}); drops A {}, B {}",
+        "{secs} s: pings {got}/{pings} (mean RTT {rtt_ms:.3} ms, under load); CHILD rekeys seen by A {} (A started {}, median {} µs, exchange alone {} µs), by B {} (B started {}); drops A {}, B {}",
         rekeys(&a),
         a["ike"]["ike_sas"][0]["our_rekeys"],
         a["ike"]["ike_sas"][0]["our_rekey_delay_median_us"],

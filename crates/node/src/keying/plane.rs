@@ -437,6 +437,19 @@ impl ControlPlane {
     /// every policy whose `in-sas` names `old`, in one envelope, so that traffic the peer seals
     /// with `new` passes the inbound policy check from its first packet.
     pub fn install_successor(&mut self, old: InKey, new: SaSpec) -> Result<(), PlaneError> {
+        self.install_successor_with(old, new, None, Vec::new())
+    }
+
+    /// [`ControlPlane::install_successor`], and the new pair's outbound SA `out`, and policies
+    /// `then` (e.g. repointed to `out`), all in the same envelope, applied in that order: one
+    /// acknowledgement to wait for — a key manager's rekey is that much shorter.
+    pub fn install_successor_with(
+        &mut self,
+        old: InKey,
+        new: SaSpec,
+        out: Option<SaSpec>,
+        then: Vec<(PolicyId, PolicySpec)>,
+    ) -> Result<(), PlaneError> {
         if !self.inbound.contains_key(&old) {
             return Err(PlaneError::field("succeeds", format!("no inbound SA {}", Spi(old.0))));
         }
@@ -454,10 +467,17 @@ impl ControlPlane {
         let w = self.worker_for(new.lane, false)?;
         let mut per = self.empty();
         per[w].push(Update::AddInbound { sa, peer });
+        // Policies `then` replaces take the new inbound SA too (they were made before it).
+        let mut then = then;
+        for (_, p) in &mut then {
+            if p.in_sas.contains(&old) && !p.in_sas.contains(&key) {
+                p.in_sas.push(key);
+            }
+        }
         let grown: Vec<(PolicyId, PolicySpec)> = self
             .policies
             .iter()
-            .filter(|(_, p)| p.in_sas.contains(&old))
+            .filter(|(id, p)| p.in_sas.contains(&old) && !then.iter().any(|(t, _)| t == *id))
             .map(|(id, p)| {
                 let mut p = p.clone();
                 p.in_sas.push(key);
@@ -465,10 +485,35 @@ impl ControlPlane {
             })
             .collect();
         Self::set_everywhere(&mut per, &grown);
+        let mut out_rec = None;
+        if let Some(o) = &out {
+            self.check_lane(o, false, "out.")?;
+            let okey = out_key_of(&o.params);
+            if self.outbound.contains_key(&okey) {
+                return Err(PlaneError::field("out.spi", "an outbound SA with this key exists"));
+            }
+            let sa = self.build(o, "out.key")?;
+            let endpoint = o.endpoint.or_else(|| self.default_endpoint(&o.params, true));
+            per[self.worker_for(o.lane, true)?].push(Update::AddOutbound {
+                key: okey,
+                sa,
+                endpoint,
+            });
+            out_rec = Some((okey, SaRecord { endpoint, ..record(o) }));
+        }
+        if !then.is_empty() && self.lanes > 1 {
+            return Err(PlaneError::other("policies change at run time with one lane only"));
+        }
+        Self::set_everywhere(&mut per, &then);
         self.send(per)?;
+        self.policies.extend(then);
         self.inbound.insert(key, SaRecord { endpoint, ..record(&new) });
         self.policies.extend(grown);
         self.stats.installed += 1;
+        if let Some((k, r)) = out_rec {
+            self.outbound.insert(k, r);
+            self.stats.installed += 1;
+        }
         Ok(())
     }
 

@@ -7,8 +7,8 @@
 
 use super::install::{self, ChildSpecs};
 use crate::config::connection::{ChildConf, ConnectionConf};
-use crate::datapath::mailbox::PolicyAction;
 use crate::datapath::mailbox::{InKey, OutKey};
+use crate::datapath::mailbox::{PolicyAction, PolicySpec};
 use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
 use ike::ChildSaKeys;
@@ -155,13 +155,23 @@ impl Up {
                 .and_then(|o| self.pairs.iter().find(|p| p.spi_in == o))
                 .or(self.pairs.last())
                 .map(|p| p.in_key);
+            // When we started the rekey the peer installed its inbound SA before answering, so
+            // the policies move to the new outbound SA at once — in the same envelope as both
+            // SAs: one acknowledgement to wait for.
+            let switch = rekeys.is_some_and(|o| self.rekeying.contains_key(&o));
+            let then = if switch { self.repointed(out_key, cx) } else { Vec::new() };
             let r = match beside {
-                Some(b) => cx.plane.install_successor(b, inbound),
-                None => cx.plane.install(vec![inbound], Vec::new(), false),
-            }
-            .and_then(|()| cx.plane.install(Vec::new(), vec![outbound], false));
+                Some(b) => cx.plane.install_successor_with(b, inbound, Some(outbound), then),
+                None => cx
+                    .plane
+                    .install(vec![inbound], vec![outbound], false)
+                    .and_then(|()| cx.plane.set_policies(then)),
+            };
             if let Err(e) = r {
                 return warn("child-sa-install-failed", &self.name, e);
+            }
+            if switch {
+                self.active_out = Some(out_key);
             }
         }
         let asked = rekeys.and_then(|o| self.rekeying.remove(&o));
@@ -194,20 +204,24 @@ impl Up {
         }
     }
 
-    /// Points every policy of the child at outbound SA `to`, in one envelope.
-    fn switch_to(&mut self, to: OutKey, cx: &mut Ctx<'_>) {
-        if self.active_out == Some(to) {
-            return;
-        }
-        let specs: Vec<_> = self
-            .policies
+    /// The child's policies, pointed at outbound SA `to`.
+    fn repointed(&self, to: OutKey, cx: &Ctx<'_>) -> Vec<(PolicyId, PolicySpec)> {
+        self.policies
             .iter()
             .filter_map(|id| {
                 let mut p = cx.plane.policies().get(id)?.clone();
                 p.action = PolicyAction::Protect(vec![to]);
                 Some((*id, p))
             })
-            .collect();
+            .collect()
+    }
+
+    /// Points every policy of the child at outbound SA `to`, in one envelope.
+    fn switch_to(&mut self, to: OutKey, cx: &mut Ctx<'_>) {
+        if self.active_out == Some(to) {
+            return;
+        }
+        let specs = self.repointed(to, cx);
         match cx.plane.set_policies(specs) {
             Ok(()) => self.active_out = Some(to),
             Err(e) => warn("child-sa-switch-failed", &self.name, e),
