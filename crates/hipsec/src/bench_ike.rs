@@ -92,7 +92,7 @@ pub struct Report {
     pub load_at_start: f64,
     /// At the end.
     pub load_at_end: f64,
-    /// The reference, measured before the load.
+    /// The reference: two trials before the load and two after; the rate is their median.
     pub crypto_only: CryptoOnly,
     /// Timed rounds.
     pub rounds: Vec<Round>,
@@ -252,8 +252,8 @@ fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
         msg2: msg1.clone(),
         msg1,
     };
-    eprintln!("bench ike: crypto-only reference (3 × 1 s on one core) …");
-    let crypto_only = cr::measure(&inputs, 3, Duration::from_secs(1))?;
+    eprintln!("bench ike: crypto-only reference (2 × 1 s on one core, again after the load) …");
+    let mut crypto_only = cr::measure(&inputs, 2, Duration::from_secs(1))?;
     eprintln!(
         "bench ike: crypto only: {:.0} setups/s per core ({:.0} µs per setup, both ends)",
         crypto_only.setups_per_s_per_core, crypto_only.us_per_setup
@@ -349,6 +349,11 @@ fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
         rounds.push(round);
     }
     let first_error = stop_gen(worker)?;
+    // The reference again, now that the load is off: the machine's speed drifts (other work).
+    let after = cr::measure(&inputs, 2, Duration::from_secs(1))?;
+    crypto_only.trials.extend(after.trials);
+    crypto_only.setups_per_s_per_core = cr::median(&crypto_only.trials);
+    crypto_only.us_per_setup = 1e6 / crypto_only.setups_per_s_per_core;
     let status: Value = node::status(&topo.sock(1))
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
@@ -407,13 +412,15 @@ pub fn render(r: &Report) -> String {
     );
     s += &format!(
         "crypto only, one core: {:.0} setups/s ({:.0} µs per setup, both ends: 2 × DH keygen \
-         {:.1} µs, 2 × DH agree {:.1} µs, 2 × key schedule {:.1} µs, 4 × PSK AUTH {:.1} µs)\n\n",
+         {:.1} µs, 2 × DH agree {:.1} µs, 2 × key schedule {:.1} µs, 4 × PSK AUTH {:.1} µs)\n\
+         trials (before the load, then after): {}\n\n",
         c.setups_per_s_per_core,
         c.us_per_setup,
         c.dh_keygen_us,
         c.dh_agree_us,
         c.key_schedule_us,
-        c.psk_auth_us
+        c.psk_auth_us,
+        c.trials.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
     );
     s += "round  setups/s  responder cores  generator cores  machine busy  failed  retransmits\n";
     for (i, x) in r.rounds.iter().enumerate() {

@@ -75,7 +75,7 @@ pub(crate) fn one_setup(x: &Inputs, ni: &[u8], nr: &[u8]) -> Result<Derived, Str
 pub struct CryptoOnly {
     /// Complete setups' worth of DH + PRF + AUTH per second on one core (median of trials).
     pub setups_per_s_per_core: f64,
-    /// Every trial's figure.
+    /// Every trial's figure (`hipsec bench ike`: two before the load, two after).
     pub trials: Vec<f64>,
     /// µs per setup (both ends) from the median.
     pub us_per_setup: f64,
