@@ -1,20 +1,21 @@
 //! An IKE_SA_INIT flood against a responder node (issue 11, item 5; RFC 7296 §2.6): spoofed
-//! requests from a namespace at ≥ 50,000/s (or what this machine reaches, see `FLOOR_PPS`);
-//! cookies switch on, half-open state stays bounded, the node's RSS stays flat, and a
-//! legitimate peer — a second hipsec node — still connects, with a ping through the tunnel.
+//! requests from a namespace at ≥ 50,000/s; cookies switch on, half-open state stays bounded,
+//! the node's RSS stays flat, and a legitimate peer — a second hipsec node — still connects,
+//! with a ping through the tunnel. Figures: docs/results/2026-11-24/ike-flood.md.
 //!
 //! ```text
-//!   ns flood                         ns victim                               ns peer
-//!   raw socket, IP_HDRINCL           hipsec run (responder, "site")          hipsec run (initiator)
-//!   src 198.18.0.0/15 (spoofed)      hipsec0 10.0.1.1/24                     hipsec0 10.0.2.1/24
-//!   f0 198.51.100.2/24 ══════════ v0 198.51.100.1/24   v1 192.0.2.1/24 ══════ p0 192.0.2.2/24
-//!   (replies to 198.18/15 arrive     rp_filter off, 198.18.0.0/15 via f0
-//!    here and are dropped; tcpdump
-//!    samples them for COOKIEs)
+//!   ns flood                       ns victim                          ns peer
+//!   raw socket, IP_HDRINCL         hipsec run (responder "site")      hipsec run (initiator)
+//!   src 198.18.0.0/15 (spoofed)    hipsec0 10.0.1.1/24                hipsec0 10.0.2.1/24
+//!   f0 198.51.100.2/24 ════════ v0 198.51.100.1/24  v1 192.0.2.1/24 ════ p0 192.0.2.2/24
+//!   (replies to 198.18/15 come     rp_filter off,
+//!    back here and are dropped;    198.18.0.0/15 via 198.51.100.2
+//!    tcpdump samples them)
 //! ```
 //! Needs root, `ip netns`, /dev/net/tun and tcpdump; otherwise it prints SKIPPED and passes.
 //! The generator is `flood/mod.rs`, run in the flood namespace as this test binary's
 //! `flood_generator` (a raw socket sends in the namespace it was opened in).
+//! `HIPSEC_FLOOD_NODE=target/release/hipsec` runs optimised nodes instead of the debug build.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -44,11 +45,13 @@ const TARGET_PPS: u64 = 55_000;
 /// compiled; a run that cannot reach it fails rather than claim a smaller flood.
 const FLOOR_PPS: f64 = 50_000.0;
 /// The flood lasts at least this long, and on until the legitimate peer is up and has pinged
-/// through its tunnel, but no longer than `FLOOD_MAX_SECS` (the node drops what its socket
-/// buffer cannot hold, the peer's messages among them, and the peer's retransmissions back
-/// off 1, 2, 4, 8 s: RFC 7296 §2.1).
+/// through its tunnel, but no more than `FLOOD_MAX_EXTRA_SECS` longer (the node drops what
+/// its socket buffer cannot hold, the peer's messages among them, and the peer's
+/// retransmissions back off 1, 2, 4, 8 s: RFC 7296 §2.1).
+/// `HIPSEC_FLOOD_SECS=N` floods for N s instead (the peer still connects at t = 7 s), e.g. to
+/// see RSS across the 30 s half-open expiry.
 const FLOOD_SECS: u64 = 12;
-const FLOOD_MAX_SECS: u64 = 28;
+const FLOOD_MAX_EXTRA_SECS: u64 = 16;
 /// RSS may grow by at most this much over the flood.
 const RSS_MARGIN_KB: u64 = 10 * 1024;
 
@@ -175,8 +178,9 @@ impl Net {
         };
         let which = if victim { "victim" } else { "peer" };
         let t = format!(
-            "[interface]\nname = \"hipsec0\"\naddresses = [\"{addr}\"]\n[network]\nlocal = \"{me}:4500\"\n\
-             [control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{them}\"\n\
+            "[interface]\nname = \"hipsec0\"\naddresses = [\"{addr}\"]\n\
+             [network]\nlocal = \"{me}:4500\"\n[control]\nsocket = \"{sock}\"\n\
+             [[connection]]\nname = \"site\"\nremote_addrs = \"{them}\"\n\
              proposals = [\"aes128gcm16-prfsha256-x25519\"]\n[connection.local]\nauth = \"psk\"\n\
              id = \"{lid}.example\"\n[connection.remote]\nauth = \"psk\"\nid = \"{rid}.example\"\n\
              [connection.children.net]\nlocal_ts = [\"{lts}\"]\nremote_ts = [\"{rts}\"]\n\
@@ -193,7 +197,6 @@ impl Net {
 
     fn start(&mut self, which: &str) -> u32 {
         let config = self.config(which == "victim");
-        // HIPSEC_FLOOD_NODE=target/release/hipsec measures an optimised node instead.
         let bin = std::env::var("HIPSEC_FLOOD_NODE").unwrap_or_else(|_| BIN.to_string());
         let log = std::fs::File::create(self.dir.join(format!("{which}.log"))).unwrap();
         let child = Command::new("ip")
@@ -413,6 +416,8 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
 
     // The flood, from its namespace: this test binary again, as `flood_generator`.
     let exe = std::env::current_exe().unwrap();
+    let min_secs: u64 =
+        std::env::var("HIPSEC_FLOOD_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(FLOOD_SECS);
     let stop_file = net.dir.join("stop-flood");
     let gen_ = Command::new("ip")
         .args(["netns", "exec", &net.ns("flood")])
@@ -421,7 +426,8 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
         .env(
             "HIPSEC_FLOOD",
             format!(
-                "dst=192.0.2.1:500 rate={TARGET_PPS} min_secs={FLOOD_SECS} secs={FLOOD_MAX_SECS} stop={}",
+                "dst=192.0.2.1:500 rate={TARGET_PPS} min_secs={min_secs} secs={} stop={}",
+                min_secs + FLOOD_MAX_EXTRA_SECS,
                 stop_file.display()
             ),
         )
@@ -430,6 +436,7 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
         .spawn()
         .unwrap();
     let flood_start = Instant::now();
+    let max_secs = min_secs + FLOOD_MAX_EXTRA_SECS;
 
     // A sample of the replies, once the flood is under way: how many carry a COOKIE.
     std::thread::sleep(Duration::from_secs(2));
@@ -457,7 +464,7 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     let out = Command::new(BIN).args(["initiate"]).arg(&psock).arg("site").output().unwrap();
     let initiate_err = String::from_utf8_lossy(&out.stderr).into_owned();
     let mut connect = None;
-    while flood_start.elapsed() < Duration::from_secs(FLOOD_MAX_SECS - 2) {
+    while flood_start.elapsed() < Duration::from_secs(max_secs - 2) {
         if query(&psock, "status", Duration::from_secs(2)).is_some_and(|s| up_with_child(&s)) {
             connect = Some(t0.elapsed());
             break;
@@ -519,9 +526,9 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     );
     if observed_lost > 2.0 * quiet_lost.max(5.0) {
         println!(
-            "KNOWN PROBLEM: polling status every 100 ms cut the node's answers from {quiet_pps:.0}/s \
-             to {observed_pps:.0}/s ({observed_lost:.0}% vs {quiet_lost:.0}% dropped): status \
-             blocks the control thread (see the comment on this test)"
+            "KNOWN PROBLEM: polling status every 100 ms cut the node's answers from \
+             {quiet_pps:.0}/s to {observed_pps:.0}/s ({observed_lost:.0}% vs {quiet_lost:.0}% \
+             dropped): status blocks the control thread (see the comment on this test)"
         );
     }
     if let Some(st) = &st_end {
@@ -534,7 +541,9 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     let bound = COOKIE_THRESHOLD + HALF_OPEN_MARGIN;
     assert!(s.half_open_max <= bound, "half-open IKE SAs grew to {}", s.half_open_max);
     assert!(half_open_end <= bound, "half-open IKE SAs grew to {half_open_end} by the end");
-    assert!(s.n as u128 >= 4000 / every.as_millis().max(1), "only {} status samples in 5 s", s.n);
+    // 7 s of sampling: at least one sample per 350 ms even when each status call waits its
+    // full 100 ms and the machine is busy.
+    assert!(s.n as u128 >= 2000 / every.as_millis().max(1), "only {} status samples in 7 s", s.n);
     assert!(sampled >= 100, "tcpdump caught only {sampled} replies");
     assert!(cookies * 100 >= sampled * 95, "only {cookies}/{sampled} replies carry a COOKIE");
     assert!(
