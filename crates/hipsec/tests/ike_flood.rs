@@ -79,11 +79,13 @@ struct Net {
     base: String,
     dir: PathBuf,
     nodes: Vec<Child>,
+    /// The generator and tcpdump, stopped first (also when the test panics mid-flood).
+    extra: Vec<Child>,
 }
 
 impl Drop for Net {
     fn drop(&mut self) {
-        for c in self.nodes.iter_mut() {
+        for c in self.extra.iter_mut().chain(self.nodes.iter_mut()) {
             let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
             let deadline = Instant::now() + Duration::from_secs(5);
             while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
@@ -112,7 +114,7 @@ impl Net {
         let base = format!("hfl-{}", std::process::id());
         let dir = std::env::temp_dir().join(&base);
         std::fs::create_dir_all(&dir).unwrap();
-        let net = Net { base, dir, nodes: Vec::new() };
+        let net = Net { base, dir, nodes: Vec::new(), extra: Vec::new() };
         let (f, v, p) = (net.ns("flood"), net.ns("victim"), net.ns("peer"));
         for ns in [&f, &v, &p] {
             sh(&["ip", "netns", "add", ns]);
@@ -419,6 +421,7 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     let min_secs: u64 =
         std::env::var("HIPSEC_FLOOD_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(FLOOD_SECS);
     let stop_file = net.dir.join("stop-flood");
+    let gen_out = net.dir.join("flood.out");
     let gen_ = Command::new("ip")
         .args(["netns", "exec", &net.ns("flood")])
         .arg(&exe)
@@ -431,17 +434,18 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
                 stop_file.display()
             ),
         )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(std::fs::File::create(&gen_out).unwrap())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let flood_start = Instant::now();
+    net.extra.push(gen_);
     let max_secs = min_secs + FLOOD_MAX_EXTRA_SECS;
 
     // A sample of the replies, once the flood is under way: how many carry a COOKIE.
     std::thread::sleep(Duration::from_secs(2));
     let pcap = net.dir.join("replies.pcap");
-    let mut dump = Command::new("ip")
+    let dump = Command::new("ip")
         .args(["netns", "exec", &net.ns("flood"), "tcpdump", "-i", "f0", "-nn", "-s", "256"])
         .args(["-c", "2000", "-w"])
         .arg(&pcap)
@@ -450,12 +454,13 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    net.extra.push(dump);
     let m1 = Mark::now(&net, victim);
     std::thread::sleep(Duration::from_secs(5));
     observe.store(false, Ordering::Relaxed);
     let m2 = Mark::now(&net, victim);
-    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
-    let _ = dump.wait();
+    let _ = Command::new("kill").args(["-INT", &net.extra[1].id().to_string()]).status();
+    let _ = net.extra[1].wait();
 
     // Phase 2: the legitimate peer, in the middle of the flood.
     std::thread::sleep(Duration::from_millis(300));
@@ -476,11 +481,10 @@ fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
     let m4 = Mark::now(&net, victim);
     std::fs::write(&stop_file, b"").unwrap();
 
-    let g = gen_.wait_with_output().unwrap();
-    let gen_out = String::from_utf8_lossy(&g.stdout).into_owned();
-    let flood = flood::FloodReport::from_line(&gen_out).unwrap_or_else(|| {
-        panic!("no report from the generator: {gen_out}\n{}", String::from_utf8_lossy(&g.stderr))
-    });
+    let _ = net.extra[0].wait();
+    let gen_out = std::fs::read_to_string(&gen_out).unwrap_or_default();
+    let flood = flood::FloodReport::from_line(&gen_out)
+        .unwrap_or_else(|| panic!("no report from the generator: {gen_out}"));
     let during_flood = pinged_at.as_secs_f64() < flood.secs;
     // Half-open state right after the flood (its SAs live 30 s: all still there), then let the
     // node drain its queue and measure RSS once more.
