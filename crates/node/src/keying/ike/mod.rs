@@ -5,22 +5,24 @@
 //! Read RFC 7296 §1.2 (the initial exchanges), §2.1 (retransmission), §2.23 (NAT traversal).
 
 pub mod established;
+mod initial;
 pub mod install;
+mod ops;
 pub mod runtime;
 pub mod sockets;
+mod status;
 
 use crate::config::connection::{AuthConf, ConnectionConf, StartAction};
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use established::{Ctx, Up};
 use ike::auth::CookieSecret;
-use ike::initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
-use ike::responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
-use ike::sa::{Established, Rejected};
+use ike::initiator::{InitiatorAuth, InitiatorSaInit};
+use ike::responder::{Responder, ResponderAuth};
+use ike::sa::Established;
 use ike::session::Session;
 use ike::{AuthConfig, Config, Endpoints};
 use ipsec::spd_table::PolicyId;
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
@@ -218,42 +220,6 @@ impl IkeDriver {
         want.into_iter().filter_map(|i| self.initiate(i, now_ms).ok()).flatten().collect()
     }
 
-    /// Installs the trap policies of `start_action = trap` children (once).
-    pub fn install_traps(&mut self, plane: &mut ControlPlane) {
-        if std::mem::replace(&mut self.traps_installed, true) {
-            return;
-        }
-        for (i, c) in self.conns.iter().enumerate() {
-            let Some(peer) = c.conf.remote_addr else { continue };
-            for ch in c.conf.children.iter().filter(|ch| ch.start_action == StartAction::Trap) {
-                let ps = install::trap_policies(&ch.local_ts, &ch.remote_ts, peer);
-                let ids: Vec<PolicyId> =
-                    (0..ps.len() as u64).map(|k| self.next_policy + k).collect();
-                self.next_policy += ps.len() as u64;
-                match plane.set_policies(ids.iter().copied().zip(ps).collect()) {
-                    Ok(()) => {
-                        self.traps.extend(ids.iter().map(|id| (*id, i)));
-                        log_event!(Level::Info, "ike-trap", "connection" => c.conf.name, "child" => ch.name, "policies" => ids.len());
-                    }
-                    Err(e) => {
-                        log_event!(Level::Warn, "ike-trap-failed", "connection" => c.conf.name, "why" => e.to_string());
-                    }
-                }
-            }
-        }
-    }
-
-    /// An acquire for `policy`: if it is a trap whose connection has no IKE SA yet (or in
-    /// progress), initiate it.
-    pub fn acquire(&mut self, policy: PolicyId, now_ms: u64) -> Vec<Transmit> {
-        let Some(&ci) = self.traps.get(&policy) else { return Vec::new() };
-        if self.sas.values().any(|e| e.conn == ci) {
-            return Vec::new();
-        }
-        log_event!(Level::Info, "ike-acquire", "connection" => self.conns[ci].conf.name, "policy" => policy);
-        self.initiate(ci, now_ms).unwrap_or_default()
-    }
-
     /// The index of connection `name`.
     pub fn connection(&self, name: &str) -> Option<usize> {
         self.conns.iter().position(|c| c.conf.name == name)
@@ -421,187 +387,6 @@ impl IkeDriver {
         f(&mut cx)
     }
 
-    fn init_request(
-        &mut self,
-        from: SocketAddr,
-        natt: bool,
-        bytes: &[u8],
-        spi_i: u64,
-        now_ms: u64,
-    ) -> Vec<Transmit> {
-        if let Some(st) = self.half_open.get(&(spi_i, from)).and_then(|r| self.sas.get(r)) {
-            // A retransmitted IKE_SA_INIT: the same response again (§2.1).
-            if let State::HalfOpen(h) = &st.state {
-                if let Some(r) = h.retransmitted_init(bytes) {
-                    self.stats.resent += 1;
-                    return vec![Transmit { natt, to: from, bytes: r.to_vec() }];
-                }
-            }
-            self.stats.dropped += 1;
-            return Vec::new();
-        }
-        // The connection whose peer this is: by address, else one open to any peer, else the
-        // only one.
-        let Some(ci) = self
-            .conns
-            .iter()
-            .position(|c| c.conf.remote_addr == Some(from.ip()))
-            .or_else(|| self.conns.iter().position(|c| c.conf.remote_addr.is_none()))
-            .or((self.conns.len() == 1).then_some(0))
-        else {
-            self.stats.dropped += 1;
-            return Vec::new();
-        };
-        let port = if natt { self.natt_port } else { self.ike_port };
-        let local = SocketAddr::new(self.conns[ci].conf.local_addr.unwrap_or(self.local_ip), port);
-        let busy = self.half_open.len() >= COOKIE_THRESHOLD;
-        match self.conns[ci].responder.handle_init(
-            now_ms,
-            Endpoints { local, remote: from },
-            bytes,
-            busy,
-        ) {
-            InitOutcome::Reply(r, why) => {
-                log_event!(Level::Debug, "ike-init-refused", "peer" => from, "why" => why.to_string());
-                vec![Transmit { natt, to: from, bytes: r }]
-            }
-            InitOutcome::Drop(why) => {
-                self.stats.dropped += 1;
-                log_event!(Level::Debug, "ike-dropped", "peer" => from, "why" => why.to_string());
-                Vec::new()
-            }
-            InitOutcome::HalfOpen(st, r) => {
-                let spi_r = st.spi_r();
-                self.half_open.insert((spi_i, from), spi_r);
-                self.sas.insert(
-                    spi_r,
-                    Entry {
-                        conn: ci,
-                        peer: from,
-                        natt,
-                        state: State::HalfOpen(st),
-                        created_ms: now_ms,
-                        spi_i,
-                        initiator: false,
-                    },
-                );
-                vec![Transmit { natt, to: from, bytes: r }]
-            }
-        }
-    }
-
-    fn on_init_response(
-        &mut self,
-        e: &mut Entry,
-        st: InitiatorSaInit,
-        bytes: &[u8],
-        now_ms: u64,
-        out: &mut Vec<Transmit>,
-    ) -> bool {
-        match st.handle(now_ms, bytes) {
-            Ok(SaInitNext::Resend(st, r)) => {
-                // COOKIE or INVALID_KE_PAYLOAD: IKE_SA_INIT again (§2.6, §1.3).
-                out.push(Transmit { natt: e.natt, to: e.peer, bytes: r });
-                e.state = State::InitSent(Box::new(st));
-                true
-            }
-            Ok(SaInitNext::Auth(st, r)) => {
-                // §2.23: behind a NAT (or told to encapsulate), float to 4500 from IKE_AUTH on.
-                let n = st.nat();
-                if !e.natt
-                    && (n.local_behind_nat || n.remote_behind_nat || self.conns[e.conn].conf.encap)
-                {
-                    e.natt = true;
-                    e.peer.set_port(self.natt_port);
-                }
-                out.push(Transmit { natt: e.natt, to: e.peer, bytes: r });
-                e.state = State::AuthSent(Box::new(st));
-                true
-            }
-            Err(rej) => self.rejected(e, rej, |s| State::InitSent(Box::new(s))),
-        }
-    }
-
-    fn on_auth_response(
-        &mut self,
-        plane: &mut ControlPlane,
-        e: &mut Entry,
-        st: InitiatorAuth,
-        bytes: &[u8],
-        from: SocketAddr,
-        now_ms: u64,
-    ) -> bool {
-        match st.handle(bytes) {
-            Ok(est) => {
-                e.peer = from;
-                self.established(plane, e, est, now_ms);
-                true
-            }
-            Err(rej) => self.rejected(e, rej, |s| State::AuthSent(Box::new(s))),
-        }
-    }
-
-    /// `msg`: the datagram, its sender, whether it came on 4500, and our SPI.
-    fn on_auth_request(
-        &mut self,
-        plane: &mut ControlPlane,
-        e: &mut Entry,
-        st: ResponderAuth,
-        msg: (&[u8], SocketAddr, bool, u64),
-        now_ms: u64,
-        out: &mut Vec<Transmit>,
-    ) -> bool {
-        let (bytes, from, natt, ours) = msg;
-        self.half_open.remove(&(e.spi_i, e.peer));
-        match st.handle(bytes) {
-            Ok(AuthOutcome::Established(est, reply)) => {
-                e.peer = from;
-                e.natt = natt;
-                // Inbound live before the response leaves (DESIGN rule 4).
-                self.established(plane, e, *est, now_ms);
-                out.push(Transmit { natt, to: from, bytes: reply });
-                true
-            }
-            Ok(AuthOutcome::Failed(why, reply)) => {
-                self.stats.failed += 1;
-                log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => from, "why" => why.to_string());
-                out.push(Transmit { natt, to: from, bytes: reply });
-                false
-            }
-            Err(rej) => {
-                let keep = self.rejected(e, rej, |s| State::HalfOpen(Box::new(s)));
-                if keep {
-                    self.half_open.insert((e.spi_i, e.peer), ours);
-                }
-                keep
-            }
-        }
-    }
-
-    /// A dropped message keeps the state (§2.21); a failed exchange ends it.
-    fn rejected<S>(
-        &mut self,
-        e: &mut Entry,
-        rej: Rejected<S>,
-        back: impl FnOnce(S) -> State,
-    ) -> bool {
-        let why = rej.error().to_string();
-        match rej.into_state() {
-            Some(s) => {
-                self.stats.dropped += 1;
-                log_event!(Level::Debug, "ike-dropped", "connection" => self.conns[e.conn].conf.name, "why" => why);
-                e.state = back(s);
-                true
-            }
-            None => {
-                self.stats.failed += 1;
-                log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why);
-                self.retry_later(e);
-                false
-            }
-        }
-    }
-
     fn established(
         &mut self,
         plane: &mut ControlPlane,
@@ -624,81 +409,6 @@ impl IkeDriver {
                 log.push(line);
             }
         }
-    }
-
-    /// tshark's `ikev2_decryption_table` lines of every IKE SA so far (rekeyed ones too), or
-    /// `None` unless the node was started to export keys.
-    pub fn wireshark_keys(&self) -> Option<&[String]> {
-        self.key_log.as_deref()
-    }
-
-    /// Deletes connection `name`'s IKE SAs (and with them their CHILD SAs, §1.4.1); half-open
-    /// exchanges are dropped. Returns the datagrams to send and how many IKE SAs it touched.
-    pub fn terminate(
-        &mut self,
-        plane: &mut ControlPlane,
-        name: &str,
-        now_ms: u64,
-    ) -> Result<(Vec<Transmit>, usize), String> {
-        let ci = self.connection(name).ok_or_else(|| format!("no connection {name:?}"))?;
-        self.retry.retain(|(_, c)| *c != ci);
-        let keys: Vec<u64> =
-            self.sas.iter().filter(|(_, e)| e.conn == ci).map(|(k, _)| *k).collect();
-        let mut out = Vec::new();
-        for k in &keys {
-            let Some(mut e) = self.sas.remove(k) else { continue };
-            if let State::Up(mut up) = std::mem::replace(&mut e.state, State::Taken) {
-                let sent = self.with_ctx(plane, &e, now_ms, |cx| {
-                    // Our pairs go at once: fail closed even if the peer never answers.
-                    up.remove_all(cx);
-                    up.request(ike::session::Request::DeleteIke, cx)
-                });
-                let (natt, to) = (e.natt, e.peer);
-                out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
-            }
-            self.alias.retain(|_, v| v != k);
-        }
-        log_event!(Level::Info, "ike-terminate", "connection" => name, "ike_sas" => keys.len());
-        Ok((out, keys.len()))
-    }
-
-    /// Rekeys connection `name`'s newest CHILD SA (or, with `ike`, its IKE SA) now.
-    pub fn rekey(
-        &mut self,
-        plane: &mut ControlPlane,
-        name: &str,
-        ike: bool,
-        now_ms: u64,
-    ) -> Result<(Vec<Transmit>, usize), String> {
-        let ci = self.connection(name).ok_or_else(|| format!("no connection {name:?}"))?;
-        let keys: Vec<u64> = self
-            .sas
-            .iter()
-            .filter(|(_, e)| e.conn == ci && matches!(e.state, State::Up(_)))
-            .map(|(k, _)| *k)
-            .collect();
-        if keys.is_empty() {
-            return Err(format!("connection {name:?} has no established IKE SA"));
-        }
-        let mut out = Vec::new();
-        for k in &keys {
-            let Some(mut e) = self.sas.remove(k) else { continue };
-            if let State::Up(mut up) = std::mem::replace(&mut e.state, State::Taken) {
-                let sent = self.with_ctx(plane, &e, now_ms, |cx| {
-                    let r = if ike {
-                        Some(ike::session::Request::RekeyIke)
-                    } else {
-                        up.child_spis().last().map(|s| ike::session::Request::RekeyChild(*s))
-                    };
-                    r.map(|r| up.request(r, cx)).unwrap_or_default()
-                });
-                let (natt, to) = (e.natt, e.peer);
-                out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
-                e.state = State::Up(up);
-            }
-            self.file(*k, e);
-        }
-        Ok((out, keys.len()))
     }
 
     /// Retransmissions (§2.1) and half-open expiry; call every few tens of milliseconds.
@@ -772,52 +482,5 @@ impl IkeDriver {
             out.extend(self.initiate(i, now_ms).unwrap_or_default());
         }
         out
-    }
-
-    /// `status`: every IKE SA with its state and CHILD SA (SPIs, suite; never keys).
-    pub fn status(&self, now_ms: u64) -> Value {
-        let mut v: Vec<Value> = self
-            .sas
-            .values()
-            .map(|e| {
-                let mut j = json!({
-                    "connection": self.conns[e.conn].conf.name,
-                    "peer": e.peer.to_string(),
-                    "state": e.state.name(),
-                    "udp_encap": e.natt,
-                    "age_s": now_ms.saturating_sub(e.created_ms) / 1000,
-                });
-                if let State::Up(up) = &e.state {
-                    let ike = up.session.ike();
-                    j["role"] = json!(if ike.role == ike::sk::Role::Initiator {
-                        "initiator"
-                    } else {
-                        "responder"
-                    });
-                    j["spi_i"] = json!(format!("{:016x}", ike.spi_i));
-                    j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
-                    j["suite"] = json!(format!("{:?}", ike.suite));
-                    j["child_rekeys"] = json!(up.rekeys);
-                    let (n, median, exchange) = up.rekey_delay();
-                    j["our_rekeys"] = json!(n);
-                    j["our_rekey_delay_median_us"] = json!(median);
-                    j["our_rekey_exchange_median_us"] = json!(exchange);
-                    j["children"] = json!(up.children_json(now_ms));
-                }
-                j
-            })
-            .collect();
-        v.sort_by(|a, b| a["connection"].as_str().cmp(&b["connection"].as_str()));
-        let s = self.stats;
-        json!({
-            "ike_sas": v,
-            "counters": {
-                "established": s.established,
-                "failed": s.failed,
-                "dropped": s.dropped,
-                "unsupported": s.unsupported,
-                "resent": s.resent,
-            }
-        })
     }
 }
