@@ -114,7 +114,11 @@ impl<'a> ControlThread<'a> {
     }
 
     fn status_value(&self) -> Value {
-        let mut v = status::status_value(&self.board.collect(), self.now());
+        // Idle workers look at the board between polls (100 ms): wake them, so a status (or a
+        // metrics scrape) holds this thread — which also reads IKE — for well under a
+        // millisecond, not up to 100 ms (an IKE_SA_INIT flood test showed the stall).
+        let snaps = self.board.collect_waking(|| self.plane.wake_workers());
+        let mut v = status::status_value(&snaps, self.now());
         let s = self.plane.stats;
         v["control"] = json!({
             "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,

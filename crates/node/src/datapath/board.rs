@@ -25,14 +25,21 @@ impl Board {
 
     /// Asks every worker for a snapshot and waits (up to a second) for all of them.
     pub fn collect(&self) -> Vec<Value> {
+        self.collect_waking(|| {})
+    }
+
+    /// [`Board::collect`], calling `wake` once the request is posted, so that idle workers
+    /// publish at once rather than at their next poll.
+    pub fn collect_waking(&self, wake: impl Fn()) -> Vec<Value> {
         let g = self.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        wake();
         let deadline = Instant::now() + std::time::Duration::from_secs(1);
         loop {
             let fresh = self.slots.iter().all(|s| s.lock().map_or(true, |s| s.0 >= g));
             if fresh || Instant::now() > deadline {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            std::thread::sleep(std::time::Duration::from_micros(100));
         }
         self.slots.iter().map(|s| s.lock().map(|s| s.1.clone()).unwrap_or(Value::Null)).collect()
     }

@@ -234,6 +234,12 @@ pub fn mailbox(worker: usize, events: Sender<Event>) -> io::Result<(Mailbox, Por
 }
 
 impl Port {
+    /// Wakes the worker without an envelope (it then publishes a requested status snapshot
+    /// at once instead of at its next idle poll, up to `worker::POLL_MS` later).
+    pub fn wake(&self) {
+        let _ = self.wake.send(&[1]);
+    }
+
     /// Queues an envelope and wakes the worker. Fails if the worker has stopped.
     pub fn send(&self, env: Envelope) -> io::Result<()> {
         self.updates

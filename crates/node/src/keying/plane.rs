@@ -214,6 +214,13 @@ impl ControlPlane {
         self
     }
 
+    /// Wakes every worker (see [`crate::datapath::mailbox::Port::wake`]).
+    pub fn wake_workers(&self) {
+        for w in &self.workers {
+            w.port.wake();
+        }
+    }
+
     /// The wake-up socket's descriptor, for poll(2).
     pub fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;

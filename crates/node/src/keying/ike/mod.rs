@@ -462,7 +462,10 @@ impl IkeDriver {
                 Ok(Some(b)) => out.push(Transmit { natt: e.natt, to: e.peer, bytes: b }),
                 Ok(None) => {}
                 Err(why) => {
-                    log_event!(Level::Warn, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why.to_string());
+                    // A half-open SA that never got its IKE_AUTH is what a flood of spoofed
+                    // IKE_SA_INITs leaves by the dozen: not worth a warning each.
+                    let level = if e.initiator { Level::Warn } else { Level::Debug };
+                    log_event!(level, "ike-failed", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "why" => why.to_string());
                     gone.push((*spi, e.spi_i, e.peer));
                 }
             }
