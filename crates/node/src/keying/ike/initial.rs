@@ -55,6 +55,11 @@ impl IkeDriver {
             busy,
         ) {
             InitOutcome::Reply(r, why) => {
+                self.stats.init_refused += 1;
+                // The responder's reason for a COOKIE reply (ike::responder::handle_init).
+                if why.to_string().contains("cookie required") {
+                    self.stats.cookies += 1;
+                }
                 log_event!(Level::Debug, "ike-init-refused", "peer" => from, "why" => why.to_string());
                 vec![Transmit { natt, to: from, bytes: r }]
             }

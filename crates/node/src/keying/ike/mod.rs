@@ -58,6 +58,11 @@ pub struct IkeStats {
     pub unsupported: u64,
     /// Requests answered from the response cache (retransmissions, §2.1).
     pub resent: u64,
+    /// IKE_SA_INIT requests answered without keeping state: COOKIE (§2.6, many half-open
+    /// SAs), INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN.
+    pub init_refused: u64,
+    /// Of those, COOKIE requests.
+    pub cookies: u64,
 }
 
 struct Conn {

@@ -48,6 +48,8 @@ impl IkeDriver {
                 "dropped": s.dropped,
                 "unsupported": s.unsupported,
                 "resent": s.resent,
+                "init_refused": s.init_refused,
+                "cookies": s.cookies,
             }
         })
     }
