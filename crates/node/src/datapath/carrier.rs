@@ -33,8 +33,9 @@ pub fn force_buffers(s: &UdpSocket, bytes: usize) {
 pub enum Rx {
     /// An IP packet carrying ESP/AH is in the buffer, ready for `Engine::inbound`.
     Packet,
-    /// An IKE message (non-ESP marker): not handled here, dropped and counted.
-    Ike,
+    /// An IKE message (after the non-ESP marker, RFC 3948 §2.2) from this sender is in the
+    /// buffer, marker included: the caller punts it to the control thread.
+    Ike(std::net::SocketAddr),
     /// A NAT-keepalive: ignored and counted.
     Keepalive,
     /// Too short to be anything, or the header could not be rebuilt: dropped and counted.
@@ -190,7 +191,7 @@ impl Carrier {
         if let Carrier::Udp { .. } = self {
             match encap::classify(buf.as_slice()) {
                 UdpPayload::Esp => {}
-                UdpPayload::Ike => return Ok(Rx::Ike),
+                UdpPayload::Ike => return Ok(Rx::Ike(from)),
                 UdpPayload::Keepalive => return Ok(Rx::Keepalive),
                 UdpPayload::Runt => return Ok(Rx::Runt),
             }

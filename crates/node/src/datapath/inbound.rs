@@ -204,7 +204,18 @@ impl Inbound {
             match rx {
                 Rx::Empty => break,
                 Rx::Packet => n += 1,
-                Rx::Ike => self.counters.ike_dropped += 1,
+                Rx::Ike(from) if self.events.len() < MAX_EVENTS => {
+                    // The same punt as the batched path's (RFC 3948 §2.2).
+                    self.counters.punted += 1;
+                    let bytes = self.bufs[n].as_slice().get(4..).unwrap_or_default().to_vec();
+                    self.events.push(Event::Punted {
+                        lane: self.lane,
+                        kind: PuntKind::Ike,
+                        from,
+                        bytes,
+                    });
+                }
+                Rx::Ike(_) => self.counters.ike_dropped += 1,
                 Rx::Keepalive => self.counters.keepalives += 1,
                 Rx::Runt => self.counters.runts += 1,
             }
