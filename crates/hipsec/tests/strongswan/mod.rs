@@ -327,12 +327,14 @@ impl Pair {
             .unwrap_or(0)
     }
 
-    /// Sends `bytes` over TCP from A's inner address to a sink on B's; returns the SHA-256 the
-    /// sink computed of what it received and the one of what was sent.
-    pub fn tcp_transfer(&self, bytes: usize) -> (String, String) {
-        let sink = "import hashlib,socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.0.2.1',5201));s.listen(1);print('ready',flush=True)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  h.update(b)\nprint(h.hexdigest())";
+    /// A SHA-256 sink on B's inner address, port `port`; runs `sender` (Python, given a
+    /// connected socket `s`) on A; returns (the sink's SHA-256, the sender's stdout).
+    fn tcp_through(&self, port: u16, sender: &str) -> (String, String) {
+        let sink = format!(
+            "import hashlib,socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.0.2.1',{port}));s.listen(1);print('ready',flush=True)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  h.update(b)\nprint(h.hexdigest())"
+        );
         let mut server = Command::new("ip")
-            .args(["netns", "exec", &self.b, "python3", "-c", sink])
+            .args(["netns", "exec", &self.b, "python3", "-c", &sink])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -340,7 +342,7 @@ impl Pair {
             std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap()));
         assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
         let send = format!(
-            "import hashlib,os,socket\nd=os.urandom({bytes})\ns=socket.create_connection(('10.0.2.1',5201),source_address=('10.0.1.1',0),timeout=30)\ns.sendall(d);s.close()\nprint(hashlib.sha256(d).hexdigest())"
+            "import hashlib,os,socket,time\ns=socket.create_connection(('10.0.2.1',{port}),source_address=('10.0.1.1',0),timeout=30)\n{sender}"
         );
         let out = Command::new("ip")
             .args(["netns", "exec", &self.a, "python3", "-c", &send])
@@ -352,29 +354,22 @@ impl Pair {
         (got, String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
+    /// Sends `bytes` over TCP from A's inner address to a sink on B's; returns the SHA-256 the
+    /// sink computed of what it received and the one of what was sent.
+    pub fn tcp_transfer(&self, bytes: usize) -> (String, String) {
+        self.tcp_through(
+            5201,
+            &format!("d=os.urandom({bytes})\ns.sendall(d);s.close()\nprint(hashlib.sha256(d).hexdigest())"),
+        )
+    }
+
     /// Streams random bytes over TCP from A to a sink on B for `seconds` (at most `rate_bps`);
     /// returns (SHA-256 at the sink, SHA-256 sent, bytes sent).
     pub fn tcp_stream(&self, seconds: f64, rate_bps: u64) -> (String, String, u64) {
-        let sink = "import hashlib,socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.0.2.1',5202));s.listen(1);print('ready',flush=True)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  h.update(b)\nprint(h.hexdigest())";
-        let mut server = Command::new("ip")
-            .args(["netns", "exec", &self.b, "python3", "-c", sink])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines =
-            std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap()));
-        assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
-        let send = format!(
-            "import hashlib,os,socket,time\ns=socket.create_connection(('10.0.2.1',5202),source_address=('10.0.1.1',0),timeout=30)\nh=hashlib.sha256();n=0;t0=time.time();chunk=16384\nwhile time.time()-t0<{seconds}:\n  d=os.urandom(chunk);s.sendall(d);h.update(d);n+=chunk\n  ahead=n*8/{rate_bps}-(time.time()-t0)\n  if ahead>0: time.sleep(ahead)\ns.close()\nprint(h.hexdigest(),n)"
+        let (got, text) = self.tcp_through(
+            5202,
+            &format!("h=hashlib.sha256();n=0;t0=time.time();chunk=16384\nwhile time.time()-t0<{seconds}:\n  d=os.urandom(chunk);s.sendall(d);h.update(d);n+=chunk\n  ahead=n*8/{rate_bps}-(time.time()-t0)\n  if ahead>0: time.sleep(ahead)\ns.close()\nprint(h.hexdigest(),n)"),
         );
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.a, "python3", "-c", &send])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
-        let got = lines.next().and_then(Result::ok).unwrap_or_default();
-        let _ = server.wait();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let mut f = text.split_whitespace();
         let sent = f.next().unwrap_or_default().to_string();
         let n = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
