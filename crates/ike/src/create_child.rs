@@ -1,14 +1,20 @@
 //! CREATE_CHILD_SA for CHILD SAs (RFC 7296 §1.3.1 new, §1.3.3 rekey with REKEY_SA, optional
 //! PFS with a KE payload, §2.17 KEYMAT with the exchange's own nonces), both ends. The rekey's
 //! initiator deletes the old pair once the new one is up (§2.8). An IKE proposal goes to
-//! `ike_rekey.rs`. Simultaneous rekeys of one pair are resolved by the nonce rule of §2.8.1.
+//! `ike_rekey.rs`. Simultaneous rekeys of one pair are resolved by the nonce rule of §2.8.1, with
+//! events the driver can apply make-before-break going by its own requests alone: the peer's
+//! pair of a collision comes without `rekeys`, ours with it only if it survives (else it is
+//! reported superseded and deleted, never installed); a queued rekey of ours is dropped when the
+//! peer rekeys the pair first; a pair we are deleting is not rekeyed (TEMPORARY_FAILURE, §2.25).
 
 use crate::auth::{ts_narrow, ts_within};
 use crate::config::{ChildSaKeys, Mode};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::ChildKeyMat;
 use crate::sa::{NONCE_LEN, find_notify, notify, random, random_esp_spi, take_payload};
-use crate::session::{ChildRequest, ChildSa, Collision, Event, Output, Pending, Request, Session};
+use crate::session::{
+    ChildRequest, ChildSa, Collision, Event, Output, Pending, Request, Session, deleting,
+};
 use crate::suite::ChildSuite;
 use crypto::{DhGroup, KeyExchange};
 use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, Ts};
@@ -73,7 +79,9 @@ impl Session {
     }
 
     /// The answer to our CREATE_CHILD_SA: install the new pair; after a rekey, delete the old
-    /// one (§2.8). A refusal or a bad answer is reported as [`Event::RequestFailed`].
+    /// one (§2.8). A refusal or a bad answer is reported as [`Event::RequestFailed`]; so is a
+    /// rekey whose pair is not wanted (it lost a simultaneous rekey, §2.8.1, or the old pair is
+    /// gone): the peer has it, so it is deleted, but it is never installed here.
     pub(crate) fn on_child_response(
         &mut self,
         req: ChildRequest,
@@ -81,6 +89,8 @@ impl Session {
         out: &mut Output,
     ) {
         let ChildRequest { rekeys, new_spi_in, suite, mode, ni, ke, local_ts, remote_ts } = req;
+        // The peer's rekey seen while this request was out, if any, belongs to this answer.
+        let collision = self.collision.take();
         let request = rekeys.map_or(Request::NewChild, Request::RekeyChild);
         let result = (|| {
             if let Some(ty) = crate::sa::error_notify(payloads) {
@@ -100,9 +110,6 @@ impl Session {
             let (chosen, spi_out) = ChildSuite::from_chosen(p)?;
             if chosen != suite {
                 return Err(PeerMisbehaved::ProposalNotOffered("child suite").into());
-            }
-            if rekeys.is_some_and(|old| self.children.iter().all(|c| c.spi_in != old)) {
-                return Err(PeerMisbehaved::UnexpectedMessage("rekeyed CHILD SA is gone").into());
             }
             if !ts_within(&tsi.selectors, &local_ts) || !ts_within(&tsr.selectors, &remote_ts) {
                 return Err(PeerMisbehaved::TrafficSelectorsNotNarrowed.into());
@@ -152,25 +159,36 @@ impl Session {
         })();
         match result {
             Ok((keys, nr)) => {
-                let new_spi_in = keys.spi_in;
-                self.children.push(ChildSa::of(&keys));
                 let Some(old_spi_in) = rekeys else {
+                    self.children.push(ChildSa::of(&keys));
                     out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys: None });
                     return;
                 };
                 // §2.8.1: if the peer rekeyed the same pair meanwhile, the exchange holding the
                 // lowest of the four nonces made the redundant pair; its initiator deletes it,
-                // and the other initiator deletes the old pair.
-                let collision = self.collision.take().filter(|c| c.old_spi_in == old_spi_in);
+                // and the other initiator deletes the old pair. The peer, having answered us
+                // while its own request was out, reaches the same verdict.
+                let collision = collision.filter(|c| c.old_spi_in == old_spi_in);
                 let ours_redundant = collision.is_some_and(|c| {
                     let ours = ni.as_slice().min(nr.as_slice());
                     let theirs = c.ni.as_slice().min(c.nr.as_slice());
                     ours < theirs
                 });
-                if ours_redundant {
-                    out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys: None });
-                    self.queue.push_front(Request::DeleteChild(new_spi_in));
+                let gone = self.children.iter().all(|c| c.spi_in != old_spi_in);
+                if ours_redundant || gone {
+                    // Never installed here, so never sent on: the peer sends on its own pair
+                    // once it has deleted the old one, and we fall back to that pair then.
+                    self.unwanted.push(keys.spi_in);
+                    let why = if gone {
+                        "the rekeyed CHILD SA is gone"
+                    } else {
+                        "the peer's simultaneous rekey of the CHILD SA survives (RFC 7296 2.8.1)"
+                    };
+                    out.events
+                        .push(Event::RequestFailed { request, error: Error::Superseded(why) });
                 } else {
+                    // The peer installed the pair before answering: we may send on it at once.
+                    self.children.push(ChildSa::of(&keys));
                     let rekeys = Some(old_spi_in);
                     out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys });
                     self.queue.push_front(Request::DeleteChild(old_spi_in));
@@ -205,6 +223,11 @@ impl Session {
             Some(n) => {
                 let spi = <[u8; 4]>::try_from(n.spi.as_slice()).ok().map(u32::from_be_bytes);
                 match spi.and_then(|s| self.children.iter().find(|c| c.spi_out == s)) {
+                    // §2.25: a pair we are closing (our DELETE of it is on its way, after our own
+                    // rekey of it) is not rekeyed again.
+                    Some(c) if deleting(self.outstanding.as_ref(), &self.queue, c.spi_in) => {
+                        return refuse(NotifyType::TEMPORARY_FAILURE, Vec::new());
+                    }
                     Some(c) => Some(c.clone()),
                     None => {
                         let nf = Notify {
@@ -275,18 +298,31 @@ impl Session {
             local_ts: tsr_n,
             remote_ts: tsi_n,
         };
-        if let Some(c) = &rekeyed {
+        let mut rekeys = rekeyed.map(|c| c.spi_in);
+        if let Some(old) = rekeys {
             let ours_too = self.outstanding.as_ref().is_some_and(
-                |o| matches!(&o.pending, Pending::CreateChild(r) if r.rekeys == Some(c.spi_in)),
+                |o| matches!(&o.pending, Pending::CreateChild(r) if r.rekeys == Some(old)),
             );
             if ours_too {
-                self.collision =
-                    Some(Collision { old_spi_in: c.spi_in, ni: ni.clone(), nr: nr_copy });
+                // Both rekeys in flight (§2.8.1): which pair survives is known with our answer;
+                // until then the peer's pair is not one to switch to.
+                self.collision = Some(Collision { old_spi_in: old, ni: ni.clone(), nr: nr_copy });
+                rekeys = None;
+            } else {
+                // A rekey of ours still queued would now only collide: drop it, and say so
+                // before the install, so the driver knows this rekey is the peer's.
+                let before = self.queue.len();
+                self.queue.retain(|r| *r != Request::RekeyChild(old));
+                for _ in self.queue.len()..before {
+                    out.events.push(Event::RequestFailed {
+                        request: Request::RekeyChild(old),
+                        error: Error::Superseded("the peer rekeyed the CHILD SA first"),
+                    });
+                }
             }
         }
         self.children.push(ChildSa::of(&keys));
-        out.events
-            .push(Event::InstallChild { keys: Box::new(keys), rekeys: rekeyed.map(|c| c.spi_in) });
+        out.events.push(Event::InstallChild { keys: Box::new(keys), rekeys });
         Ok(inner)
     }
 }

@@ -102,6 +102,11 @@ pub enum Error {
     /// We built a message the codec refused (a bug here).
     #[error("building a message: {0}")]
     Emit(IkeError),
+    /// Our request came to nothing through no one's fault: our CHILD SA rekey lost a
+    /// simultaneous rekey of the same pair by the peer (§2.8.1: the peer's pair replaces it),
+    /// or the pair went away meanwhile (§2.25). The pair our exchange made is deleted.
+    #[error("request superseded: {0}")]
+    Superseded(&'static str),
 }
 
 impl Error {

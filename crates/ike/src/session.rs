@@ -47,11 +47,25 @@ impl ChildSa {
 #[derive(Debug)]
 pub enum Event {
     /// Install this CHILD SA pair. Make-before-break (DESIGN rule 4): install the inbound SA at
-    /// once; `rekeys` names the inbound SPI of the pair it succeeds, whose removal follows as a
-    /// [`Event::RemoveChild`]. Outbound traffic of those selectors goes on the newest pair still
-    /// installed: the side that started the rekey may switch at once (the peer installed
-    /// first); both fall back to the older pair if a newer one is removed (the redundant pair
-    /// of a simultaneous rekey, §2.8.1).
+    /// once. `rekeys` names the inbound SPI of the pair it succeeds, whose removal follows as a
+    /// [`Event::RemoveChild`]; who started the rekey says when outbound traffic moves to it:
+    ///
+    /// - our own rekey (the driver asked [`Request::RekeyChild`] of `rekeys` and has had no
+    ///   `InstallChild` with that `rekeys` nor a [`Event::RequestFailed`] for it since): the peer
+    ///   installed its inbound SA before answering, so outbound switches to this pair at once;
+    /// - the peer's rekey: outbound switches when the old pair is removed (the peer's DELETE
+    ///   of it follows once the peer has read our answer and installed its own inbound SA).
+    ///
+    /// The session keeps that bookkeeping exact, so the driver may go by its own requests: a
+    /// rekey of ours still queued when the peer's rekey of the same pair arrives is dropped
+    /// and reported failed first (in the same [`Output`], before this event); when both
+    /// requests are in flight at once (a simultaneous rekey, §2.8.1) the peer's pair comes
+    /// with `rekeys: None` (not to be switched to yet: which pair survives is known only with
+    /// our answer), then either ours with `rekeys: Some(old)` (ours survives: switch at once; the
+    /// peer deletes its pair) or a [`Event::RequestFailed`] with [`Error::Superseded`] (the
+    /// peer's survives: ours is deleted without ever being installed here, the peer deletes the
+    /// old pair, and outbound falls to the newest pair left, the peer's). A pair with `rekeys:
+    /// None` is never switched to except when the pair sending is removed.
     InstallChild {
         /// The keys and selectors.
         keys: Box<ChildSaKeys>,
@@ -75,7 +89,9 @@ pub enum Event {
         /// New responder SPI.
         spi_r: u64,
     },
-    /// The peer refused or botched our request; the IKE SA goes on (a rekey can be retried).
+    /// The peer refused or botched our request, or it came to nothing ([`Error::Superseded`]: a
+    /// rekey that lost a simultaneous one, §2.8.1, or a queued rekey of a pair the peer rekeyed
+    /// first); the IKE SA goes on (a rekey can be retried).
     RequestFailed {
         /// What we asked.
         request: Request,
@@ -151,6 +167,13 @@ pub(crate) struct Retiring {
     pub(crate) delete: Option<(u32, Retransmit)>,
 }
 
+/// Whether our DELETE of the pair with inbound SPI `spi_in` is on its way (outstanding or
+/// queued): the pair is being closed (§2.25).
+pub(crate) fn deleting(o: Option<&Outstanding>, queue: &VecDeque<Request>, spi_in: u32) -> bool {
+    o.is_some_and(|o| matches!(o.pending, Pending::DeleteChild(s) if s == spi_in))
+        || queue.contains(&Request::DeleteChild(spi_in))
+}
+
 pub(crate) struct Outstanding {
     pub(crate) id: u32,
     pub(crate) pending: Pending,
@@ -172,6 +195,10 @@ pub struct Session {
     pub(crate) rekeyed: Option<IkeSa>,
     /// A simultaneous CHILD SA rekey in progress (§2.8.1).
     pub(crate) collision: Option<Collision>,
+    /// Inbound SPIs of pairs our rekeys made that are not wanted (the redundant pair of a
+    /// simultaneous rekey, or the old pair was gone): never installed here, but the peer has
+    /// them, so they are DELETEd ahead of the queued requests.
+    pub(crate) unwanted: Vec<u32>,
 }
 
 impl std::fmt::Debug for Session {
@@ -203,6 +230,7 @@ impl Session {
             retiring: None,
             rekeyed: None,
             collision: None,
+            unwanted: Vec::new(),
         };
         (s, child)
     }
@@ -276,12 +304,19 @@ impl Session {
 
     fn send_next(&mut self, now_ms: u64, out: &mut Output) -> Result<(), Error> {
         while self.outstanding.is_none() && !self.closed {
-            let Some(req) = self.queue.pop_front() else { return Ok(()) };
             let id = self.ike.next_request_id;
+            // A pair of ours the peer has and we never installed: its DELETE goes first.
+            let (req, unwanted) = match self.unwanted.pop() {
+                Some(spi_in) => (Request::DeleteChild(spi_in), true),
+                None => match self.queue.pop_front() {
+                    Some(req) => (req, false),
+                    None => return Ok(()),
+                },
+            };
             let (ex, inner, pending) = match req {
                 Request::Liveness => (ExchangeType::INFORMATIONAL, Vec::new(), Pending::Liveness),
                 Request::DeleteChild(spi_in) => {
-                    if !self.children.iter().any(|c| c.spi_in == spi_in) {
+                    if !unwanted && !self.children.iter().any(|c| c.spi_in == spi_in) {
                         continue;
                     }
                     let d = Delete { protocol_id: ProtocolId::ESP, spis: vec![spi_in] };
@@ -297,7 +332,15 @@ impl Session {
                 }
                 Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in))? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
-                    None => continue,
+                    None => {
+                        // Deleted (or rekeyed away) while the request waited: say so, so that
+                        // the driver stops waiting for it.
+                        out.events.push(Event::RequestFailed {
+                            request: req,
+                            error: Error::Superseded("the CHILD SA to rekey is gone"),
+                        });
+                        continue;
+                    }
                 },
                 Request::NewChild => match self.child_request(None)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
