@@ -409,3 +409,96 @@ fn new_child_sas_beside_the_first() {
     assert_eq!(removed(&deliver(0, &resp, &mut a)), vec![newest]);
     assert_eq!((a.children().len(), b.children().len()), (2, 2));
 }
+
+fn superseded(out: &Output) -> Vec<Request> {
+    out.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::RequestFailed { request, error: ike::Error::Superseded(_) } => Some(*request),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The events of crossing rekeys, as a make-before-break driver reads them (the driver switches
+/// at once to a pair with `rekeys: Some(old)` when it asked to rekey `old` itself): the peer's
+/// pair comes without `rekeys`; the surviving rekey's initiator gets its pair with
+/// `rekeys: Some(old)`, the other is told its rekey was superseded and never installs its pair,
+/// which it deletes.
+#[test]
+fn crossing_rekeys_name_the_pair_to_switch_to_only_to_the_survivor() {
+    for _ in 0..20 {
+        let ((mut a, _), (mut b, _)) = established(None);
+        let (old_a, old_b) = (a.children()[0].spi_in, b.children()[0].spi_in);
+        let req_a = a.request(0, Request::RekeyChild(old_a)).unwrap();
+        let req_b = b.request(0, Request::RekeyChild(old_b)).unwrap();
+        let resp_to_b = deliver(0, &req_b, &mut a);
+        let resp_to_a = deliver(0, &req_a, &mut b);
+        for (resp, old) in [(&resp_to_b, None), (&resp_to_a, None)] {
+            let [(_, r)] = installed(resp)[..] else { panic!("{:?}", resp.events) };
+            assert_eq!(r, old, "the peer's pair of a collision is not one to switch to yet");
+        }
+        let from_a = deliver(0, &resp_to_a, &mut a);
+        let from_b = deliver(0, &resp_to_b, &mut b);
+        let (win, lose, lose_old) = if installed(&from_a).is_empty() {
+            (&from_b, &from_a, old_a)
+        } else {
+            (&from_a, &from_b, old_b)
+        };
+        let [(_, Some(_))] = installed(win)[..] else { panic!("{:?}", win.events) };
+        assert!(installed(lose).is_empty(), "the redundant pair is never installed");
+        assert_eq!(superseded(lose), [Request::RekeyChild(lose_old)]);
+        assert_eq!((win.send.len(), lose.send.len()), (1, 1), "one DELETE each");
+    }
+}
+
+/// Our rekey completed and its DELETE of the old pair is on its way: the peer's late rekey of
+/// that pair is refused with TEMPORARY_FAILURE (§2.25), so only our new pair survives.
+#[test]
+fn a_rekey_of_a_pair_being_deleted_gets_temporary_failure() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let old_b = b.children()[0].spi_in;
+    let req_a = a.request(0, Request::RekeyChild(a.children()[0].spi_in)).unwrap();
+    let req_b = b.request(0, Request::RekeyChild(old_b)).unwrap();
+    let resp_to_a = deliver(0, &req_a, &mut b); // b sees the collision
+    let del = deliver(0, &resp_to_a, &mut a); // a's rekey completes first: DELETE of the old
+    assert_eq!(installed(&del).len(), 1);
+    let refused = deliver(0, &req_b, &mut a);
+    assert!(installed(&refused).is_empty());
+    let failed = deliver(0, &refused, &mut b);
+    assert!(matches!(
+        &failed.events[..],
+        [Event::RequestFailed {
+            request: Request::RekeyChild(o),
+            error: ike::Error::PeerMisbehaved(ike::PeerMisbehaved::ErrorNotify(
+                wire::ikev2::NotifyType::TEMPORARY_FAILURE
+            ))
+        }] if *o == old_b
+    ));
+    let ack = deliver(0, &del, &mut b);
+    assert_eq!(removed(&ack), vec![old_b]);
+    deliver(0, &ack, &mut a);
+    assert_eq!((a.children().len(), b.children().len()), (1, 1));
+    assert_eq!(a.children()[0].spi_in, b.children()[0].spi_out);
+}
+
+/// The peer's rekey arrives while ours waits in the queue (window of one): ours is dropped and
+/// reported before the install, which is then the peer's rekey.
+#[test]
+fn a_queued_rekey_of_the_pair_the_peer_rekeys_is_dropped_first() {
+    let ((mut a, _), (mut b, _)) = established(None);
+    let old_a = a.children()[0].spi_in;
+    let busy = a.request(0, Request::Liveness).unwrap();
+    assert!(a.request(0, Request::RekeyChild(old_a)).unwrap().send.is_empty());
+    let req_b = b.request(0, Request::RekeyChild(b.children()[0].spi_in)).unwrap();
+    let resp = deliver(0, &req_b, &mut a);
+    assert!(matches!(
+        &resp.events[..],
+        [
+            Event::RequestFailed { request: Request::RekeyChild(f), error: ike::Error::Superseded(_) },
+            Event::InstallChild { rekeys: Some(r), .. },
+        ] if *f == old_a && *r == old_a
+    ));
+    let alive = deliver(0, &deliver(0, &busy, &mut b), &mut a);
+    assert!(alive.send.is_empty(), "nothing queued any more");
+}
