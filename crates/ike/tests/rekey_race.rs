@@ -1,8 +1,8 @@
 //! Two established IKE SAs rekeying the same CHILD SA from both ends, over and over, on a
-//! virtual clock, with every datagram in flight delivered in a random order (requests crossing,
-//! responses crossing, DELETEs crossing, a datagram lost now and then and retransmitted), each end
-//! driving a model of the node's data path (crates/node `Up::install`, `Up::remove`,
-//! `Up::switch_to`, `Up::tick`, `Up::apply`) exactly:
+//! virtual clock (now and then rekeying the IKE SA too), with every datagram in flight delivered
+//! in a random order (requests crossing, responses crossing, DELETEs crossing, a datagram lost
+//! now and then and retransmitted), each end driving a model of the node's data path
+//! (crates/node `Up::install`, `Up::remove`, `Up::switch_to`, `Up::tick`, `Up::apply`) exactly:
 //!
 //! - `InstallChild { rekeys: Some(old) }` installs the inbound SA at once; the node takes the
 //!   rekey for its own if it asked to rekey `old` (its `rekeying` map, removed on that install or
@@ -102,6 +102,8 @@ struct Node {
     rekeys_by_us: u64,
     /// Rekeys of ours that lost a simultaneous one (§2.8.1).
     lost_races: u64,
+    /// IKE SA rekeys (either end's), the CHILD SAs moving to the new IKE SA.
+    ike_rekeys: u64,
 }
 
 impl Node {
@@ -160,6 +162,7 @@ impl Node {
                 }
                 self.rekeying.remove(spi);
             }
+            Event::IkeRekeyed { .. } => self.ike_rekeys += 1,
             Event::IkeClosed => {
                 self.pairs.clear();
                 self.policies = false;
@@ -364,7 +367,7 @@ impl World {
 
 /// One run: `steps` random actions (rekey timers firing at one end or both at once, a datagram
 /// in flight delivered or lost, time passing to a retransmission), then quiet.
-fn run(seed: u64, steps: usize) -> [u64; 2] {
+fn run(seed: u64, steps: usize) -> [u64; 3] {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut w = World::new();
     w.trace[0] = format!("seed {seed}, last steps");
@@ -372,6 +375,12 @@ fn run(seed: u64, steps: usize) -> [u64; 2] {
     for _ in 0..steps {
         let r = rng.below(100);
         match r {
+            // Now and then the IKE SA itself is rekeyed (§2.18) amid the CHILD rekeys.
+            19 => {
+                let x = rng.below(2);
+                let out = w.s[x].request(w.now, Request::RekeyIke).unwrap();
+                w.absorb(x, out, "asks RekeyIke");
+            }
             0..20 => {
                 let x = rng.below(2);
                 w.tick(x, &mut rng, 60);
@@ -405,21 +414,26 @@ fn run(seed: u64, steps: usize) -> [u64; 2] {
     }
     w.drain(&mut rng);
     w.settled();
-    [w.n[0].rekeys_by_us + w.n[1].rekeys_by_us, w.n[0].lost_races + w.n[1].lost_races]
+    let [a, b] = &w.n;
+    [a.rekeys_by_us + b.rekeys_by_us, a.lost_races + b.lost_races, a.ike_rekeys]
 }
 
 #[test]
 fn crossing_child_rekeys_never_send_on_an_sa_the_peer_lacks() {
     // SEEDS=n for a longer search.
     let seeds = std::env::var("SEEDS").map_or(300, |v| v.parse().unwrap());
-    let (mut rekeys, mut races) = (0, 0);
+    let (mut rekeys, mut races, mut ike) = (0, 0, 0);
     for seed in 0..seeds {
-        let [r, l] = run(seed, 300);
+        let [r, l, i] = run(seed, 300);
         rekeys += r;
         races += l;
+        ike += i;
     }
-    eprintln!("{rekeys} rekeys completed, {races} lost a simultaneous rekey");
-    assert!(rekeys > seeds * 10 && races > seeds / 3, "{rekeys} rekeys, {races} races lost");
+    eprintln!("{rekeys} CHILD rekeys, {races} lost a simultaneous rekey; {ike} IKE rekeys");
+    assert!(
+        rekeys > seeds * 10 && races > seeds / 3 && ike > seeds / 2,
+        "{rekeys} rekeys, {races} races lost, {ike} IKE rekeys"
+    );
 }
 
 /// The case of the logged run: both ends ask to rekey the same pair; each request reaches the
