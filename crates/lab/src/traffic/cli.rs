@@ -42,6 +42,29 @@ pub enum TrafficCmd {
         #[arg(long, default_value_t = 3000)]
         duration_ms: u64,
     },
+    /// FTP-like sessions (seed 003): `--clients` clients each sending `--size` bytes per
+    /// connection to a `sink`, again and again for `--duration-ms` (then `--drain-ms` for the
+    /// last ones to finish); prints a JSON `SessionsResult`.
+    Sessions {
+        #[arg(long)]
+        server: SocketAddr,
+        #[arg(long, default_value_t = 10)]
+        clients: u32,
+        #[arg(long, default_value_t = 10_000_000)]
+        size: u64,
+        /// No session starts after this.
+        #[arg(long, default_value_t = 10_000)]
+        duration_ms: u64,
+        /// Running sessions may finish within this after `--duration-ms`.
+        #[arg(long, default_value_t = 0)]
+        drain_ms: u64,
+    },
+    /// The sink of `sessions`: reads every connection to its end and answers with the byte
+    /// count, until killed.
+    Sink {
+        #[arg(long)]
+        listen: SocketAddr,
+    },
     /// Waits until `--server` answers a TCP connection attempt (accepted or refused: either is a
     /// round trip, e.g. through a tunnel), trying `--tries` times `--timeout-ms` each.
     Probe {
@@ -79,6 +102,20 @@ pub fn main_with(cli: TrafficCli) -> i32 {
                     .map_err(|e| crate::error::LabError::parse("client result", e.to_string()))
             })
         }
+        TrafficCmd::Sessions { server, clients, size, duration_ms, drain_ms } => {
+            let p = super::sessions::SessionsParams {
+                server,
+                clients,
+                size,
+                duration: Duration::from_millis(duration_ms.max(1)),
+                drain: Duration::from_millis(drain_ms),
+            };
+            super::sessions::run(&p).and_then(|r| {
+                serde_json::to_string(&r)
+                    .map_err(|e| crate::error::LabError::parse("sessions result", e.to_string()))
+            })
+        }
+        TrafficCmd::Sink { listen } => super::sessions::sink(listen).map(|()| String::new()),
         TrafficCmd::Probe { server, tries, timeout_ms } => {
             engine::probe(server, tries, Duration::from_millis(timeout_ms))
                 .map(|n| format!("{server} answered after {n} attempt(s)"))

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod engine;
 pub mod iperf;
 pub mod runner;
+pub mod sessions;
 pub mod stats;
 
 use crate::cpu::SystemCpuDelta;
