@@ -9,6 +9,7 @@
 
 use super::config::{EspCarrier, INNER_V4, INNER_V6, config, describe};
 use super::filter::NodeFilter;
+use super::ike::{IkeGateway, IkeNodes};
 use super::mode::{Mode, ModeGuard, ModeHook, NoProtection};
 use crate::error::LabError;
 use crate::topology::{Family, Topology};
@@ -68,6 +69,16 @@ impl ModeHook for NodeHook {
         filter: &NodeFilter,
     ) -> Result<Box<dyn ModeGuard>, LabError> {
         self.setup_with(mode, topo, Some(filter))
+    }
+
+    fn start_ike(&self, topo: &Topology, gateways: &[IkeGateway]) -> Result<IkeNodes, LabError> {
+        if !self.exe.is_file() {
+            return Err(LabError::ModePending {
+                mode: "IKEv2 gateways".into(),
+                reason: format!("no hipsec binary at {}", self.exe.display()),
+            });
+        }
+        IkeNodes::start(&self.exe, topo, gateways)
     }
 }
 

@@ -4,6 +4,7 @@
 //! only); [`super::NodeHook`] starts real hipsec nodes.
 
 use super::filter::NodeFilter;
+use super::ike::{IkeGateway, IkeNodes};
 use crate::error::LabError;
 use crate::topology::{Family, Topology};
 use std::net::IpAddr;
@@ -111,6 +112,15 @@ pub trait ModeHook: std::fmt::Debug {
     ) -> Result<Box<dyn ModeGuard>, LabError> {
         Err(LabError::ModePending {
             mode: format!("{mode} with a hipsec filter"),
+            reason: "this hook starts no hipsec nodes".into(),
+        })
+    }
+
+    /// Starts IKEv2 security gateways (scenario `rekey-bandwidth`), in the order given. Hooks
+    /// without nodes cannot: pending.
+    fn start_ike(&self, _topo: &Topology, _gateways: &[IkeGateway]) -> Result<IkeNodes, LabError> {
+        Err(LabError::ModePending {
+            mode: "IKEv2 gateways".into(),
             reason: "this hook starts no hipsec nodes".into(),
         })
     }
