@@ -379,33 +379,46 @@ pub fn render(r: &Report) -> String {
     let mut out = String::new();
     let m = &r.machine;
     let _ = writeln!(out, "# hipsec lab — {} ({})\n", r.scenario, r.profile);
-    let _ = writeln!(
-        out,
-        "Machine: {} × {} cores, Linux {}, hipsec {}. Each test: {} ms warm-up, {} ms measured, {} repetitions; \
-         mean ± 95 % CI (t·s/√n). Wall time {:.0} s.\n",
-        m.cpu_model,
-        m.cores,
-        m.kernel,
-        m.hipsec_commit.as_deref().unwrap_or("(no git)"),
-        r.params.warmup_ms,
-        r.params.duration_ms,
-        r.params.repetitions,
-        r.wall_s
-    );
-    let _ = writeln!(
-        out,
-        "| mode | IP | link | test | size B | result | unit | vs none | seed vs none | iperf3 (ours Δ) | RTT µs mean/p50/p99 | CPU machine % (softirq) | SD machine | SD procs | SD hipsec |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for c in &r.cases {
-        out.push_str(&row(c, &seed_cell(r, c)));
+    if r.cases.is_empty() {
+        // A scenario with its own tables (sections) and no netperf cases.
+        let _ = writeln!(
+            out,
+            "Machine: {} × {} cores, Linux {}, hipsec {}. Wall time {:.0} s.",
+            m.cpu_model,
+            m.cores,
+            m.kernel,
+            m.hipsec_commit.as_deref().unwrap_or("(no git)"),
+            r.wall_s
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Machine: {} × {} cores, Linux {}, hipsec {}. Each test: {} ms warm-up, {} ms measured, {} repetitions; \
+             mean ± 95 % CI (t·s/√n). Wall time {:.0} s.\n",
+            m.cpu_model,
+            m.cores,
+            m.kernel,
+            m.hipsec_commit.as_deref().unwrap_or("(no git)"),
+            r.params.warmup_ms,
+            r.params.duration_ms,
+            r.params.repetitions,
+            r.wall_s
+        );
+        let _ = writeln!(
+            out,
+            "| mode | IP | link | test | size B | result | unit | vs none | seed vs none | iperf3 (ours Δ) | RTT µs mean/p50/p99 | CPU machine % (softirq) | SD machine | SD procs | SD hipsec |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for c in &r.cases {
+            out.push_str(&row(c, &seed_cell(r, c)));
+        }
+        let _ = writeln!(
+            out,
+            "\nSTREAM results are the receiver's rate (as netperf reports UDP_STREAM); SD = service demand, \
+             CPU µs per KB (1024 B) for STREAM and per transaction for RR; \"SD machine\" charges all busy CPU \
+             (sender, receiver, routers and softirq share one kernel), \"SD procs\" the traffic processes and the hipsec nodes, \"SD hipsec\" the hipsec nodes alone; \"seed vs none\" is the seed's ratio for the mode (RR: see the seed section)."
+        );
     }
-    let _ = writeln!(
-        out,
-        "\nSTREAM results are the receiver's rate (as netperf reports UDP_STREAM); SD = service demand, \
-         CPU µs per KB (1024 B) for STREAM and per transaction for RR; \"SD machine\" charges all busy CPU \
-         (sender, receiver, routers and softirq share one kernel), \"SD procs\" the traffic processes and the hipsec nodes, \"SD hipsec\" the hipsec nodes alone; \"seed vs none\" is the seed's ratio for the mode (RR: see the seed section)."
-    );
     let flagged: Vec<String> = r
         .cases
         .iter()
