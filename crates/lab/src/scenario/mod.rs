@@ -1,15 +1,16 @@
 //! Scenarios (one per seed) and the public entry points the `hipsec lab` CLI calls: `list()`,
 //! `run(name, opts)` with `RunOptions` (a `clap::Args` to flatten), and a progress/ETA line.
 //!
-//! Each scenario is a folder (`ipsec_netperf/`, `filter_rules/`) whose `mod.rs` implements
-//! [`Scenario`] on a unit struct; [`REGISTRY`] lists them, with the planned ones, in `hipsec lab
-//! list` order, and `run_with` dispatches through it. What the scenarios share sits below them:
+//! Each scenario is a folder (`ipsec_netperf/`, `filter_rules/`, `rekey_bandwidth/`) whose
+//! `mod.rs` implements [`Scenario`] on a unit struct; [`REGISTRY`] lists them, with the planned
+//! ones, in `hipsec lab list` order, and `run_with` dispatches through it. What the scenarios share sits below them:
 //! [`common`] (the trait, `RunOptions`, `Progress`) and `crate::node` (the modes and the hook that
 //! starts hipsec nodes). A scenario never imports this file.
 
 pub mod common;
 pub mod filter_rules;
 pub mod ipsec_netperf;
+pub mod rekey_bandwidth;
 
 use crate::error::LabError;
 use crate::report::Report;
@@ -82,11 +83,7 @@ pub const REGISTRY: &[Entry] = &[
         summary: "HIP base exchange phase times (planned)",
     },
     Entry::Runs(&filter_rules::FilterRules),
-    Entry::Planned {
-        name: "rekey-bandwidth",
-        seed: "003",
-        summary: "IKEv2 rekey delay and bandwidth (planned)",
-    },
+    Entry::Runs(&rekey_bandwidth::RekeyBandwidth),
 ];
 
 /// Every scenario of DESIGN.md §5.
@@ -161,11 +158,11 @@ mod tests {
             ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
         );
         let available: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
-        assert_eq!(available, ["ipsec-netperf", "filter-rules"]);
+        assert_eq!(available, ["ipsec-netperf", "filter-rules", "rekey-bandwidth"]);
         // A planned scenario is refused before any namespace or process is touched.
-        match run_with("rekey-bandwidth", &RunOptions::default(), &PlainOnly) {
+        match run_with("hip-bex", &RunOptions::default(), &PlainOnly) {
             Err(LabError::UnknownScenario { known, .. }) => {
-                assert_eq!(known, "ipsec-netperf, filter-rules");
+                assert_eq!(known, "ipsec-netperf, filter-rules, rekey-bandwidth");
             }
             other => panic!("expected UnknownScenario, got {other:?}"),
         }
