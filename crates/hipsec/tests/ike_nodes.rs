@@ -200,12 +200,9 @@ fn rekeys_between_two_nodes_lose_nothing() {
     soak("300ms", "1h");
 }
 
-/// The same with both ends rekeying every 300 ms, so that their rekeys often cross (§2.8.1).
-/// Ignored until the collision race is fixed: about 1 rekey in 100 ends with one end sending
-/// on an SA the other has not installed yet (see the issue 11 note); run it with
-/// `cargo test -p hipsec --test ike_nodes -- --ignored`.
+/// The same with both ends rekeying every 200-300 ms, so that their rekeys often cross
+/// (§2.8.1): the loser's pair is never sent on, the winner's takes over.
 #[test]
-#[ignore = "CHILD rekey collisions race (issue 11 note)"]
 fn crossing_rekeys_between_two_nodes_lose_nothing() {
     soak("300ms", "300ms");
 }

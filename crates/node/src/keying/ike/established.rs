@@ -124,9 +124,10 @@ impl Up {
         up
     }
 
-    /// Installs a pair. The first gets the child's policies; later ones (rekeys, or the
-    /// redundant pair of a rekey collision, §2.8.1) join them: their inbound SA is admitted at
-    /// once, their outbound SA waits to be switched to.
+    /// Installs a pair. The first gets the child's policies; later ones (rekeys, or at the end
+    /// that wins a rekey collision the peer's pair, which comes with `rekeys: None` and which
+    /// the peer then deletes, §2.8.1) join them: their inbound SA is admitted at once, their
+    /// outbound SA waits to be switched to unless this end started the rekey.
     fn install(&mut self, k: &ChildSaKeys, rekeys: Option<u32>, cx: &mut Ctx<'_>) {
         let Some(cc) = child_conf(cx.conn) else { return };
         let ChildSpecs { inbound, outbound } =
@@ -308,7 +309,14 @@ impl Up {
                     if let Request::RekeyChild(spi) = request {
                         self.rekeying.remove(&spi);
                     }
-                    log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{request:?}"), "why" => error.to_string());
+                    // Losing a rekey collision to the peer (§2.8.1) is a normal outcome: the
+                    // peer's pair takes over.
+                    let level = if matches!(error, ike::Error::Superseded(_)) {
+                        Level::Info
+                    } else {
+                        Level::Warn
+                    };
+                    log_event!(level, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{request:?}"), "why" => error.to_string());
                 }
                 Event::IkeClosed => {
                     log_event!(Level::Info, "ike-sa-down", "connection" => cx.conn.name);
@@ -347,6 +355,9 @@ impl Up {
                     out.events.extend(o.events);
                 }
                 Err(e) => {
+                    if let Request::RekeyChild(s) = r {
+                        self.rekeying.remove(&s);
+                    }
                     log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{r:?}"), "why" => e.to_string())
                 }
             }
@@ -362,6 +373,9 @@ impl Up {
         match self.session.request(cx.now_ms, r) {
             Ok(o) => self.apply(o, cx),
             Err(e) => {
+                if let Request::RekeyChild(s) = r {
+                    self.rekeying.remove(&s);
+                }
                 log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{r:?}"), "why" => e.to_string());
                 Vec::new()
             }
