@@ -84,6 +84,8 @@ pub struct PointResult {
     /// Rekeys the gateway logged in the window (cross-check of the capture).
     pub logged_ike_rekeys: usize,
     pub logged_child_rekeys: usize,
+    /// IKE requests the gateways retransmitted in the window (`ike.counters.resent`).
+    pub ike_resent: u64,
     /// Packets dropped for lack of an SA, both gateways.
     pub no_sa: u64,
     /// Every watched drop counter that moved, both gateways.
@@ -362,6 +364,10 @@ pub fn measure(
                 v.saturating_sub(b.get(&k).copied().unwrap_or(0));
         }
     }
+    let resent = |v: &[serde_json::Value; 2]| {
+        v.iter().map(|s| s["ike"]["counters"]["resent"].as_u64().unwrap_or(0)).sum::<u64>()
+    };
+    let ike_resent = resent(&st1).saturating_sub(resent(&st));
     let window_s = (t_end - t_start) / 1e3;
     let delay: Vec<f64> = res.sessions.iter().map(|s| s.delay_ms / 1e3).collect();
     Ok(PointResult {
@@ -388,6 +394,7 @@ pub fn measure(
         node_child_rekey_delay_s: node_median,
         logged_ike_rekeys: count("ike-sa-rekeyed"),
         logged_child_rekeys: logged_child,
+        ike_resent,
         no_sa: dropped.get("no_sa").copied().unwrap_or(0),
         drops: dropped.into_iter().filter(|(_, v)| *v > 0).collect(),
         gw1_cpu_pct: cpu1.saturating_sub(cpu0) as f64 / (busy_s.max(1e-3) * 1e6) * 100.0,

@@ -62,7 +62,7 @@ fn link_bound(p: &PointResult) -> Option<bool> {
 /// Our Table 1: one row per point.
 pub fn table_md(points: &[PointResult]) -> String {
     let mut s = String::from(
-        "| series | link | session | window + drain s | sessions (cut, failed) | avg throughput kbit/s | avg session delay s | retransmissions | IKE rekeys | IKE rekey delay (to DELETE; req→resp) | CHILD rekeys | CHILD rekey delay (to DELETE; req→resp; node) | no-SA drops | other drops | wire Mbit/s | gw1 CPU % |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| series | link | session | window + drain s | sessions (cut, failed) | avg throughput kbit/s | avg session delay s | retransmissions | IKE rekeys | IKE rekey delay (to DELETE; req→resp) | CHILD rekeys | CHILD rekey delay (to DELETE; req→resp; node) | IKE resent | no-SA drops | other drops | wire Mbit/s | gw1 CPU % |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for p in points {
         let other: Vec<String> = p
@@ -77,7 +77,7 @@ pub fn table_md(points: &[PointResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {series} | {} | {} | {:.1} | {} ({}, {}) | {} | {} | {} | {} | {}; {} | {} | {}; {}; {} | {} | {} | {} | {} |",
+            "| {series} | {} | {} | {:.1} | {} ({}, {}) | {} | {} | {} | {} | {}; {} | {} | {}; {}; {} | {} | {} | {} | {} | {} |",
             p.spec.link,
             bytes(p.spec.size),
             p.window_s,
@@ -94,6 +94,7 @@ pub fn table_md(points: &[PointResult]) -> String {
             ms(p.child_rekey_delay_s),
             ms(p.child_rekey_rtt_s),
             ms(p.node_child_rekey_delay_s),
+            p.ike_resent,
             p.no_sa,
             if other.is_empty() { "0".into() } else { other.join(", ") },
             num(p.wire_mbit_s),
@@ -166,12 +167,24 @@ fn reading(key: &str, theirs: f64, p: &PointResult, i: usize, seed: &SeedFigures
                 (2.0, p.child_rekey_rtt_s)
             };
             let agg = seed_at(seed, "avg_throughput_kbit_s", i).map_or(f64::NAN, |t| t * 10.0);
+            let resent = if p.ike_resent > 0 {
+                format!(
+                    "; {} IKE request(s) lost in the full queue and resent by the node's timer",
+                    p.ike_resent
+                )
+            } else {
+                String::new()
+            };
+            let ours = if p.cap_pct.is_some() {
+                "capped gw1 answers in its next 1 ms slot of each 100 ms".to_string()
+            } else {
+                format!("2 round trips of ≈ {} (50 ms tbf queue){resent}", ms(rtt))
+            };
             format!(
-                "seed: {k} round trips of {:.2} s, the time ≈ {:.0} kB of queued FTP data take at its {} kbit/s (the rekey waits behind the data); ours: 2 round trips of ≈ {} (50 ms tbf queue)",
+                "seed: {k} round trips of {:.2} s, the time ≈ {:.0} kB of queued FTP data take at its {} kbit/s (the rekey waits behind the data); ours: {ours}",
                 theirs / k,
                 theirs / k * agg / 8.0,
                 num(agg),
-                ms(rtt)
             )
         }
         "packets_dropped_no_sa" if v == 0.0 => "make-before-break: the new inbound SA is in before the peer sends on it, the old one stays until the DELETE; no traffic before the first SA".into(),
