@@ -60,7 +60,7 @@ impl Nodes {
             sh(&["ip", "-n", &ns[i], "addr", "add", &format!("192.0.2.{}/24", i + 1), "dev", dev]);
             sh(&["ip", "-n", &ns[i], "link", "set", dev, "up"]);
         }
-        for i in 0..2 {
+        for (i, nsi) in ns.iter().enumerate() {
             let (me, peer) = (i + 1, 2 - i);
             let start = if i == 0 { "trap" } else { "none" };
             let (rekey, rand) = if i == 0 { (rekey, rand) } else { (rekey_b, rand) };
@@ -75,7 +75,7 @@ impl Nodes {
             let log = std::fs::File::create(n.dir.join(format!("{i}.log"))).unwrap();
             n.nodes.push(
                 Command::new("ip")
-                    .args(["netns", "exec", &ns[i], BIN, "run", "-c"])
+                    .args(["netns", "exec", nsi, BIN, "run", "-c"])
                     .arg(&path)
                     .stdout(log.try_clone().unwrap())
                     .stderr(log)
@@ -88,7 +88,7 @@ impl Nodes {
                 std::thread::sleep(Duration::from_millis(50));
             }
             let other = format!("10.0.{peer}.0/24");
-            sh(&["ip", "-n", &ns[i], "route", "replace", &other, "dev", "hipsec0"]);
+            sh(&["ip", "-n", nsi, "route", "replace", &other, "dev", "hipsec0"]);
         }
         n
     }
