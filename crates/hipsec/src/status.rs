@@ -64,7 +64,7 @@ pub fn render(doc: &Value) -> String {
         );
     }
     if let Some(ike) = doc.get("ike").filter(|v| !v.is_null()) {
-        render_ike(&mut o, ike);
+        render_ike(&mut o, ike, doc["sas"].as_array().map(Vec::as_slice).unwrap_or(&[]));
     }
     let drops: Vec<(&String, u64)> = doc["drops"]
         .as_object()
@@ -106,7 +106,19 @@ pub fn render(doc: &Value) -> String {
 }
 
 /// The IKE part, as `swanctl --list-sas` shows it: each IKE SA, then its CHILD SAs (never keys).
-fn render_ike(o: &mut String, ike: &Value) {
+fn render_ike(o: &mut String, ike: &Value, sas_now: &[Value]) {
+    // Bytes and packets of an SA of the data path, by direction and SPI (hex without 0x).
+    let usage = |dir: &str, spi: &str| {
+        sas_now
+            .iter()
+            .find(|sa| {
+                sa["direction"] == dir
+                    && sa["spi"].as_str().is_some_and(|s| s.trim_start_matches("0x") == spi)
+            })
+            .map_or("-".to_string(), |sa| {
+                format!("{} {} pkts", bytes(num(&sa["bytes"])), num(&sa["packets"]))
+            })
+    };
     let sas = ike["ike_sas"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let c = &ike["counters"];
     let _ = writeln!(
@@ -150,11 +162,13 @@ fn render_ike(o: &mut String, ike: &Value) {
                 ch["rekey_in_s"].as_u64().map_or(String::new(), |r| format!(", rekeying in {r} s"));
             let _ = writeln!(
                 o,
-                "    {}: {}, in {} out {}, {}, {} policies, installed {} s ago{rekey}",
+                "    {}: {}, in {} ({}) out {} ({}), {}, {} policies, installed {} s ago{rekey}",
                 t("name"),
                 t("state"),
                 t("spi_in"),
+                usage("in", &t("spi_in")),
                 t("spi_out"),
+                usage("out", &t("spi_out")),
                 t("suite"),
                 num(&ch["policies"]),
                 num(&ch["installed_s"])

@@ -69,6 +69,69 @@ pub fn esp_suites(s: &str) -> Result<Vec<ChildSuite>, String> {
     Ok(out)
 }
 
+/// An IKE suite in the swanctl words it is configured with (`aes128gcm16-prfsha256-x25519`),
+/// for status.
+pub fn ike_suite_name(s: &IkeSuite) -> String {
+    let mut w = vec![encr_word(s.encr)];
+    if let Some(i) = integ_word(s.integ) {
+        w.push(i);
+    }
+    w.push(match s.prf {
+        PrfAlg::HmacSha256 => "prfsha256",
+        PrfAlg::HmacSha384 => "prfsha384",
+        PrfAlg::HmacSha512 => "prfsha512",
+    });
+    w.push(dh_word(s.dh));
+    w.join("-")
+}
+
+/// An ESP suite in swanctl words (`aes128gcm16`, `aes128-sha256-x25519-esn`), for status.
+pub fn esp_suite_name(s: &ChildSuite) -> String {
+    let mut w = vec![encr_word(s.esp.encr)];
+    if let Some(i) = integ_word(s.esp.integ) {
+        w.push(i);
+    }
+    if let Some(g) = s.pfs {
+        w.push(dh_word(g));
+    }
+    if s.esn {
+        w.push("esn");
+    }
+    w.join("-")
+}
+
+fn encr_word(e: EncrAlg) -> &'static str {
+    match e {
+        EncrAlg::Aead(AeadAlg::Aes128Gcm) => "aes128gcm16",
+        EncrAlg::Aead(AeadAlg::Aes256Gcm) => "aes256gcm16",
+        EncrAlg::Aead(AeadAlg::ChaCha20Poly1305) => "chacha20poly1305",
+        EncrAlg::Cbc(CbcAlg::Aes128) => "aes128",
+        EncrAlg::Cbc(CbcAlg::Aes256) => "aes256",
+        EncrAlg::Cbc(CbcAlg::TripleDes) => "3des",
+        EncrAlg::Null => "null",
+    }
+}
+
+fn integ_word(i: IntegAlg) -> Option<&'static str> {
+    match i {
+        IntegAlg::None => None,
+        IntegAlg::Hmac(HmacAlg::Sha256_128) => Some("sha256"),
+        IntegAlg::Hmac(HmacAlg::Sha384_192) => Some("sha384"),
+        IntegAlg::Hmac(HmacAlg::Sha512_256) => Some("sha512"),
+        IntegAlg::Hmac(HmacAlg::Sha1_96) => Some("sha1"),
+        IntegAlg::Aes128Gmac => Some("aes128gmac"),
+        IntegAlg::Aes256Gmac => Some("aes256gmac"),
+    }
+}
+
+fn dh_word(g: DhGroup) -> &'static str {
+    match g {
+        DhGroup::Curve25519 => "x25519",
+        DhGroup::Ecp256 => "ecp256",
+        DhGroup::Ecp384 => "ecp384",
+    }
+}
+
 #[derive(Default)]
 struct Keywords {
     encr: Vec<EncrAlg>,
@@ -157,6 +220,19 @@ mod tests {
         assert!(e[0].esn);
         assert_eq!(e[0].pfs, Some(DhGroup::Curve25519));
         assert_eq!(esp_suites("aes128-sha256").unwrap()[0].pfs, None);
+    }
+
+    /// The names status prints read back as the same suites.
+    #[test]
+    fn names_round_trip() {
+        for p in ["aes128gcm16-prfsha256-x25519", "aes256-sha384-prfsha384-ecp384"] {
+            let s = ike_suites(p).unwrap();
+            assert_eq!(ike_suite_name(&s[0]), p);
+        }
+        for p in ["aes128gcm16", "aes128-sha256-x25519-esn"] {
+            let s = esp_suites(p).unwrap();
+            assert_eq!(esp_suite_name(&s[0]), p);
+        }
     }
 
     #[test]

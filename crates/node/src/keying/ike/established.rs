@@ -135,7 +135,7 @@ impl Up {
         let (in_key, out_key) = (in_key_of(&inbound.params), out_key_of(&outbound.params));
         let rekey_at_ms = rekey_at(cc, cx.now_ms, cx.jitter);
         if self.policies.is_empty() {
-            self.suite = inbound.params.protocol.name().to_string();
+            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             let policies = install::child_policies(k, out_key, in_key);
             let ids: Vec<PolicyId> =
                 (0..policies.len() as u64).map(|i| *cx.next_policy + i).collect();

@@ -401,7 +401,7 @@ impl IkeDriver {
     ) {
         let config = self.conns[e.conn].config.clone();
         self.stats.established += 1;
-        log_event!(Level::Info, "ike-sa-up", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "spi_i" => format!("{:016x}", est.ike.spi_i), "spi_r" => format!("{:016x}", est.ike.spi_r), "suite" => format!("{:?}", est.ike.suite));
+        log_event!(Level::Info, "ike-sa-up", "connection" => self.conns[e.conn].conf.name, "peer" => e.peer, "spi_i" => format!("{:016x}", est.ike.spi_i), "spi_r" => format!("{:016x}", est.ike.spi_r), "suite" => crate::config::proposal::ike_suite_name(&est.ike.suite));
         let (session, first) = Session::new(config, self.provider, est);
         let up = self.with_ctx(plane, e, now_ms, |cx| Up::new(session, first, cx));
         e.state = State::Up(Box::new(up));

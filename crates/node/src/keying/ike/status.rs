@@ -27,7 +27,7 @@ impl IkeDriver {
                     });
                     j["spi_i"] = json!(format!("{:016x}", ike.spi_i));
                     j["spi_r"] = json!(format!("{:016x}", ike.spi_r));
-                    j["suite"] = json!(format!("{:?}", ike.suite));
+                    j["suite"] = json!(crate::config::proposal::ike_suite_name(&ike.suite));
                     j["child_rekeys"] = json!(up.rekeys);
                     let (n, median, exchange) = up.rekey_delay();
                     j["our_rekeys"] = json!(n);
