@@ -570,8 +570,5 @@ fn ping(ns: &str, count: u32) -> u32 {
         .args(["-W", "1", "-I", "10.0.2.1", "10.0.1.1"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split(',')
-        .find_map(|f| f.trim().strip_suffix(" received").and_then(|n| n.trim().parse().ok()))
-        .unwrap_or(0)
+    common::ping_received(&out.stdout) as _
 }

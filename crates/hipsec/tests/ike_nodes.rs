@@ -132,10 +132,7 @@ impl Nodes {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        let got = text
-            .split(',')
-            .find_map(|f| f.trim().strip_suffix(" received").and_then(|n| n.trim().parse().ok()))
-            .unwrap_or(0);
+        let got = common::ping_received(&out.stdout);
         // "rtt min/avg/max/mdev = 0.040/0.061/0.102/0.010 ms"
         let avg = text
             .split(" = ")

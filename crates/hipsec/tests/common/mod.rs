@@ -6,6 +6,15 @@ use std::process::{Command, Output};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_hipsec");
 
+/// The answers `ping -q`'s summary reports ("5 packets transmitted, 5 received, ..."); 0 if
+/// there is no summary.
+pub fn ping_received(stdout: &[u8]) -> u64 {
+    String::from_utf8_lossy(stdout)
+        .split(',')
+        .find_map(|f| f.trim().strip_suffix(" received").and_then(|n| n.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
 /// A fresh directory under target/tmp for one test.
 pub fn tmpdir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hipsec-{name}"));

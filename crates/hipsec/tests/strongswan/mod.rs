@@ -321,10 +321,7 @@ impl Pair {
             ])
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        text.split(',')
-            .find_map(|f| f.trim().strip_suffix(" received").and_then(|n| n.trim().parse().ok()))
-            .unwrap_or(0)
+        crate::common::ping_received(&out.stdout) as u32
     }
 
     /// A SHA-256 sink on B's inner address, port `port`; runs `sender` (Python, given a

@@ -210,11 +210,6 @@ impl IkeDriver {
         })
     }
 
-    /// Counters.
-    pub fn stats(&self) -> IkeStats {
-        self.stats
-    }
-
     /// Initiates every connection whose child says `start_action = start`.
     pub fn start(&mut self, now_ms: u64) -> Vec<Transmit> {
         let want: Vec<usize> = (0..self.conns.len())

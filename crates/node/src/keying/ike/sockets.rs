@@ -31,11 +31,6 @@ impl IkeSockets {
         self.ike.as_raw_fd()
     }
 
-    /// Our port-500 address.
-    pub fn local(&self) -> io::Result<SocketAddr> {
-        self.ike.local_addr()
-    }
-
     /// The next datagram waiting on port 500, if any.
     pub fn recv(&self, buf: &mut [u8]) -> Option<(usize, SocketAddr)> {
         self.ike.recv_from(buf).ok()
