@@ -24,6 +24,9 @@ pub enum CryptoError {
     /// The provider does not implement this algorithm.
     #[error("algorithm not supported by this provider")]
     Unsupported,
+    /// A key (a private scalar or a key file's document) is not a valid key for the algorithm.
+    #[error("not a valid key for the algorithm")]
+    BadKey,
     /// The library reported an internal failure.
     #[error("crypto library failure")]
     Library,
