@@ -145,6 +145,15 @@ impl EcdsaKey {
     }
 }
 
+/// Whether `point` is an encoded point on `curve` (not the identity): `BadKey` if not.
+pub fn check_point(curve: EcCurve, point: &[u8]) -> Result<(), CryptoError> {
+    let ok = match curve {
+        EcCurve::P256 => p256::ecdsa::VerifyingKey::from_sec1_bytes(point).is_ok(),
+        EcCurve::P384 => p384::ecdsa::VerifyingKey::from_sec1_bytes(point).is_ok(),
+    };
+    if ok { Ok(()) } else { Err(CryptoError::BadKey) }
+}
+
 /// Verifies `sig` (`r || s`) over SHA-384(`message`) with the uncompressed `point`. Any failure,
 /// a malformed key or signature included, is `Integrity`.
 pub fn verify_sha384(
@@ -188,6 +197,10 @@ mod tests {
             bad[3] ^= 1;
             assert!(verify_sha384(curve, &p, b"hip", &bad).is_err());
             assert!(verify_sha384(curve, &p[..10], b"hip", &sig).is_err());
+            check_point(curve, &p).unwrap();
+            let mut off = p.clone();
+            off[9] ^= 1;
+            assert_eq!(check_point(curve, &off), Err(CryptoError::BadKey));
             let again = EcdsaKey::from_pkcs8(&k.to_pkcs8().unwrap()).unwrap();
             assert_eq!(again.curve(), curve);
             assert_eq!(again.public_point(), p);
