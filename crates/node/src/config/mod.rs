@@ -6,6 +6,7 @@
 pub mod connection;
 pub mod error;
 pub mod filter;
+pub mod host_identity;
 pub mod keys;
 pub mod policy;
 pub mod proposal;
