@@ -6,7 +6,9 @@
 //! RFC 7402 §7 (ESP keys from KEYMAT).
 #![forbid(unsafe_code)]
 
+pub mod cipher;
 pub mod error;
+pub mod esp;
 pub mod hit;
 pub mod identity;
 pub mod keymat;
