@@ -140,6 +140,13 @@ impl KeyExchange {
     /// Computes g^ir from the peer's KE payload data. Fails (`Integrity`) if the peer's value
     /// has the wrong length, is not on the curve, or gives an all-zero X25519 result.
     pub fn agree(self, peer_public: &[u8]) -> Result<SharedSecret, CryptoError> {
+        self.agree_reused(peer_public)
+    }
+
+    /// As [`KeyExchange::agree`], keeping the key pair: for a HIP Responder, whose R1s are
+    /// computed ahead and carry one Diffie-Hellman value per R1 generation (RFC 7401 §4.1.4,
+    /// §6.1), so one private value meets many Initiators until the generation changes.
+    pub fn agree_reused(&self, peer_public: &[u8]) -> Result<SharedSecret, CryptoError> {
         if peer_public.len() != self.group.public_len() {
             return Err(CryptoError::Length);
         }

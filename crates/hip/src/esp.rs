@@ -73,9 +73,10 @@ pub fn keymat_len(suite: &Suite) -> usize {
     2 * (suite.encr.key_len() + suite.integ.key_len())
 }
 
-/// Draws an SA pair's keys at `index` (RFC 7402 §7).
+/// Reads an SA pair's keys at `index` (RFC 7402 §7); the next set would start at
+/// `index + keymat_len(&suite)`.
 pub fn draw(
-    km: &mut Keymat,
+    km: &Keymat,
     index: usize,
     suite: Suite,
     me: &HostIdentityTag,
@@ -83,10 +84,9 @@ pub fn draw(
     spi_in: u32,
     spi_out: u32,
 ) -> Result<EspKeys, Error> {
-    km.seek(index)?;
     let (e, a) = (suite.encr.key_len(), suite.integ.key_len());
-    let (enc_gl, auth_gl) = (km.draw(e)?, km.draw(a)?);
-    let (enc_lg, auth_lg) = (km.draw(e)?, km.draw(a)?);
+    let (enc_gl, auth_gl) = (km.read(index, e)?, km.read(index + e, a)?);
+    let (enc_lg, auth_lg) = (km.read(index + e + a, e)?, km.read(index + 2 * e + a, a)?);
     // We send on SA-gl when our HIT is the greater.
     let (enc_out, auth_out, enc_in, auth_in) = if me.0 > peer.0 {
         (enc_gl, auth_gl, enc_lg, auth_lg)
@@ -124,8 +124,9 @@ mod tests {
             Keymat::derive(crypto::PrfAlg::HmacSha384, b"k", &a, &b, &[1; 48], &[2; 48], 400)
                 .unwrap()
         };
-        let ka = draw(&mut km(), 128, suite, &a, &b, 1, 2).unwrap();
-        let kb = draw(&mut km(), 128, suite, &b, &a, 2, 1).unwrap();
+        let ka = draw(&km(), 128, suite, &a, &b, 1, 2).unwrap();
+        let kb = draw(&km(), 128, suite, &b, &a, 2, 1).unwrap();
+        assert!(draw(&km(), 390, suite, &a, &b, 1, 2).is_err());
         assert_eq!(*ka.enc_out, *kb.enc_in);
         assert_eq!(*ka.auth_out, *kb.auth_in);
         assert_eq!(*kb.enc_out, *ka.enc_in);

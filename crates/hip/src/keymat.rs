@@ -92,6 +92,14 @@ impl Keymat {
         Ok(out)
     }
 
+    /// `len` bytes at `at`, leaving the draw position alone (ESP keys at ESP_INFO's index).
+    pub fn read(&self, at: usize, len: usize) -> Result<Zeroizing<Vec<u8>>, Error> {
+        at.checked_add(len)
+            .and_then(|end| self.bytes.get(at..end))
+            .map(|b| Zeroizing::new(b.to_vec()))
+            .ok_or_else(|| Error::Peer(format!("KEYMAT index {at}: {len} bytes past the end")))
+    }
+
     /// Moves to `index` (ESP_INFO's KEYMAT index, RFC 7402 §5.1.1), never backwards.
     pub fn seek(&mut self, index: usize) -> Result<(), Error> {
         if index < self.next || index > self.bytes.len() {

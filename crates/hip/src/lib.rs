@@ -6,6 +6,7 @@
 //! RFC 7402 §7 (ESP keys from KEYMAT).
 #![forbid(unsafe_code)]
 
+pub mod bex;
 pub mod cipher;
 pub mod error;
 pub mod esp;
