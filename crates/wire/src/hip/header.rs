@@ -14,7 +14,7 @@
 use std::net::IpAddr;
 
 use super::cursor::{Reader, Writer};
-use super::param::{Params, RawParam};
+use super::param::{ParamRepr, Params, RawParam};
 use super::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
 use crate::WireError;
 use crate::ip::ones_complement_sum;
@@ -144,6 +144,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
             }
         }
         Ok(None)
+    }
+    /// The first parameter of `P`'s type, parsed with `P`'s repr; `Ok(None)` if absent.
+    pub fn get<P: ParamRepr>(&self) -> Result<Option<P>, WireError> {
+        self.find(P::TYPE)?.map(|raw| P::parse(raw.contents)).transpose()
     }
     /// Verifies the checksum against the IP addresses the packet arrived with (§5.1.1).
     pub fn verify_checksum(&self, src: IpAddr, dst: IpAddr) -> bool {

@@ -10,6 +10,10 @@
 //! [`Packet::to_vec_before`] for received packets) giving the bytes HIP_MAC and HIP_SIGNATURE
 //! cover. Numbers on the wire are newtypes with the RFC's names as associated constants.
 //!
+//! Errors are [`crate::WireError`]s naming the field: `Truncated` for a field cut short (and for
+//! an emit buffer of the wrong size), `BadLength` for a length field that disagrees with the
+//! bytes or the RFC, `BadValue` for a forbidden value (version, fixed bits, parameter order).
+//!
 //! ```
 //! use wire::hip::*;
 //! let hdr = Header::new(PacketType::I1, [1; 16], [2; 16]);

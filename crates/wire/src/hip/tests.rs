@@ -39,6 +39,10 @@ fn header_fields_from_figure() {
     assert!(params[0].is_critical());
     assert_eq!(params[0].offset, 40);
     assert_eq!(params[0].contents, &[7, 8, 11]);
+    let groups = p.get::<DhGroupList>().unwrap().unwrap().groups;
+    assert_eq!(groups, [DhGroupId::NIST_P256, DhGroupId::NIST_P384, DhGroupId::MODP_2048]);
+    assert_eq!(p.get::<Seq>(), Ok(None));
+    assert_eq!(p.get::<HostId>(), Ok(None));
     let m = Message::parse(&b).unwrap();
     let want = Message::new(Header::new(PacketType::I1, HIT_I, HIT_R)).with(DhGroupList {
         groups: vec![DhGroupId::NIST_P256, DhGroupId::NIST_P384, DhGroupId::MODP_2048],
