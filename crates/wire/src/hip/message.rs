@@ -71,6 +71,15 @@ macro_rules! params {
                     Param::$variant(p)
                 }
             }
+
+            impl ParamVariant for $variant {
+                fn from_param(p: &Param) -> Option<&Self> {
+                    match p {
+                        Param::$variant(x) => Some(x),
+                        _ => None,
+                    }
+                }
+            }
         )*
     };
 }
@@ -100,6 +109,12 @@ params! {
     HipSignature,
     EchoRequestUnsigned,
     EchoResponseUnsigned,
+}
+
+/// A repr that is one variant of [`Param`], so [`Message::find`] can hand it back typed.
+pub trait ParamVariant: ParamRepr {
+    /// The repr inside `p`, if `p` holds this type.
+    fn from_param(p: &Param) -> Option<&Self>;
 }
 
 impl Param {
@@ -188,6 +203,16 @@ impl Message {
     /// The first parameter of type `ty`.
     pub fn get(&self, ty: ParamType) -> Option<&Param> {
         self.params.iter().find(|p| p.param_type() == ty)
+    }
+
+    /// The first parameter of repr `P`, typed: `m.find::<Puzzle>()`.
+    pub fn find<P: ParamVariant>(&self) -> Option<&P> {
+        self.params.iter().find_map(P::from_param)
+    }
+
+    /// Every parameter of repr `P`, in order (e.g. the ESP_INFOs of an UPDATE).
+    pub fn find_all<P: ParamVariant + 'static>(&self) -> impl Iterator<Item = &P> {
+        self.params.iter().filter_map(P::from_param)
     }
 
     fn len_before(&self, ty: Option<ParamType>) -> usize {

@@ -44,7 +44,7 @@ pub use header::{
     CONTROLS_NONE, Header, IPPROTO_HIP, Packet, compute_checksum, fill_checksum, set_header_length,
     verify_checksum, zero_for_signature_2,
 };
-pub use message::{Message, Param, emit_params, parse_params};
+pub use message::{Message, Param, ParamVariant, emit_params, parse_params};
 pub use more::{
     Ack, EchoRequestSigned, EchoRequestUnsigned, EchoResponseSigned, EchoResponseUnsigned, EspInfo,
     EspTransform, HipMac, HipMac2, HipSignature, HipSignature2, Locator, LocatorEntry, LocatorSet,

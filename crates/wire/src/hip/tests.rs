@@ -115,8 +115,16 @@ fn params_refuse_misorder_and_overrun() {
     );
     // Equal types may repeat (two ESP_INFO in an UPDATE).
     let e = EspInfo { keymat_index: 0, old_spi: 1, new_spi: 2 };
-    let m = Message::new(Header::new(PacketType::UPDATE, HIT_I, HIT_R)).with(e).with(e);
+    let m = Message::new(Header::new(PacketType::UPDATE, HIT_I, HIT_R))
+        .with(e)
+        .with(EspInfo { new_spi: 3, ..e })
+        .with(Seq { update_id: 9 });
     assert_eq!(Message::parse(&m.to_vec().unwrap()).unwrap(), m);
+    let spis: Vec<u32> = m.find_all::<EspInfo>().map(|x| x.new_spi).collect();
+    assert_eq!(spis, [2, 3]);
+    assert_eq!(m.find::<Seq>(), Some(&Seq { update_id: 9 }));
+    assert_eq!(m.find::<Ack>(), None);
+    assert_eq!(m.get(ParamType::SEQ), Some(&Param::Seq(Seq { update_id: 9 })));
     // And the builder refuses what the parser refuses.
     let bad = Message::new(Header::new(PacketType::UPDATE, HIT_I, HIT_R))
         .with(Ack { update_ids: vec![1] })
