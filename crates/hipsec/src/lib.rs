@@ -3,6 +3,7 @@
 
 pub mod bench_esp;
 pub mod bench_filter;
+pub mod bench_hip;
 pub mod bench_ike;
 mod bench_ike_crypto;
 mod bench_ike_gen;
