@@ -119,6 +119,12 @@ impl LocalHost {
         Ok(LocalHost::from_key(EcdsaKey::generate(curve)?))
     }
 
+    /// An identity from a known private scalar (big-endian): for tests and fuzzing, where a
+    /// fixed identity keeps runs reproducible.
+    pub fn from_scalar(curve: EcCurve, scalar: &[u8]) -> Result<LocalHost, Error> {
+        Ok(LocalHost::from_key(EcdsaKey::from_scalar(curve, scalar)?))
+    }
+
     /// An identity from a PKCS#8 private key document (DER).
     pub fn from_pkcs8(der: &[u8]) -> Result<LocalHost, Error> {
         let key = EcdsaKey::from_pkcs8(der).map_err(|_| {
