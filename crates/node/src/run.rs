@@ -12,6 +12,9 @@ use crate::datapath::tuning::Tuning;
 use crate::datapath::worker::Worker;
 use crate::datapath::{carrier, clear, filter_stage, inbound, lanes, outbound, tun, udp};
 use crate::error::{NodeError, io_err};
+use crate::keying::hip::HipDriver;
+use crate::keying::hip::runtime::HipRuntime;
+use crate::keying::hip::socket::HipSocket;
 use crate::keying::ike::IkeDriver;
 use crate::keying::ike::runtime::IkeRuntime;
 use crate::keying::ike::sockets::IkeSockets;
@@ -131,6 +134,31 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         })?;
         Some(IkeRuntime::new(driver, sockets))
     };
+    // HIP: our identity, its HIT on the TUN device (in 2001:20::/28, so the kernel routes every
+    // HIT there), and the driver with its protocol-139 socket.
+    let mut interface = c.interface.clone();
+    let hip = match &c.hip {
+        None => None,
+        Some(h) => {
+            let host = crate::config::host_identity::load(&h.identity).map_err(|e| {
+                NodeError::Io { what: "[hip] identity".into(), source: io::Error::other(e) }
+            })?;
+            interface
+                .addresses
+                .push(ipsec::spd::Prefix { addr: host.hit().to_ipv6().into(), len: 28 });
+            let local = c.transport.local_ip();
+            let esp_port = match c.transport {
+                Transport::Udp { local, .. } => local.port(),
+                Transport::Raw { .. } => crate::config::DEFAULT_UDP_PORT,
+            };
+            let socket = HipSocket::open(local)
+                .map_err(io_err(format!("HIP socket (IP protocol 139 on {local})")))?;
+            log_event!(Level::Info, "hip-identity", "hit" => host.hit().to_string(), "locator" => local);
+            let driver = HipDriver::new(host, h.clone(), local, esp_port)
+                .map_err(|e| NodeError::Io { what: "[hip]".into(), source: io::Error::other(e) })?;
+            Some(HipRuntime::new(driver, socket))
+        }
+    };
     if tuning.big_buffers {
         for (carrier, tx) in &carriers {
             carrier.force_buffers(tuning.socket_buffer);
@@ -151,7 +179,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         None => None,
     };
     let txq = tuning.big_buffers.then_some(BIG_TX_QUEUE);
-    let (queues, offload) = tun::open(&c.interface, mtu as u16, tuning.tun_offload, txq)
+    let (queues, offload) = tun::open(&interface, mtu as u16, tuning.tun_offload, txq)
         .map_err(io_err(format!("tun device {}", c.interface.name)))?;
     let filter = match &c.filter {
         Some(f) => Some(Arc::new(std::sync::Mutex::new(
@@ -288,6 +316,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     );
     if let Some(ike) = ike {
         thread = thread.with_ike(ike);
+    }
+    if let Some(hip) = hip {
+        thread = thread.with_hip(hip);
     }
     let r = run_all(workers, thread, stop).map_err(io_err("data path"));
     drop(control);

@@ -6,6 +6,7 @@
 pub mod connection;
 pub mod error;
 pub mod filter;
+pub mod hip;
 pub mod host_identity;
 pub mod keys;
 pub mod policy;
@@ -56,6 +57,8 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// HIP (`[hip]`): our identity file and the peers we know.
+    pub hip: Option<hip::HipConf>,
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
@@ -148,6 +151,7 @@ struct RawFile {
     connection: Vec<Spanned<connection::RawConnection>>,
     #[serde(default)]
     secrets: std::collections::BTreeMap<String, connection::RawSecret>,
+    hip: Option<Spanned<hip::RawHip>>,
 }
 
 #[derive(Deserialize)]
@@ -283,8 +287,29 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             "IKE connections need transport = \"udp\" (ESP in UDP, IKE on 500 and 4500)",
         ));
     }
+    let hip = match &raw.hip {
+        None => None,
+        Some(h) => {
+            if interface.queues > 1 {
+                return Err(ctx.err(
+                    h.span(),
+                    "hip",
+                    "HIP needs [interface] queues = 1 (SAs change at run time)",
+                ));
+            }
+            if matches!(transport, Transport::Raw { .. }) {
+                return Err(ctx.err(
+                    h.span(),
+                    "hip",
+                    "HIP needs transport = \"udp\" (its ESP travels in UDP)",
+                ));
+            }
+            Some(hip::parse(&ctx, h.get_ref(), transport.local_ip())?)
+        }
+    };
     Ok(NodeConfig {
         file: PathBuf::from(file),
+        hip,
         interface,
         transport,
         bypass_device,

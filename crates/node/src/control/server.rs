@@ -11,6 +11,7 @@ use super::status;
 use crate::datapath::board::Board;
 use crate::datapath::filter_stage::{self, SharedFilter};
 use crate::datapath::mailbox::{Event, PuntKind};
+use crate::keying::hip::runtime::HipRuntime;
 use crate::keying::ike::runtime::IkeRuntime;
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
@@ -41,6 +42,8 @@ pub struct ControlThread<'a> {
     monitors: Monitors,
     /// The IKEv2 driver and its sockets, when the config has `[[connection]]`s.
     ike: Option<IkeRuntime>,
+    /// The HIP driver and its socket, when the config has `[hip]`.
+    hip: Option<HipRuntime>,
 }
 
 impl<'a> ControlThread<'a> {
@@ -62,6 +65,7 @@ impl<'a> ControlThread<'a> {
             start,
             monitors: Monitors::default(),
             ike: None,
+            hip: None,
         }
     }
 
@@ -69,6 +73,13 @@ impl<'a> ControlThread<'a> {
     /// goes to it, and its timers run on every tick.
     pub fn with_ike(mut self, ike: IkeRuntime) -> Self {
         self.ike = Some(ike);
+        self
+    }
+
+    /// Adds the HIP driver: its protocol-139 socket joins the poll set, acquires of its traps
+    /// go to it, and its timers run on every tick.
+    pub fn with_hip(mut self, hip: HipRuntime) -> Self {
+        self.hip = Some(hip);
         self
     }
 
@@ -81,10 +92,12 @@ impl<'a> ControlThread<'a> {
             .map(|c| c.fd())
             .chain(self.metrics.iter().map(|m| m.fd()))
             .chain(self.ike.iter().map(|i| i.fd()))
+            .chain(self.hip.iter().map(|h| h.fd()))
             .chain(self.plane.wake_fd())
             .collect();
         let metrics_at = self.socket.iter().count();
         let ike_at = metrics_at + self.metrics.iter().count();
+        let hip_at = ike_at + self.ike.iter().count();
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
@@ -98,6 +111,12 @@ impl<'a> ControlThread<'a> {
                     ike.read_socket(&mut self.plane);
                 }
                 ike.tick(&mut self.plane);
+            }
+            if let Some(hip) = &mut self.hip {
+                if ready.get(hip_at) == Some(&true) {
+                    hip.read_socket(&mut self.plane);
+                }
+                hip.tick(&mut self.plane);
             }
             if let Some(m) = self.metrics.filter(|_| ready.get(metrics_at) == Some(&true)) {
                 // The same snapshot as `status`, so metrics and status never disagree.
@@ -127,6 +146,9 @@ impl<'a> ControlThread<'a> {
         if let Some(ike) = &self.ike {
             v["ike"] = ike.status();
         }
+        if let Some(hip) = &self.hip {
+            v["hip"] = hip.status();
+        }
         v
     }
 
@@ -141,6 +163,9 @@ impl<'a> ControlThread<'a> {
             }
             if let (Event::Acquire { policy, .. }, Some(ike)) = (&e, &mut self.ike) {
                 ike.acquire(*policy);
+            }
+            if let (Event::Acquire { policy, .. }, Some(hip)) = (&e, &mut self.hip) {
+                hip.acquire(*policy);
             }
             log(&e);
             if let Some(v) = monitor::event_json(&e) {

@@ -1,0 +1,105 @@
+//! `[hip]`: this host's HIP identity and the peers it knows (RFC 7401; docs/hip.md).
+//!
+//! ```toml
+//! [hip]
+//! identity = "/etc/hipsec/host.pem"   # hipsec keygen --hip -o ...
+//! puzzle-k = 10                       # difficulty of the puzzle our R1s carry (0..=28)
+//! esp-suites = ["aes128gcm", "aes128cbc-sha256"]
+//!
+//! [[hip.peer]]
+//! hit = "2001:22:aaf2:d77d:f996:f6a1:b2df:73d7"
+//! locator = "192.0.2.2"              # where its HIP and ESP packets go
+//! ```
+
+use super::error::{ConfigError, Ctx};
+use hip::HostIdentityTag;
+use serde::Deserialize;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// The `[hip]` section, checked.
+#[derive(Debug, Clone)]
+pub struct HipConf {
+    /// The host identity file.
+    pub identity: PathBuf,
+    /// Puzzle difficulty of our R1s.
+    pub puzzle_k: u8,
+    /// ESP transforms we offer, in order.
+    pub esp_suites: Vec<wire::hip::EspSuite>,
+    /// Known peers.
+    pub peers: Vec<HipPeer>,
+}
+
+/// A known peer: its HIT and where it is.
+#[derive(Debug, Clone)]
+pub struct HipPeer {
+    /// Its HIT.
+    pub hit: HostIdentityTag,
+    /// Its locator.
+    pub locator: IpAddr,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawHip {
+    identity: Spanned<String>,
+    puzzle_k: Option<Spanned<i64>>,
+    esp_suites: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    peer: Vec<RawPeer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPeer {
+    hit: Spanned<String>,
+    locator: Spanned<String>,
+}
+
+pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHip, local: IpAddr) -> Result<HipConf, ConfigError> {
+    let puzzle_k = match &r.puzzle_k {
+        None => 10,
+        Some(k) => u8::try_from(*k.get_ref())
+            .ok()
+            .filter(|&k| k <= hip::puzzle::MAX_SOLVABLE_K)
+            .ok_or_else(|| ctx.err(k.span(), "puzzle-k", "want 0..=28"))?,
+    };
+    let esp_suites = match &r.esp_suites {
+        None => vec![wire::hip::EspSuite::AES_GCM_16, wire::hip::EspSuite::AES_128_CBC_HMAC_SHA256],
+        Some(v) => v
+            .iter()
+            .map(|s| {
+                hip::esp::suite_id(s.get_ref()).ok_or_else(|| {
+                    ctx.err(
+                        s.span(),
+                        "esp-suites",
+                        "HIP ESP offers aes128gcm, aes128cbc-sha256, aes256cbc-sha256, null-sha256, aes128cbc-sha1",
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mut peers: Vec<HipPeer> = Vec::new();
+    for p in &r.peer {
+        let hit: HostIdentityTag =
+            p.hit.get_ref().parse().map_err(|e: String| ctx.err(p.hit.span(), "hit", e))?;
+        let locator: IpAddr = p
+            .locator
+            .get_ref()
+            .parse()
+            .map_err(|_| ctx.err(p.locator.span(), "locator", "want an IP address"))?;
+        if locator.is_ipv4() != local.is_ipv4() {
+            return Err(ctx.err(
+                p.locator.span(),
+                "locator",
+                format!("of another family than [network] local {local}"),
+            ));
+        }
+        if peers.iter().any(|q| q.hit == hit) {
+            return Err(ctx.err(p.hit.span(), "hit", "two peers with this HIT"));
+        }
+        peers.push(HipPeer { hit, locator });
+    }
+    Ok(HipConf { identity: PathBuf::from(r.identity.get_ref()), puzzle_k, esp_suites, peers })
+}

@@ -1,0 +1,454 @@
+//! The HIP driver (issue 12): runs the `hip` crate's base exchange for this host and turns what
+//! it establishes into BEET-mode SAs through the control plane.
+//!
+//! - Known peers get a trap policy from our HIT to theirs; the first packet to a peer's HIT
+//!   raises an acquire and starts the exchange (I1 to its locator).
+//! - I1s are answered by the stateless Responder; R1, I2 and R2 move the association.
+//! - I1 and I2 are resent (RFC 7401 §4.4.3) until answered or given up.
+//! - The Responder's R1 generation changes every [`R1_GENERATION_MS`].
+
+pub mod install;
+pub mod runtime;
+pub mod socket;
+
+use crate::config::hip::HipConf;
+use crate::datapath::mailbox::{InKey, OutKey};
+use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
+use crate::log::{Level, log_event};
+use hip::bex::initiator::{I1Sent, I2Sent};
+use hip::bex::responder::Responder;
+use hip::bex::{Config, Established};
+use hip::{HostIdentityTag, LocalHost};
+use ipsec::spd_table::PolicyId;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use wire::hip::{Packet, PacketType};
+
+/// HIP's policy ids: apart from the config's, IKE's (1 << 40) and the command line's.
+const POLICY_BASE: PolicyId = 1 << 41;
+/// First retransmission after 1 s, doubling, five tries (RFC 7401 §4.4.3 leaves the numbers
+/// to the implementation; these are HIPL's and strongSwan's order of magnitude).
+const RETRANSMIT_MS: u64 = 1_000;
+const TRIES: u32 = 5;
+/// How long one R1 generation lasts (its puzzles and DH keys; the previous one is still
+/// accepted, RFC 7401 §4.1.4).
+pub const R1_GENERATION_MS: u64 = 120_000;
+
+/// A datagram to send.
+#[derive(Debug)]
+pub struct Transmit {
+    /// Where to.
+    pub to: IpAddr,
+    /// The HIP packet.
+    pub bytes: Vec<u8>,
+}
+
+enum State {
+    I1Sent(I1Sent),
+    I2Sent(I2Sent),
+    Established { spi_in: u32, spi_out: u32, suite: String, in_key: InKey, out_key: OutKey },
+}
+
+struct Assoc {
+    locator: IpAddr,
+    state: State,
+    initiator: bool,
+    started_ms: u64,
+    bex_ms: Option<u64>,
+    resend_at_ms: u64,
+    tries: u32,
+    /// The R2 we sent (a Responder resends it to a repeated I2, §6.9).
+    r2: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Counters for `status`.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct HipCounters {
+    /// I1s answered with an R1.
+    pub r1_sent: u64,
+    /// Base exchanges completed, as Initiator.
+    pub established_initiator: u64,
+    /// Base exchanges completed, as Responder.
+    pub established_responder: u64,
+    /// Packets refused (bad checksum, signature, puzzle, unknown association ...).
+    pub refused: u64,
+    /// Exchanges given up after the retransmissions.
+    pub timed_out: u64,
+    /// HIP packets of kinds not handled yet (UPDATE, NOTIFY, CLOSE).
+    pub unhandled: u64,
+}
+
+/// The driver.
+pub struct HipDriver {
+    host: LocalHost,
+    responder: Responder,
+    config: Config,
+    local: IpAddr,
+    esp_port: u16,
+    conf: HipConf,
+    assocs: HashMap<HostIdentityTag, Assoc>,
+    traps: HashMap<PolicyId, usize>,
+    policies: HashMap<HostIdentityTag, PolicyId>,
+    next_policy: PolicyId,
+    next_rotation_ms: u64,
+    counters: HipCounters,
+}
+
+impl std::fmt::Debug for HipDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HipDriver").field("hit", &self.host.hit()).finish_non_exhaustive()
+    }
+}
+
+impl HipDriver {
+    /// A driver for `host` at locator `local`, its ESP in UDP on `esp_port`.
+    pub fn new(
+        host: LocalHost,
+        conf: HipConf,
+        local: IpAddr,
+        esp_port: u16,
+    ) -> Result<HipDriver, String> {
+        let config = Config {
+            puzzle_k: conf.puzzle_k,
+            esp_suites: conf.esp_suites.clone(),
+            ..Config::default()
+        };
+        let responder = Responder::new(&host, config.clone(), crypto::default_provider())
+            .map_err(|e| e.to_string())?;
+        Ok(HipDriver {
+            host,
+            responder,
+            config,
+            local,
+            esp_port,
+            conf,
+            assocs: HashMap::new(),
+            traps: HashMap::new(),
+            policies: HashMap::new(),
+            next_policy: POLICY_BASE,
+            next_rotation_ms: R1_GENERATION_MS,
+            counters: HipCounters::default(),
+        })
+    }
+
+    /// Our HIT.
+    pub fn hit(&self) -> HostIdentityTag {
+        self.host.hit()
+    }
+
+    /// Installs a trap for every known peer.
+    pub fn install_traps(&mut self, plane: &mut ControlPlane) {
+        let me = self.host.hit();
+        let mut specs = Vec::new();
+        for (i, p) in self.conf.peers.iter().enumerate() {
+            let id = self.next_policy;
+            self.next_policy += 1;
+            self.traps.insert(id, i);
+            self.policies.insert(p.hit, id);
+            specs.push((id, install::trap(&me, &p.hit)));
+        }
+        if let Err(e) = plane.set_policies(specs) {
+            log_event!(Level::Warn, "hip-trap-failed", "why" => e.to_string());
+        }
+    }
+
+    /// An acquire: if it is one of our traps and no exchange runs, start one.
+    pub fn acquire(&mut self, policy: PolicyId, now_ms: u64) -> Vec<Transmit> {
+        let Some(&i) = self.traps.get(&policy) else { return Vec::new() };
+        let Some(peer) = self.conf.peers.get(i).cloned() else { return Vec::new() };
+        if self.assocs.contains_key(&peer.hit) {
+            return Vec::new();
+        }
+        match I1Sent::start(&self.host, peer.hit, self.config.clone(), self.local, peer.locator) {
+            Ok(s) => {
+                let out = vec![Transmit { to: peer.locator, bytes: s.i1().to_vec() }];
+                log_event!(Level::Info, "hip-i1", "peer" => peer.hit.to_string(), "locator" => peer.locator);
+                self.assocs.insert(
+                    peer.hit,
+                    Assoc {
+                        locator: peer.locator,
+                        state: State::I1Sent(s),
+                        initiator: true,
+                        started_ms: now_ms,
+                        bex_ms: None,
+                        resend_at_ms: now_ms + RETRANSMIT_MS,
+                        tries: 1,
+                        r2: None,
+                    },
+                );
+                out
+            }
+            Err(e) => {
+                log_event!(Level::Warn, "hip-start-failed", "peer" => peer.hit.to_string(), "why" => e.to_string());
+                Vec::new()
+            }
+        }
+    }
+
+    fn refuse(&mut self, what: &str, from: IpAddr, e: impl std::fmt::Display) {
+        self.counters.refused += 1;
+        log_event!(Level::Debug, "hip-refused", "packet" => what, "from" => from, "why" => e.to_string());
+    }
+
+    /// A HIP packet from `from`.
+    pub fn packet(
+        &mut self,
+        plane: &mut ControlPlane,
+        from: IpAddr,
+        bytes: &[u8],
+        now_ms: u64,
+    ) -> Vec<Transmit> {
+        let (ty, sender) = match Packet::new_checked(bytes) {
+            Ok(p) => (p.packet_type(), HostIdentityTag(p.sender_hit())),
+            Err(e) => {
+                self.refuse("?", from, e);
+                return Vec::new();
+            }
+        };
+        let me = self.host.hit();
+        match ty {
+            PacketType::I1 => match self.responder.on_i1(&me, bytes, from, self.local) {
+                Ok(r1) => {
+                    self.counters.r1_sent += 1;
+                    vec![Transmit { to: from, bytes: r1 }]
+                }
+                Err(e) => {
+                    self.refuse("I1", from, e);
+                    Vec::new()
+                }
+            },
+            PacketType::R1 => self.r1(sender, from, bytes, now_ms),
+            PacketType::I2 => self.i2(plane, sender, from, bytes, now_ms),
+            PacketType::R2 => {
+                self.r2(plane, sender, from, bytes, now_ms);
+                Vec::new()
+            }
+            _ => {
+                self.counters.unhandled += 1;
+                Vec::new()
+            }
+        }
+    }
+
+    fn r1(
+        &mut self,
+        sender: HostIdentityTag,
+        from: IpAddr,
+        bytes: &[u8],
+        now_ms: u64,
+    ) -> Vec<Transmit> {
+        let Some(mut a) = self.assocs.remove(&sender) else {
+            self.refuse("R1", from, "no exchange with this HIT");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        a.state = match a.state {
+            State::I1Sent(s) => {
+                match s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.local) {
+                    Ok((s2, work)) => {
+                        out.push(Transmit { to: a.locator, bytes: s2.i2().to_vec() });
+                        a.resend_at_ms = now_ms + RETRANSMIT_MS;
+                        a.tries = 1;
+                        log_event!(Level::Debug, "hip-i2", "peer" => sender.to_string(), "puzzle_k" => work.k, "hashes" => work.puzzle_tries);
+                        State::I2Sent(s2)
+                    }
+                    Err(rej) => {
+                        self.refuse("R1", from, &rej.error);
+                        State::I1Sent(*rej.state)
+                    }
+                }
+            }
+            // A late or repeated R1 (our I2 is out, or we are up): nothing to do.
+            other => other,
+        };
+        self.assocs.insert(sender, a);
+        out
+    }
+
+    fn i2(
+        &mut self,
+        plane: &mut ControlPlane,
+        sender: HostIdentityTag,
+        from: IpAddr,
+        bytes: &[u8],
+        now_ms: u64,
+    ) -> Vec<Transmit> {
+        // A repeated I2 (our R2 was lost) gets the same R2 again (§6.9).
+        if let Some(Assoc { r2: Some((i2, r2)), .. }) = self.assocs.get(&sender) {
+            if i2.as_slice() == bytes {
+                return vec![Transmit { to: from, bytes: r2.clone() }];
+            }
+        }
+        match self.responder.on_i2(&self.host, bytes, from, self.local) {
+            Ok((r2, e)) => {
+                // A new exchange with a peer we had (it restarted, or both sides started at
+                // once, §6.7): the new pair replaces the old one.
+                let old = self.assocs.remove(&sender);
+                let Some(state) = self.establish(plane, &e, from) else { return Vec::new() };
+                if let Some(Assoc { state: State::Established { in_key, out_key, .. }, .. }) = old {
+                    if let Err(err) = plane.remove(&[in_key], &[out_key]) {
+                        log_event!(Level::Warn, "hip-remove-failed", "peer" => sender.to_string(), "why" => err.to_string());
+                    }
+                }
+                self.counters.established_responder += 1;
+                self.assocs.insert(
+                    sender,
+                    Assoc {
+                        locator: from,
+                        state,
+                        initiator: false,
+                        started_ms: now_ms,
+                        bex_ms: None,
+                        resend_at_ms: u64::MAX,
+                        tries: 0,
+                        r2: Some((bytes.to_vec(), r2.clone())),
+                    },
+                );
+                vec![Transmit { to: from, bytes: r2 }]
+            }
+            Err(err) => {
+                self.refuse("I2", from, err);
+                Vec::new()
+            }
+        }
+    }
+
+    fn r2(
+        &mut self,
+        plane: &mut ControlPlane,
+        sender: HostIdentityTag,
+        from: IpAddr,
+        bytes: &[u8],
+        now_ms: u64,
+    ) {
+        let Some(mut a) = self.assocs.remove(&sender) else {
+            self.refuse("R2", from, "no exchange with this HIT");
+            return;
+        };
+        a.state = match a.state {
+            State::I2Sent(s) => match s.on_r2(bytes, from, self.local) {
+                Ok(e) => match self.establish(plane, &e, a.locator) {
+                    Some(st) => {
+                        a.bex_ms = Some(now_ms.saturating_sub(a.started_ms));
+                        a.resend_at_ms = u64::MAX;
+                        self.counters.established_initiator += 1;
+                        st
+                    }
+                    None => return,
+                },
+                Err(rej) => {
+                    self.refuse("R2", from, &rej.error);
+                    State::I2Sent(*rej.state)
+                }
+            },
+            other => other,
+        };
+        self.assocs.insert(sender, a);
+    }
+
+    /// Installs the SA pair and points the policy between the HITs at it.
+    fn establish(
+        &mut self,
+        plane: &mut ControlPlane,
+        e: &Established,
+        locator: IpAddr,
+    ) -> Option<State> {
+        let peer = e.peer.hit();
+        let (inb, outb) = install::specs(e, SocketAddr::new(locator, self.esp_port));
+        let (in_key, out_key) = (in_key_of(&inb.params), out_key_of(&outb.params));
+        let id = *self.policies.entry(peer).or_insert_with(|| {
+            let id = self.next_policy;
+            self.next_policy += 1;
+            id
+        });
+        let policy = install::policy(&e.local_hit, &peer, out_key, in_key);
+        let r = plane
+            .install(vec![inb], vec![outb], false)
+            .and_then(|()| plane.set_policies(vec![(id, policy)]));
+        if let Err(err) = r {
+            log_event!(Level::Warn, "hip-install-failed", "peer" => peer.to_string(), "why" => err.to_string());
+            return None;
+        }
+        log_event!(Level::Info, "hip-established", "peer" => peer.to_string(), "locator" => locator, "spi_in" => format!("{:08x}", e.esp.spi_in), "spi_out" => format!("{:08x}", e.esp.spi_out));
+        Some(State::Established {
+            spi_in: e.esp.spi_in,
+            spi_out: e.esp.spi_out,
+            suite: e.esp.suite.to_string(),
+            in_key,
+            out_key,
+        })
+    }
+
+    /// Retransmissions and the R1 generation.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Transmit> {
+        if now_ms >= self.next_rotation_ms {
+            self.next_rotation_ms = now_ms + R1_GENERATION_MS;
+            if let Err(e) = self.responder.rotate(&self.host) {
+                log_event!(Level::Warn, "hip-r1-rotate-failed", "why" => e.to_string());
+            }
+        }
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for (hit, a) in &mut self.assocs {
+            if now_ms < a.resend_at_ms {
+                continue;
+            }
+            let packet = match &a.state {
+                State::I1Sent(s) => s.i1().to_vec(),
+                State::I2Sent(s) => s.i2().to_vec(),
+                State::Established { .. } => continue,
+            };
+            if a.tries >= TRIES {
+                gone.push(*hit);
+                continue;
+            }
+            a.tries += 1;
+            a.resend_at_ms = now_ms + (RETRANSMIT_MS << (a.tries - 1).min(6));
+            out.push(Transmit { to: a.locator, bytes: packet });
+        }
+        for hit in gone {
+            self.assocs.remove(&hit);
+            self.counters.timed_out += 1;
+            log_event!(Level::Warn, "hip-timeout", "peer" => hit.to_string());
+        }
+        out
+    }
+
+    /// The `hip` part of `status`.
+    pub fn status(&self) -> Value {
+        let assocs: Vec<Value> = self
+            .assocs
+            .iter()
+            .map(|(hit, a)| {
+                let mut v = json!({
+                    "peer_hit": hit.to_string(),
+                    "locator": a.locator.to_string(),
+                    "role": if a.initiator { "initiator" } else { "responder" },
+                });
+                match &a.state {
+                    State::I1Sent(_) => v["state"] = json!("I1-SENT"),
+                    State::I2Sent(_) => v["state"] = json!("I2-SENT"),
+                    State::Established { spi_in, spi_out, suite, .. } => {
+                        v["state"] = json!("ESTABLISHED");
+                        v["spi_in"] = json!(format!("{spi_in:08x}"));
+                        v["spi_out"] = json!(format!("{spi_out:08x}"));
+                        v["suite"] = json!(suite);
+                    }
+                }
+                if let (true, Some(ms)) = (a.initiator, a.bex_ms) {
+                    v["base_exchange_ms"] = json!(ms);
+                }
+                v
+            })
+            .collect();
+        json!({
+            "hit": self.host.hit().to_string(),
+            "locator": self.local.to_string(),
+            "puzzle_k": self.responder.puzzle_k(),
+            "r1_generation": self.responder.generation(),
+            "counters": self.counters,
+            "associations": assocs,
+        })
+    }
+}

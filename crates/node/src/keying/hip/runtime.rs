@@ -1,0 +1,77 @@
+//! The HIP driver with its socket: what the control thread holds. It feeds the driver the
+//! packets of protocol 139, the acquires of its traps and its clock, and sends what comes out.
+
+use super::socket::HipSocket;
+use super::{HipDriver, Transmit};
+use crate::keying::plane::ControlPlane;
+use crate::log::{Level, log_event};
+use ipsec::spd_table::PolicyId;
+use serde_json::Value;
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+/// Driver and socket.
+#[derive(Debug)]
+pub struct HipRuntime {
+    driver: HipDriver,
+    socket: HipSocket,
+    start: Instant,
+    started: bool,
+    buf: Vec<u8>,
+}
+
+impl HipRuntime {
+    /// Puts them together; the clock starts now.
+    pub fn new(driver: HipDriver, socket: HipSocket) -> HipRuntime {
+        HipRuntime { driver, socket, start: Instant::now(), started: false, buf: vec![0; 4096] }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The socket, for poll(2).
+    pub fn fd(&self) -> RawFd {
+        self.socket.fd()
+    }
+
+    fn send(&self, out: Vec<Transmit>) {
+        for t in out {
+            if let Err(e) = self.socket.send(t.to, &t.bytes) {
+                log_event!(Level::Warn, "hip-send-failed", "to" => t.to, "why" => e.to_string());
+            }
+        }
+    }
+
+    /// Everything waiting on the socket.
+    pub fn read_socket(&mut self, plane: &mut ControlPlane) {
+        while let Some((range, from)) = self.socket.recv(&mut self.buf) {
+            let now = self.now_ms();
+            let bytes = self.buf.get(range).unwrap_or_default().to_vec();
+            let out = self.driver.packet(plane, from, &bytes, now);
+            self.send(out);
+        }
+    }
+
+    /// Timers; the first call installs the traps.
+    pub fn tick(&mut self, plane: &mut ControlPlane) {
+        if !self.started {
+            self.started = true;
+            self.driver.install_traps(plane);
+        }
+        let out = self.driver.tick(self.now_ms());
+        self.send(out);
+    }
+
+    /// An acquire from the data path.
+    pub fn acquire(&mut self, policy: PolicyId) {
+        let now = self.now_ms();
+        let out = self.driver.acquire(policy, now);
+        self.send(out);
+    }
+
+    /// The `hip` part of `status`.
+    pub fn status(&self) -> Value {
+        self.driver.status()
+    }
+}
