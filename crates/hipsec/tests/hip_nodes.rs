@@ -177,7 +177,17 @@ fn two_hosts_reach_each_other_by_hit() {
     assert_eq!(a["hip"]["counters"]["established_initiator"], 1, "{a}");
     assert_eq!(b["hip"]["counters"]["established_responder"], 1, "{b}");
     assert_eq!(a["hip"]["counters"]["refused"], 0, "{a}");
-    println!("base exchange {} ms (K = 10, over the veth)", assoc["base_exchange_ms"]);
+    for t in ["base_exchange_us", "t2_us", "t4_us"] {
+        assert!(assoc[t].as_u64().is_some_and(|v| v > 0), "{t}: {assoc}");
+    }
+    println!(
+        "base exchange {} us (K = 10, over the veth): T2 {} us, T4 {} us; responder T3 {} us, T1 {} us",
+        assoc["base_exchange_us"],
+        assoc["t2_us"],
+        assoc["t4_us"],
+        b["hip"]["associations"][0]["t3_us"],
+        b["hip"]["counters"]["last_t1_us"]
+    );
     // TCP between the HITs: 2 MB through, intact.
     let data: Vec<u8> =
         (0..2_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();

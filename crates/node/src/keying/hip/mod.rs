@@ -5,7 +5,7 @@
 //!   raises an acquire and starts the exchange (I1 to its locator).
 //! - I1s are answered by the stateless Responder; R1, I2 and R2 move the association.
 //! - I1 and I2 are resent (RFC 7401 §4.4.3) until answered or given up.
-//! - The Responder's R1 generation changes every [`R1_GENERATION_MS`].
+//! - The Responder's R1 generation changes every [`R1_GENERATION_US`].
 
 pub mod install;
 pub mod runtime;
@@ -29,11 +29,11 @@ use wire::hip::{Packet, PacketType};
 const POLICY_BASE: PolicyId = 1 << 41;
 /// First retransmission after 1 s, doubling, five tries (RFC 7401 §4.4.3 leaves the numbers
 /// to the implementation; these are HIPL's and strongSwan's order of magnitude).
-const RETRANSMIT_MS: u64 = 1_000;
+const RETRANSMIT_US: u64 = 1_000_000;
 const TRIES: u32 = 5;
 /// How long one R1 generation lasts (its puzzles and DH keys; the previous one is still
 /// accepted, RFC 7401 §4.1.4).
-pub const R1_GENERATION_MS: u64 = 120_000;
+pub const R1_GENERATION_US: u64 = 120_000_000;
 
 /// A datagram to send.
 #[derive(Debug)]
@@ -54,12 +54,17 @@ struct Assoc {
     locator: IpAddr,
     state: State,
     initiator: bool,
-    started_ms: u64,
-    bex_ms: Option<u64>,
-    resend_at_ms: u64,
+    started_us: u64,
+    bex_us: Option<u64>,
+    resend_at_us: u64,
     tries: u32,
     /// The R2 we sent (a Responder resends it to a repeated I2, §6.9).
     r2: Option<(Vec<u8>, Vec<u8>)>,
+    /// Processing times of seed 001's phases (its Figure 3), microseconds: T2 and T4 (ours as
+    /// Initiator: R1 → I2, R2 → established), T3 (ours as Responder: I2 → R2).
+    t2_us: Option<u64>,
+    t3_us: Option<u64>,
+    t4_us: Option<u64>,
 }
 
 /// Counters for `status`.
@@ -77,6 +82,15 @@ pub struct HipCounters {
     pub timed_out: u64,
     /// HIP packets of kinds not handled yet (UPDATE, NOTIFY, CLOSE).
     pub unhandled: u64,
+    /// The last I1's processing time (T1 of seed 001: I1 in, R1 out), microseconds.
+    pub last_t1_us: u64,
+}
+
+/// Runs `f` and measures it in microseconds (the control thread's own work, seed 001's T1–T4).
+fn timed<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let t = std::time::Instant::now();
+    let r = f();
+    (r, t.elapsed().as_micros() as u64)
 }
 
 /// The driver.
@@ -91,7 +105,7 @@ pub struct HipDriver {
     traps: HashMap<PolicyId, usize>,
     policies: HashMap<HostIdentityTag, PolicyId>,
     next_policy: PolicyId,
-    next_rotation_ms: u64,
+    next_rotation_us: u64,
     counters: HipCounters,
 }
 
@@ -127,7 +141,7 @@ impl HipDriver {
             traps: HashMap::new(),
             policies: HashMap::new(),
             next_policy: POLICY_BASE,
-            next_rotation_ms: R1_GENERATION_MS,
+            next_rotation_us: R1_GENERATION_US,
             counters: HipCounters::default(),
         })
     }
@@ -154,7 +168,7 @@ impl HipDriver {
     }
 
     /// An acquire: if it is one of our traps and no exchange runs, start one.
-    pub fn acquire(&mut self, policy: PolicyId, now_ms: u64) -> Vec<Transmit> {
+    pub fn acquire(&mut self, policy: PolicyId, now_us: u64) -> Vec<Transmit> {
         let Some(&i) = self.traps.get(&policy) else { return Vec::new() };
         let Some(peer) = self.conf.peers.get(i).cloned() else { return Vec::new() };
         if self.assocs.contains_key(&peer.hit) {
@@ -170,11 +184,14 @@ impl HipDriver {
                         locator: peer.locator,
                         state: State::I1Sent(s),
                         initiator: true,
-                        started_ms: now_ms,
-                        bex_ms: None,
-                        resend_at_ms: now_ms + RETRANSMIT_MS,
+                        started_us: now_us,
+                        bex_us: None,
+                        resend_at_us: now_us + RETRANSMIT_US,
                         tries: 1,
                         r2: None,
+                        t2_us: None,
+                        t3_us: None,
+                        t4_us: None,
                     },
                 );
                 out
@@ -197,7 +214,7 @@ impl HipDriver {
         plane: &mut ControlPlane,
         from: IpAddr,
         bytes: &[u8],
-        now_ms: u64,
+        now_us: u64,
     ) -> Vec<Transmit> {
         let (ty, sender) = match Packet::new_checked(bytes) {
             Ok(p) => (p.packet_type(), HostIdentityTag(p.sender_hit())),
@@ -208,20 +225,21 @@ impl HipDriver {
         };
         let me = self.host.hit();
         match ty {
-            PacketType::I1 => match self.responder.on_i1(&me, bytes, from, self.local) {
-                Ok(r1) => {
+            PacketType::I1 => match timed(|| self.responder.on_i1(&me, bytes, from, self.local)) {
+                (Ok(r1), t) => {
                     self.counters.r1_sent += 1;
+                    self.counters.last_t1_us = t;
                     vec![Transmit { to: from, bytes: r1 }]
                 }
-                Err(e) => {
+                (Err(e), _) => {
                     self.refuse("I1", from, e);
                     Vec::new()
                 }
             },
-            PacketType::R1 => self.r1(sender, from, bytes, now_ms),
-            PacketType::I2 => self.i2(plane, sender, from, bytes, now_ms),
+            PacketType::R1 => self.r1(sender, from, bytes, now_us),
+            PacketType::I2 => self.i2(plane, sender, from, bytes, now_us),
             PacketType::R2 => {
-                self.r2(plane, sender, from, bytes, now_ms);
+                self.r2(plane, sender, from, bytes, now_us);
                 Vec::new()
             }
             _ => {
@@ -236,7 +254,7 @@ impl HipDriver {
         sender: HostIdentityTag,
         from: IpAddr,
         bytes: &[u8],
-        now_ms: u64,
+        now_us: u64,
     ) -> Vec<Transmit> {
         let Some(mut a) = self.assocs.remove(&sender) else {
             self.refuse("R1", from, "no exchange with this HIT");
@@ -245,10 +263,14 @@ impl HipDriver {
         let mut out = Vec::new();
         a.state = match a.state {
             State::I1Sent(s) => {
-                match s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.local) {
+                let (r, t) = timed(|| {
+                    s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.local)
+                });
+                match r {
                     Ok((s2, work)) => {
+                        a.t2_us = Some(t);
                         out.push(Transmit { to: a.locator, bytes: s2.i2().to_vec() });
-                        a.resend_at_ms = now_ms + RETRANSMIT_MS;
+                        a.resend_at_us = now_us + RETRANSMIT_US;
                         a.tries = 1;
                         log_event!(Level::Debug, "hip-i2", "peer" => sender.to_string(), "puzzle_k" => work.k, "hashes" => work.puzzle_tries);
                         State::I2Sent(s2)
@@ -272,7 +294,7 @@ impl HipDriver {
         sender: HostIdentityTag,
         from: IpAddr,
         bytes: &[u8],
-        now_ms: u64,
+        now_us: u64,
     ) -> Vec<Transmit> {
         // A repeated I2 (our R2 was lost) gets the same R2 again (§6.9).
         if let Some(Assoc { r2: Some((i2, r2)), .. }) = self.assocs.get(&sender) {
@@ -280,7 +302,8 @@ impl HipDriver {
                 return vec![Transmit { to: from, bytes: r2.clone() }];
             }
         }
-        match self.responder.on_i2(&self.host, bytes, from, self.local) {
+        let (r, t3) = timed(|| self.responder.on_i2(&self.host, bytes, from, self.local));
+        match r {
             Ok((r2, e)) => {
                 // A new exchange with a peer we had (it restarted, or both sides started at
                 // once, §6.7): the new pair replaces the old one.
@@ -298,11 +321,14 @@ impl HipDriver {
                         locator: from,
                         state,
                         initiator: false,
-                        started_ms: now_ms,
-                        bex_ms: None,
-                        resend_at_ms: u64::MAX,
+                        started_us: now_us,
+                        bex_us: None,
+                        resend_at_us: u64::MAX,
                         tries: 0,
                         r2: Some((bytes.to_vec(), r2.clone())),
+                        t2_us: None,
+                        t3_us: Some(t3),
+                        t4_us: None,
                     },
                 );
                 vec![Transmit { to: from, bytes: r2 }]
@@ -320,24 +346,25 @@ impl HipDriver {
         sender: HostIdentityTag,
         from: IpAddr,
         bytes: &[u8],
-        now_ms: u64,
+        now_us: u64,
     ) {
         let Some(mut a) = self.assocs.remove(&sender) else {
             self.refuse("R2", from, "no exchange with this HIT");
             return;
         };
         a.state = match a.state {
-            State::I2Sent(s) => match s.on_r2(bytes, from, self.local) {
-                Ok(e) => match self.establish(plane, &e, a.locator) {
+            State::I2Sent(s) => match timed(|| s.on_r2(bytes, from, self.local)) {
+                (Ok(e), t4) => match self.establish(plane, &e, a.locator) {
                     Some(st) => {
-                        a.bex_ms = Some(now_ms.saturating_sub(a.started_ms));
-                        a.resend_at_ms = u64::MAX;
+                        a.t4_us = Some(t4);
+                        a.bex_us = Some(now_us.saturating_sub(a.started_us));
+                        a.resend_at_us = u64::MAX;
                         self.counters.established_initiator += 1;
                         st
                     }
                     None => return,
                 },
-                Err(rej) => {
+                (Err(rej), _) => {
                     self.refuse("R2", from, &rej.error);
                     State::I2Sent(*rej.state)
                 }
@@ -381,9 +408,9 @@ impl HipDriver {
     }
 
     /// Retransmissions and the R1 generation.
-    pub fn tick(&mut self, now_ms: u64) -> Vec<Transmit> {
-        if now_ms >= self.next_rotation_ms {
-            self.next_rotation_ms = now_ms + R1_GENERATION_MS;
+    pub fn tick(&mut self, now_us: u64) -> Vec<Transmit> {
+        if now_us >= self.next_rotation_us {
+            self.next_rotation_us = now_us + R1_GENERATION_US;
             if let Err(e) = self.responder.rotate(&self.host) {
                 log_event!(Level::Warn, "hip-r1-rotate-failed", "why" => e.to_string());
             }
@@ -391,7 +418,7 @@ impl HipDriver {
         let mut out = Vec::new();
         let mut gone = Vec::new();
         for (hit, a) in &mut self.assocs {
-            if now_ms < a.resend_at_ms {
+            if now_us < a.resend_at_us {
                 continue;
             }
             let packet = match &a.state {
@@ -404,7 +431,7 @@ impl HipDriver {
                 continue;
             }
             a.tries += 1;
-            a.resend_at_ms = now_ms + (RETRANSMIT_MS << (a.tries - 1).min(6));
+            a.resend_at_us = now_us + (RETRANSMIT_US << (a.tries - 1).min(6));
             out.push(Transmit { to: a.locator, bytes: packet });
         }
         for hit in gone {
@@ -436,8 +463,13 @@ impl HipDriver {
                         v["suite"] = json!(suite);
                     }
                 }
-                if let (true, Some(ms)) = (a.initiator, a.bex_ms) {
-                    v["base_exchange_ms"] = json!(ms);
+                if let (true, Some(us)) = (a.initiator, a.bex_us) {
+                    v["base_exchange_us"] = json!(us);
+                }
+                for (k, t) in [("t2_us", a.t2_us), ("t3_us", a.t3_us), ("t4_us", a.t4_us)] {
+                    if let Some(t) = t {
+                        v[k] = json!(t);
+                    }
                 }
                 v
             })

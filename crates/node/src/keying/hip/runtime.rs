@@ -26,8 +26,8 @@ impl HipRuntime {
         HipRuntime { driver, socket, start: Instant::now(), started: false, buf: vec![0; 4096] }
     }
 
-    fn now_ms(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64
+    fn now_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
     }
 
     /// The socket, for poll(2).
@@ -46,7 +46,7 @@ impl HipRuntime {
     /// Everything waiting on the socket.
     pub fn read_socket(&mut self, plane: &mut ControlPlane) {
         while let Some((range, from)) = self.socket.recv(&mut self.buf) {
-            let now = self.now_ms();
+            let now = self.now_us();
             let bytes = self.buf.get(range).unwrap_or_default().to_vec();
             let out = self.driver.packet(plane, from, &bytes, now);
             self.send(out);
@@ -59,13 +59,13 @@ impl HipRuntime {
             self.started = true;
             self.driver.install_traps(plane);
         }
-        let out = self.driver.tick(self.now_ms());
+        let out = self.driver.tick(self.now_us());
         self.send(out);
     }
 
     /// An acquire from the data path.
     pub fn acquire(&mut self, policy: PolicyId) {
-        let now = self.now_ms();
+        let now = self.now_us();
         let out = self.driver.acquire(policy, now);
         self.send(out);
     }
