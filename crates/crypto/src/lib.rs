@@ -16,6 +16,7 @@ pub mod null;
 pub mod prf;
 pub mod provider;
 pub mod sign;
+pub mod wireshark;
 
 pub use alg::{AeadAlg, CbcAlg, EncrAlg, EspSuite, HmacAlg, IntegAlg, SuiteError};
 pub use awslc::AwsLcProvider;

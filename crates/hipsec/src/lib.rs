@@ -13,6 +13,7 @@ pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod capture;
 pub mod ctl;
+pub mod hip_cli;
 pub mod ike_cli;
 pub mod pcap;
 pub mod status;

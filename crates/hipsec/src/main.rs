@@ -57,6 +57,9 @@ enum Command {
     /// IKE debugging: keys for Wireshark (only from a node started to export them).
     #[command(subcommand)]
     Ike(hipsec::ike_cli::IkeCommand),
+    /// HIP debugging: ESP keys for Wireshark (only from a node started to export them).
+    #[command(subcommand)]
+    Hip(hipsec::hip_cli::HipCommand),
     /// Make a key: with --hip, a HIP host identity file, and print its HIT.
     #[command(long_about = KEYGEN_HELP)]
     Keygen(KeygenArgs),
@@ -420,6 +423,10 @@ struct RunArgs {
     /// to tshark. Without it no key ever leaves the node.
     #[arg(long)]
     debug_export_ike_keys: bool,
+    /// Debugging: keep the ESP keys of every HIP association so that `hipsec hip
+    /// wireshark-keys` can hand them to tshark. Without it no key ever leaves the node.
+    #[arg(long)]
+    debug_export_hip_keys: bool,
 }
 
 #[derive(Debug, Args)]
@@ -687,13 +694,15 @@ fn run(cli: Cli) -> Result<(), String> {
             code => std::process::exit(code),
         },
         Command::Run(a) => {
-            node::run::run_exporting(&a.config, a.debug_export_ike_keys).map_err(|e| e.to_string())
+            node::run::run_exporting(&a.config, a.debug_export_ike_keys, a.debug_export_hip_keys)
+                .map_err(|e| e.to_string())
         }
         Command::Initiate(a) => hipsec::ike_cli::initiate(&a),
         Command::Terminate(a) => hipsec::ike_cli::terminate(&a),
         Command::Rekey(a) => hipsec::ike_cli::rekey(&a),
         Command::Ike(c) => hipsec::ike_cli::run(&c),
         Command::Keygen(a) => keygen(&a),
+        Command::Hip(c) => hipsec::hip_cli::run(&c),
         Command::Sa(c) => run_sa(c),
         Command::Policy(c) => run_policy(c),
         Command::Monitor(a) => ctl::monitor(&a.socket),

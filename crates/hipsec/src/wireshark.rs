@@ -3,7 +3,8 @@
 //! Wireshark 4.0's epan/dissectors/packet-ipsec.c (8 columns; no ESN, no ChaCha20).
 
 use crate::safile::SaEntry;
-use crypto::{AeadAlg, CbcAlg, EncrAlg, HmacAlg, IntegAlg};
+use crypto::EncrAlg;
+use crypto::wireshark::esp_sa_record;
 use ipsec::sa::Protocol;
 
 /// One line of the table, or the reason an SA cannot be described to Wireshark.
@@ -13,33 +14,6 @@ pub enum KeyLine {
     Record(String),
     /// A `#` comment: why this SA is left out or will not fully decode.
     Comment(String),
-}
-
-fn encryption_name(e: EncrAlg) -> Option<&'static str> {
-    Some(match e {
-        EncrAlg::Null => "NULL",
-        EncrAlg::Cbc(CbcAlg::Aes128 | CbcAlg::Aes256) => "AES-CBC [RFC3602]",
-        EncrAlg::Cbc(CbcAlg::TripleDes) => "TripleDES-CBC [RFC2451]",
-        EncrAlg::Aead(AeadAlg::Aes128Gcm | AeadAlg::Aes256Gcm) => {
-            "AES-GCM with 16 octet ICV [RFC4106]"
-        }
-        EncrAlg::Aead(AeadAlg::ChaCha20Poly1305) => return None,
-    })
-}
-
-fn auth_name(i: IntegAlg) -> Option<&'static str> {
-    Some(match i {
-        IntegAlg::None => "NULL",
-        IntegAlg::Hmac(HmacAlg::Sha1_96) => "HMAC-SHA-1-96 [RFC2404]",
-        IntegAlg::Hmac(HmacAlg::Sha256_128) => "HMAC-SHA-256-128 [RFC4868]",
-        IntegAlg::Hmac(HmacAlg::Sha384_192) => "HMAC-SHA-384-192 [RFC4868]",
-        IntegAlg::Hmac(HmacAlg::Sha512_256) => "HMAC-SHA-512-256 [RFC4868]",
-        IntegAlg::Aes128Gmac | IntegAlg::Aes256Gmac => return None,
-    })
-}
-
-fn key_hex(k: &[u8]) -> String {
-    if k.is_empty() { String::new() } else { format!("0x{}", hex::encode(k)) }
 }
 
 /// The `esp_sa` lines for every SA of the file.
@@ -57,7 +31,8 @@ pub fn esp_sa_lines(entries: &[SaEntry]) -> Vec<KeyLine> {
                 continue;
             }
         };
-        let (Some(enc), Some(auth)) = (encryption_name(suite.encr), auth_name(suite.integ)) else {
+        let Some(record) = esp_sa_record(p.src, p.dst, p.spi.0, suite, &p.enc_key, &p.auth_key)
+        else {
             out.push(KeyLine::Comment(format!(
                 "spi {} (line {}): {suite} is not in Wireshark 4.0's esp_sa algorithm list",
                 p.spi, e.line
@@ -72,15 +47,7 @@ pub fn esp_sa_lines(entries: &[SaEntry]) -> Vec<KeyLine> {
                 p.spi, e.line
             )));
         }
-        let family = if p.src.is_ipv4() { "IPv4" } else { "IPv6" };
-        out.push(KeyLine::Record(format!(
-            "\"{family}\",\"{}\",\"{}\",\"0x{:08x}\",\"{enc}\",\"{}\",\"{auth}\",\"{}\"",
-            p.src,
-            p.dst,
-            p.spi.0,
-            key_hex(&p.enc_key),
-            key_hex(&p.auth_key)
-        )));
+        out.push(KeyLine::Record(record));
     }
     out
 }

@@ -38,6 +38,7 @@ struct Hosts {
     hits: [String; 2],
     nodes: Vec<Child>,
     dump: Option<Child>,
+    esp_dump: Option<Child>,
 }
 
 impl Hosts {
@@ -79,12 +80,22 @@ impl Hosts {
             hits: [hits[0].clone(), hits[1].clone()],
             nodes: Vec::new(),
             dump: None,
+            esp_dump: None,
         };
         // The capture of HIP on A's wire (IP protocol 139), for tshark.
         h.dump = Command::new("ip")
             .args(["netns", "exec", &ns[0], "tcpdump", "-i", "va", "-U", "-w"])
             .arg(h.dir.join("hip.pcap"))
             .arg("ip proto 139")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
+        // ESP on B's receiving side (a sending side's capture may hold GSO super-frames).
+        h.esp_dump = Command::new("ip")
+            .args(["netns", "exec", &ns[1], "tcpdump", "-i", "vb", "-U", "-w"])
+            .arg(h.dir.join("esp.pcap"))
+            .arg("udp port 4500")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -104,6 +115,8 @@ impl Hosts {
                 Command::new("ip")
                     .args(["netns", "exec", nsi, BIN, "run", "-c"])
                     .arg(&path)
+                    // A exports its ESP keys for tshark; B does not, and must refuse to.
+                    .args(if i == 0 { &["--debug-export-hip-keys"][..] } else { &[] })
                     .stdout(log.try_clone().unwrap())
                     .stderr(log)
                     .spawn()
@@ -144,7 +157,7 @@ impl Hosts {
 
 impl Drop for Hosts {
     fn drop(&mut self) {
-        for c in self.nodes.iter_mut().chain(self.dump.iter_mut()) {
+        for c in self.nodes.iter_mut().chain(self.dump.iter_mut()).chain(self.esp_dump.iter_mut()) {
             let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
             let _ = c.wait();
         }
@@ -218,6 +231,7 @@ fn two_hosts_reach_each_other_by_hit() {
     assert!(src.wait().unwrap().success());
     let out = sink.wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "the TCP stream arrived changed");
+    decrypt_with_exported_keys(&mut h);
     // tshark on the capture: four HIP packets (I1, R1, I2, R2), checksums good, none malformed.
     if let Some(mut d) = h.dump.take() {
         std::thread::sleep(Duration::from_millis(200));
@@ -254,6 +268,38 @@ fn two_hosts_reach_each_other_by_hit() {
             }
             _ => println!("SKIPPED tshark part: tshark not found"),
         }
+    }
+}
+
+/// tshark decrypts the ESP between the HITs with the keys A exports (debug switch); B, started
+/// without the switch, refuses to export any.
+fn decrypt_with_exported_keys(h: &mut Hosts) {
+    let keys = Command::new(BIN).args(["hip", "wireshark-keys"]).arg(h.sock(0)).output().unwrap();
+    assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
+    let lines: Vec<String> =
+        String::from_utf8_lossy(&keys.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "one SA each way: {lines:?}");
+    let refused =
+        Command::new(BIN).args(["hip", "wireshark-keys"]).arg(h.sock(1)).output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--debug-export-hip-keys"));
+    let Some(mut d) = h.esp_dump.take() else { return };
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = Command::new("kill").args(["-INT", &d.id().to_string()]).status();
+    let _ = d.wait();
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(h.dir.join("esp.pcap")).args(["-o", "esp.enable_encryption_decode:TRUE"]);
+    for l in &lines {
+        cmd.args(["-o", &format!("uat:esp_sa:{l}")]);
+    }
+    cmd.args(["-Y", "icmpv6.type == 128", "-T", "fields", "-e", "esp.spi"]);
+    match cmd.output() {
+        Ok(t) if t.status.success() => {
+            let n = String::from_utf8_lossy(&t.stdout).lines().count();
+            println!("tshark decrypted {n} ICMPv6 echo requests in ESP");
+            assert!(n >= 10, "echo requests decrypted: {n}");
+        }
+        _ => println!("SKIPPED decryption check: tshark not found"),
     }
 }
 

@@ -37,14 +37,19 @@ use std::time::Instant;
 /// Runs a node from the config file until SIGINT or SIGTERM; removes the TUN device and the
 /// control socket on the way out. Refuses to start on any config error.
 pub fn run(config_path: &Path) -> Result<(), NodeError> {
-    run_exporting(config_path, false)
+    run_exporting(config_path, false, false)
 }
 
 /// [`run`], and with `export_ike_keys` the node keeps its IKE SAs' keys for
 /// `hipsec ike wireshark-keys` (a debugging switch: tshark can then decrypt the exchanges).
-pub fn run_exporting(config_path: &Path, export_ike_keys: bool) -> Result<(), NodeError> {
+pub fn run_exporting(
+    config_path: &Path,
+    export_ike_keys: bool,
+    export_hip_keys: bool,
+) -> Result<(), NodeError> {
     let mut c = config::load(config_path)?;
     c.export_ike_keys = export_ike_keys;
+    c.export_hip_keys = export_hip_keys;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
@@ -154,7 +159,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             let socket = HipSocket::open(local)
                 .map_err(io_err(format!("HIP socket (IP protocol 139 on {local})")))?;
             log_event!(Level::Info, "hip-identity", "hit" => host.hit().to_string(), "locator" => local);
-            let driver = HipDriver::new(host, h.clone(), local, esp_port)
+            let driver = HipDriver::new(host, h.clone(), local, esp_port, c.export_hip_keys)
                 .map_err(|e| NodeError::Io { what: "[hip]".into(), source: io::Error::other(e) })?;
             Some(HipRuntime::new(driver, socket))
         }

@@ -62,6 +62,9 @@ pub struct NodeConfig {
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
+    /// Keep the ESP keys of every HIP association for `hipsec hip wireshark-keys` (a debug
+    /// switch of `hipsec run`, never set from the file).
+    pub export_hip_keys: bool,
 }
 
 /// Scheduling class of the data-path threads (`[data-path] scheduling`, sched(7)).
@@ -322,6 +325,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         scheduling,
         connections,
         export_ike_keys: false,
+        export_hip_keys: false,
     })
 }
 

@@ -18,6 +18,7 @@
 //! | `initiate`, `terminate` | `connection`: a `[[connection]]` name |
 //! | `rekey` | `connection`, `ike?`: true to rekey the IKE SA instead of the CHILD SA |
 //! | `ike-keys` | — (tshark key lines; only on a node started with `--debug-export-ike-keys`) |
+//! | `hip-keys` | — (tshark esp_sa lines; only on a node started with `--debug-export-hip-keys`) |
 
 use crate::config::ConfigError;
 use crate::config::policy::{self, RuntimePolicy};
@@ -118,6 +119,8 @@ pub enum Request {
     },
     /// tshark's IKE key table (debug nodes only).
     IkeKeys,
+    /// The ESP keys of the HIP associations as tshark `esp_sa` lines (debug switch only).
+    HipKeys,
 }
 
 /// A request that could not be read: which field, and what is wrong.
@@ -149,7 +152,8 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
     let o = v.as_object().ok_or_else(|| err("", "want a JSON object {\"op\": ...}"))?;
     let op = o.get("op").and_then(Value::as_str).ok_or_else(|| err("op", "missing"))?;
     let allowed: &[&str] = match op {
-        "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys" => &[],
+        "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys"
+        | "hip-keys" => &[],
         "initiate" | "terminate" => &["connection"],
         "rekey" => &["connection", "ike"],
         "sa-add" => &["sas", "succeeds"],
@@ -171,6 +175,7 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "sa-list" => Request::SaList,
         "policy-list" => Request::PolicyList,
         "ike-keys" => Request::IkeKeys,
+        "hip-keys" => Request::HipKeys,
         "initiate" | "terminate" | "rekey" => {
             let connection = o
                 .get("connection")

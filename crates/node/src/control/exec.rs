@@ -172,7 +172,8 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
         | Request::Initiate { .. }
         | Request::Terminate { .. }
         | Request::Rekey { .. }
-        | Request::IkeKeys => Err(PlaneError::other("not an SA or policy request")),
+        | Request::IkeKeys
+        | Request::HipKeys => Err(PlaneError::other("not an SA or policy request")),
     }
 }
 

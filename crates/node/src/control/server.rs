@@ -226,6 +226,15 @@ impl<'a> ControlThread<'a> {
                             "this node was not started with --debug-export-ike-keys".to_string()
                         })
                 }),
+                Request::HipKeys => match &self.hip {
+                    None => json!({ "error": "this node has no [hip]" }),
+                    Some(hip) => match hip.wireshark_keys() {
+                        Some(lines) => json!({ "ok": true, "esp_sa": lines }),
+                        None => json!({
+                            "error": "this node was not started with --debug-export-hip-keys"
+                        }),
+                    },
+                },
                 other => {
                     let what = op_name(&other);
                     let v = exec::execute(&mut self.plane, other);
@@ -280,6 +289,7 @@ fn op_name(r: &Request) -> &'static str {
         Request::Terminate { .. } => "terminate",
         Request::Rekey { .. } => "rekey",
         Request::IkeKeys => "ike-keys",
+        Request::HipKeys => "hip-keys",
     }
 }
 

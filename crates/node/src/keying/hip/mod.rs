@@ -107,6 +107,8 @@ pub struct HipDriver {
     next_policy: PolicyId,
     next_rotation_us: u64,
     counters: HipCounters,
+    /// With the debug switch: tshark `esp_sa` lines of every SA made, else None.
+    exported: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for HipDriver {
@@ -116,12 +118,14 @@ impl std::fmt::Debug for HipDriver {
 }
 
 impl HipDriver {
-    /// A driver for `host` at locator `local`, its ESP in UDP on `esp_port`.
+    /// A driver for `host` at locator `local`, its ESP in UDP on `esp_port`. With
+    /// `export_keys` (a debugging switch) it keeps each SA's keys as tshark `esp_sa` lines.
     pub fn new(
         host: LocalHost,
         conf: HipConf,
         local: IpAddr,
         esp_port: u16,
+        export_keys: bool,
     ) -> Result<HipDriver, String> {
         let config = Config {
             puzzle_k: conf.puzzle_k,
@@ -143,6 +147,7 @@ impl HipDriver {
             next_policy: POLICY_BASE,
             next_rotation_us: R1_GENERATION_US,
             counters: HipCounters::default(),
+            exported: export_keys.then(Vec::new),
         })
     }
 
@@ -397,6 +402,21 @@ impl HipDriver {
             log_event!(Level::Warn, "hip-install-failed", "peer" => peer.to_string(), "why" => err.to_string());
             return None;
         }
+        if let Some(lines) = &mut self.exported {
+            // On the wire: the locators (the HITs never travel, RFC 7402 §5).
+            let k = &e.esp;
+            lines.extend(crypto::wireshark::esp_sa_record(
+                locator, self.local, k.spi_in, k.suite, &k.enc_in, &k.auth_in,
+            ));
+            lines.extend(crypto::wireshark::esp_sa_record(
+                self.local,
+                locator,
+                k.spi_out,
+                k.suite,
+                &k.enc_out,
+                &k.auth_out,
+            ));
+        }
         log_event!(Level::Info, "hip-established", "peer" => peer.to_string(), "locator" => locator, "spi_in" => format!("{:08x}", e.esp.spi_in), "spi_out" => format!("{:08x}", e.esp.spi_out));
         Some(State::Established {
             spi_in: e.esp.spi_in,
@@ -440,6 +460,11 @@ impl HipDriver {
             log_event!(Level::Warn, "hip-timeout", "peer" => hit.to_string());
         }
         out
+    }
+
+    /// tshark `esp_sa` lines of every SA made, if the node was started to export them.
+    pub fn wireshark_keys(&self) -> Option<&[String]> {
+        self.exported.as_deref()
     }
 
     /// The `hip` part of `status`.

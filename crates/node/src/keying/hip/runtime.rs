@@ -70,6 +70,11 @@ impl HipRuntime {
         self.send(out);
     }
 
+    /// `hipsec hip wireshark-keys`: `None` unless the node was started with the switch.
+    pub fn wireshark_keys(&self) -> Option<Vec<String>> {
+        self.driver.wireshark_keys().map(<[String]>::to_vec)
+    }
+
     /// The `hip` part of `status`.
     pub fn status(&self) -> Value {
         self.driver.status()

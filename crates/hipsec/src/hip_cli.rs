@@ -1,0 +1,49 @@
+//! `hipsec hip ...`: HIP debugging from the command line.
+
+use crate::ctl;
+use clap::{Args, Subcommand};
+use serde_json::json;
+use std::path::PathBuf;
+
+/// `hipsec hip ...`.
+#[derive(Debug, Subcommand)]
+pub enum HipCommand {
+    /// Print tshark's esp_sa lines for every ESP SA the node's HIP associations made — only
+    /// from a node started with `hipsec run --debug-export-hip-keys`.
+    #[command(name = "wireshark-keys", long_about = WIRESHARK_HELP)]
+    WiresharkKeys(SocketArg),
+}
+
+/// A socket only.
+#[derive(Debug, Args)]
+pub struct SocketArg {
+    /// The node's control socket.
+    #[arg(value_name = "SOCKET")]
+    pub socket: PathBuf,
+}
+
+const WIRESHARK_HELP: &str = "\
+Print the ESP SAs of the node's HIP associations as lines of tshark's esp_sa table (\"IPv4\",
+locator, locator, SPI, cipher, key, integrity, key): the addresses are the locators, which is
+what the wire carries (BEET, RFC 7402 §5). Keys leave a node only if it was started with
+`hipsec run --debug-export-hip-keys`; otherwise this is refused.
+
+Example (ESP in UDP on 4500):
+  hipsec hip wireshark-keys /run/hipsec.sock > ~/.config/wireshark/esp_sa
+  tshark -r esp.pcap -o esp.enable_encryption_decode:TRUE -Y icmpv6";
+
+/// Runs it.
+pub fn run(c: &HipCommand) -> Result<(), String> {
+    match c {
+        HipCommand::WiresharkKeys(a) => {
+            let v = ctl::request(&a.socket, &json!({"op": "hip-keys"}))?;
+            if let Some(e) = v["error"].as_str() {
+                return Err(e.to_string());
+            }
+            for l in v["esp_sa"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+                println!("{}", l.as_str().unwrap_or_default());
+            }
+            Ok(())
+        }
+    }
+}
