@@ -42,7 +42,8 @@ struct Hosts {
 }
 
 impl Hosts {
-    fn start(k: u8) -> Hosts {
+    /// With `b_knows_a` false, B has no [[hip.peer]] (and the default accept = "known").
+    fn start(k: u8, b_knows_a: bool) -> Hosts {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("hiph-{}-{n}", std::process::id());
@@ -102,11 +103,15 @@ impl Hosts {
             .ok();
         for (i, nsi) in ns.iter().enumerate() {
             let (me, peer) = (i + 1, 2 - i);
+            let peer_section = if i == 1 && !b_knows_a {
+                String::new()
+            } else {
+                format!("[[hip.peer]]\nhit = \"{}\"\nlocator = \"192.0.2.{peer}\"\n", h.hits[1 - i])
+            };
             let conf = format!(
-                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"192.0.2.{me}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n[[hip.peer]]\nhit = \"{hit}\"\nlocator = \"192.0.2.{peer}\"\n",
+                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"192.0.2.{me}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n{peer_section}",
                 sock = h.sock(i).display(),
                 key = h.dir.join(format!("{i}.pem")).display(),
-                hit = h.hits[1 - i],
             );
             let path = h.dir.join(format!("{i}.toml"));
             std::fs::write(&path, conf).unwrap();
@@ -177,7 +182,7 @@ fn two_hosts_reach_each_other_by_hit() {
     if !can_run() {
         return;
     }
-    let mut h = Hosts::start(10);
+    let mut h = Hosts::start(10, true);
     // Let the TUN address finish IPv6 duplicate address detection.
     std::thread::sleep(Duration::from_millis(300));
     let got = h.ping(20, "0.1");
@@ -269,6 +274,24 @@ fn two_hosts_reach_each_other_by_hit() {
             _ => println!("SKIPPED tshark part: tshark not found"),
         }
     }
+}
+
+/// A Responder that does not know the Initiator's HIT (and keeps the default accept = "known")
+/// answers its I1 (statelessly, as to anyone) but refuses its I2 before any Diffie-Hellman:
+/// no association, nothing gets through, and the refusal is counted.
+#[test]
+fn an_unknown_hit_is_refused() {
+    if !can_run() {
+        return;
+    }
+    let h = Hosts::start(4, false);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(h.ping(3, "0.3"), 0, "no association with an unknown HIT");
+    let b = h.status(1);
+    assert!(b["hip"]["counters"]["unknown_peer"].as_u64().unwrap_or(0) >= 1, "{b}");
+    assert!(b["hip"]["counters"]["r1_sent"].as_u64().unwrap_or(0) >= 1, "{b}");
+    assert_eq!(b["hip"]["associations"].as_array().map(Vec::len), Some(0), "{b}");
+    assert_eq!(h.status(0)["hip"]["associations"][0]["state"], "I2-SENT");
 }
 
 /// tshark decrypts the ESP between the HITs with the keys A exports (debug switch); B, started

@@ -5,6 +5,8 @@
 //! identity = "/etc/hipsec/host.pem"   # hipsec keygen --hip -o ...
 //! puzzle-k = 10                       # difficulty of the puzzle our R1s carry (0..=28)
 //! esp-suites = ["aes128gcm", "aes128cbc-sha256"]
+//! accept = "known"                    # "known": only [[hip.peer]] HITs; "any": whoever proves
+//!                                     # its HIT (opportunistic, RFC 7401 §4.1.8)
 //!
 //! [[hip.peer]]
 //! hit = "2001:22:aaf2:d77d:f996:f6a1:b2df:73d7"
@@ -29,6 +31,9 @@ pub struct HipConf {
     pub esp_suites: Vec<wire::hip::EspSuite>,
     /// Known peers.
     pub peers: Vec<HipPeer>,
+    /// Complete base exchanges with hosts that are not among `peers` (they still have to
+    /// prove the HIT they claim).
+    pub accept_any: bool,
 }
 
 /// A known peer: its HIT and where it is.
@@ -46,6 +51,7 @@ pub(super) struct RawHip {
     identity: Spanned<String>,
     puzzle_k: Option<Spanned<i64>>,
     esp_suites: Option<Vec<Spanned<String>>>,
+    accept: Option<Spanned<String>>,
     #[serde(default)]
     peer: Vec<RawPeer>,
 }
@@ -101,5 +107,73 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHip, local: IpAddr) -> Result<HipConf,
         }
         peers.push(HipPeer { hit, locator });
     }
-    Ok(HipConf { identity: PathBuf::from(r.identity.get_ref()), puzzle_k, esp_suites, peers })
+    let accept_any = match &r.accept {
+        None => false,
+        Some(a) => match a.get_ref().as_str() {
+            "known" => false,
+            "any" => true,
+            _ => return Err(ctx.err(a.span(), "accept", "want \"known\" or \"any\"")),
+        },
+    };
+    Ok(HipConf {
+        identity: PathBuf::from(r.identity.get_ref()),
+        puzzle_k,
+        esp_suites,
+        peers,
+        accept_any,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+
+    const HIT: &str = "2001:22:aaf2:d77d:f996:f6a1:b2df:73d7";
+
+    fn conf(hip: &str) -> String {
+        format!(
+            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.0.1/24\"]\n[network]\nlocal = \"192.0.2.1:4500\"\n{hip}"
+        )
+    }
+
+    fn err(hip: &str) -> String {
+        parse("t.toml", &conf(hip)).map(|_| ()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_good_section_and_its_defaults() {
+        let text = conf(&format!(
+            "[hip]\nidentity = \"/etc/h.pem\"\n[[hip.peer]]\nhit = \"{HIT}\"\nlocator = \"192.0.2.2\"\n"
+        ));
+        let c = parse("t.toml", &text).unwrap().hip.unwrap();
+        assert_eq!(c.puzzle_k, 10);
+        assert!(!c.accept_any);
+        assert_eq!(c.peers.len(), 1);
+        assert_eq!(c.peers[0].hit.to_string(), HIT);
+        assert_eq!(c.esp_suites[0], wire::hip::EspSuite::AES_GCM_16);
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let peer =
+            |hit: &str, loc: &str| format!("[[hip.peer]]\nhit = \"{hit}\"\nlocator = \"{loc}\"\n");
+        let base = "[hip]\nidentity = \"/h.pem\"\n";
+        for (hip, field) in [
+            (format!("{base}puzzle-k = 40\n"), "puzzle-k"),
+            (format!("{base}accept = \"maybe\"\n"), "accept"),
+            (format!("{base}esp-suites = [\"chacha20poly1305\"]\n"), "esp-suites"),
+            (format!("{base}{}", peer("2001:db8::1", "192.0.2.2")), "hit"),
+            (format!("{base}{}", peer(HIT, "2001:db8::2")), "locator"),
+            (format!("{base}{}", peer(HIT, "nowhere")), "locator"),
+            (format!("{base}{}{}", peer(HIT, "192.0.2.2"), peer(HIT, "192.0.2.3")), "hit"),
+            (format!("{base}colour = \"blue\"\n"), "colour"),
+        ] {
+            let e = err(&hip);
+            assert!(e.contains(field), "{field}: {e}");
+        }
+        let two_lanes =
+            conf("[hip]\nidentity = \"/h.pem\"\n").replace("addresses", "queues = 2\naddresses");
+        let e = parse("t.toml", &two_lanes).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("queues = 1"), "{e}");
+    }
 }

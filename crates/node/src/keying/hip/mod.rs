@@ -82,6 +82,8 @@ pub struct HipCounters {
     pub timed_out: u64,
     /// HIP packets of kinds not handled yet (UPDATE, NOTIFY, CLOSE).
     pub unhandled: u64,
+    /// I2s from HITs that are not configured peers (refused with `accept = "known"`).
+    pub unknown_peer: u64,
     /// The last I1's processing time (T1 of seed 001: I1 in, R1 out), microseconds.
     pub last_t1_us: u64,
 }
@@ -306,6 +308,16 @@ impl HipDriver {
             if i2.as_slice() == bytes {
                 return vec![Transmit { to: from, bytes: r2.clone() }];
             }
+        }
+        // Only known peers, unless `accept = "any"`: checked on the header, before any work.
+        if !self.conf.accept_any && !self.conf.peers.iter().any(|p| p.hit == sender) {
+            self.counters.unknown_peer += 1;
+            self.refuse(
+                "I2",
+                from,
+                format!("HIT {sender} is not a [[hip.peer]] (accept = \"known\")"),
+            );
+            return Vec::new();
         }
         let (r, t3) = timed(|| self.responder.on_i2(&self.host, bytes, from, self.local));
         match r {
