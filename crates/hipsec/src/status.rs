@@ -66,6 +66,9 @@ pub fn render(doc: &Value) -> String {
     if let Some(ike) = doc.get("ike").filter(|v| !v.is_null()) {
         render_ike(&mut o, ike, doc["sas"].as_array().map(Vec::as_slice).unwrap_or(&[]));
     }
+    if let Some(hip) = doc.get("hip").filter(|v| !v.is_null()) {
+        render_hip(&mut o, hip);
+    }
     let drops: Vec<(&String, u64)> = doc["drops"]
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k, num(v))).collect())
@@ -177,6 +180,42 @@ fn render_ike(o: &mut String, ike: &Value, sas_now: &[Value]) {
     }
 }
 
+/// The HIP part: our HIT, then each association (never keys).
+fn render_hip(o: &mut String, hip: &Value) {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("-").to_string();
+    let c = &hip["counters"];
+    let assocs = hip["associations"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let _ = writeln!(
+        o,
+        "\nHIP: HIT {} at {}, puzzle K {}, R1 generation {}; {} R1s sent, {} refused ({} unknown HITs)",
+        s(hip, "hit"),
+        s(hip, "locator"),
+        num(&hip["puzzle_k"]),
+        num(&hip["r1_generation"]),
+        num(&c["r1_sent"]),
+        num(&c["refused"]),
+        num(&c["unknown_peer"])
+    );
+    for a in assocs {
+        let timing = match (a["base_exchange_us"].as_u64(), a["t3_us"].as_u64()) {
+            (Some(t), _) => format!(", base exchange {:.2} ms", t as f64 / 1000.0),
+            (None, Some(t3)) => format!(", I2 -> R2 {:.2} ms", t3 as f64 / 1000.0),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  {} at {}: {}, {}, in {} out {}, {}{timing}",
+            s(a, "peer_hit"),
+            s(a, "locator"),
+            s(a, "state"),
+            s(a, "role"),
+            s(a, "spi_in"),
+            s(a, "spi_out"),
+            s(a, "suite"),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +255,18 @@ mod tests {
             ),
             "{t}"
         );
+    }
+
+    #[test]
+    fn renders_hip_associations() {
+        let doc = json!({"hip": {"hit": "2001:22::1", "locator": "192.0.2.1", "puzzle_k": 10,
+            "r1_generation": 2, "counters": {"r1_sent": 3, "refused": 1, "unknown_peer": 1},
+            "associations": [{"peer_hit": "2001:22::2", "locator": "192.0.2.2",
+                "state": "ESTABLISHED", "role": "initiator", "spi_in": "0000abcd",
+                "spi_out": "0000dcba", "suite": "aes128gcm", "base_exchange_us": 1394}]}});
+        let t = render(&doc);
+        assert!(t.contains("HIP: HIT 2001:22::1 at 192.0.2.1, puzzle K 10"), "{t}");
+        assert!(t.contains("2001:22::2 at 192.0.2.2: ESTABLISHED, initiator, in 0000abcd out 0000dcba, aes128gcm, base exchange 1.39 ms"), "{t}");
     }
 
     #[test]
