@@ -9,6 +9,7 @@
 
 pub mod common;
 pub mod filter_rules;
+pub mod hip_bex;
 pub mod ipsec_netperf;
 pub mod rekey_bandwidth;
 
@@ -77,11 +78,7 @@ pub const REGISTRY: &[Entry] = &[
         seed: "000",
         summary: "Mobile IPv6 home agent binding cache (planned)",
     },
-    Entry::Planned {
-        name: "hip-bex",
-        seed: "001",
-        summary: "HIP base exchange phase times (planned)",
-    },
+    Entry::Runs(&hip_bex::HipBex),
     Entry::Runs(&filter_rules::FilterRules),
     Entry::Runs(&rekey_bandwidth::RekeyBandwidth),
 ];
@@ -158,11 +155,11 @@ mod tests {
             ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
         );
         let available: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
-        assert_eq!(available, ["ipsec-netperf", "filter-rules", "rekey-bandwidth"]);
+        assert_eq!(available, ["ipsec-netperf", "hip-bex", "filter-rules", "rekey-bandwidth"]);
         // A planned scenario is refused before any namespace or process is touched.
-        match run_with("hip-bex", &RunOptions::default(), &PlainOnly) {
+        match run_with("mip6-binding", &RunOptions::default(), &PlainOnly) {
             Err(LabError::UnknownScenario { known, .. }) => {
-                assert_eq!(known, "ipsec-netperf, filter-rules, rekey-bandwidth");
+                assert_eq!(known, "ipsec-netperf, hip-bex, filter-rules, rekey-bandwidth");
             }
             other => panic!("expected UnknownScenario, got {other:?}"),
         }
