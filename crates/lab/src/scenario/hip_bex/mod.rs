@@ -13,6 +13,7 @@
 pub mod bex;
 pub mod capture;
 pub mod hosts;
+pub mod plan;
 pub mod table;
 pub mod transfer;
 
@@ -20,19 +21,15 @@ use crate::error::LabError;
 use crate::node::ModeHook;
 use crate::report::{Machine, Pending, Report, SCHEMA, SeedFigures};
 use crate::scenario::common::{Progress, RunOptions, Scenario, background_load_pct, unix_now_s};
-use crate::topology::parse_rate;
 use crate::traffic::runner::RunParams;
-use bex::Series;
 use hosts::HipHosts;
-use serde::{Deserialize, Serialize};
+use plan::planned_s;
+pub use plan::{Plan, Results, SEED_K, plan};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use transfer::{Rtt, Throughput};
 
 pub const NAME: &str = "hip-bex";
 pub const SEED_TABLE: &str = "hip_base_exchange";
-/// The seed's puzzle difficulty (HIPL's default).
-pub const SEED_K: u8 = 10;
 
 /// The scenario in the registry.
 #[derive(Debug, Clone, Copy)]
@@ -56,74 +53,6 @@ impl Scenario for HipBex {
         // method (yet), and this scenario needs nodes restarted per run.
         run_plan(opts, hosts::locate_hipsec().as_deref(), &plan(opts)?)
     }
-}
-
-/// What a run measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// Base exchanges at the seed's K.
-    pub runs: usize,
-    /// Other difficulties of the sweep (the seed's K is the main series) and their runs each.
-    pub sweep: Vec<u8>,
-    pub sweep_runs: usize,
-    /// Pings per RTT figure.
-    pub pings: u32,
-    /// Links of the throughput tests (None: unlimited) and seconds per test.
-    pub links: Vec<(String, Option<u64>)>,
-    pub throughput_s: u64,
-    pub full: bool,
-}
-
-/// The plan of a profile (and of `--link`).
-pub fn plan(opts: &RunOptions) -> Result<Plan, LabError> {
-    let link = |n: &str| -> Result<(String, Option<u64>), LabError> {
-        let n = n.to_ascii_lowercase();
-        let r = if n == "unlimited" { None } else { Some(parse_rate(&n)?) };
-        Ok((n, r))
-    };
-    let links = match &opts.link {
-        Some(l) => vec![link(l)?],
-        None if opts.full => vec![link("10mbit")?, link("100mbit")?, link("unlimited")?],
-        None => vec![link("10mbit")?, link("unlimited")?],
-    };
-    Ok(if opts.full {
-        Plan {
-            runs: 30,
-            sweep: (0..=24).step_by(2).filter(|k| *k != SEED_K).collect(),
-            sweep_runs: 10,
-            pings: 200,
-            links,
-            throughput_s: 10,
-            full: true,
-        }
-    } else {
-        Plan {
-            runs: 10,
-            sweep: vec![0, 16],
-            sweep_runs: 5,
-            pings: 50,
-            links,
-            throughput_s: 3,
-            full: false,
-        }
-    })
-}
-
-/// Everything measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Results {
-    /// At the seed's K.
-    pub main: Series,
-    /// Every K, ascending (the main series included).
-    pub sweep: Vec<Series>,
-    pub rtt: Option<Rtt>,
-    pub throughput: Vec<Throughput>,
-}
-
-fn planned_s(plan: &Plan) -> f64 {
-    let bex = 1.2 * (plan.runs + plan.sweep.len() * plan.sweep_runs) as f64;
-    let thr = plan.links.len() as f64 * 4.0 * (plan.throughput_s as f64 + 1.5);
-    bex + 2.0 * f64::from(plan.pings) * 0.011 + thr + 3.0
 }
 
 /// Runs `plan` with the hipsec binary `exe` (None: the scenario is pending).

@@ -3,8 +3,8 @@
 
 use super::bex::{NodeTimes, Series};
 use super::capture::Phases;
+use super::plan::{Plan, Results, SEED_K};
 use super::transfer::Throughput;
-use super::{Plan, Results, SEED_K};
 use crate::report::markdown::num;
 use crate::report::{Chart, Section, SeedFigures};
 use std::fmt::Write as _;
