@@ -125,7 +125,7 @@ pub fn bex_md(s: &Series, seed: &SeedFigures) -> String {
                 .map_or("–", |x| x.0);
             let _ = writeln!(
                 out,
-                "\nReading: our T_be is {:.0}× shorter than the seed's A1 (one 2020s machine against a 2009 laptop and PC, HIPL's RSA or DSA host keys and MODP Diffie-Hellman against the node's ECDSA P-256 host keys and ECDH NIST P-256). The split compares: initiator {:.0} % of T_be here, {:.0} % in the seed; responder {:.0} % here, {:.0} % in the seed; the largest step here is {largest} (the seed's is T2, the puzzle and Diffie-Hellman). Our T4 holds the SA install and the wait for the trigger's next datagram (up to ≈ 0.3 ms), which at these scales is a larger share than the seed's 3 %.",
+                "\nReading: our T_be is {:.0}× shorter than the seed's A1 (one of today's server cores against the seed's 2009 laptop and PC, and other public-key algorithms: the node signs with ECDSA P-256 host keys and runs ECDH on NIST P-256). The split compares: initiator {:.0} % of T_be here, {:.0} % in the seed; responder {:.0} % here, {:.0} % in the seed; the largest step here is {largest} (the seed's is T2, the puzzle and Diffie-Hellman). Our T4 holds the SA install and the wait for the trigger's next datagram (up to ≈ 0.3 ms), which at these scales is a larger share than the seed's 3 %.",
                 be * 1e3 / p.t_be_us,
                 share(p.t2_us + p.t4_us, p.t_be_us),
                 share(t2 + t4, be),
