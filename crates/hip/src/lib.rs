@@ -8,6 +8,7 @@
 
 pub mod bex;
 pub mod cipher;
+pub mod close;
 pub mod error;
 pub mod esp;
 pub mod hit;

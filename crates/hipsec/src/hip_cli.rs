@@ -12,6 +12,20 @@ pub enum HipCommand {
     /// from a node started with `hipsec run --debug-export-hip-keys`.
     #[command(name = "wireshark-keys", long_about = WIRESHARK_HELP)]
     WiresharkKeys(SocketArg),
+    /// End the association with a peer: CLOSE, answered by CLOSE_ACK (RFC 7401 §6.14); its
+    /// SAs go, and for a known peer the next packet to its HIT starts a new base exchange.
+    Close(CloseArgs),
+}
+
+/// `hipsec hip close SOCKET HIT`.
+#[derive(Debug, Args)]
+pub struct CloseArgs {
+    /// The node's control socket.
+    #[arg(value_name = "SOCKET")]
+    pub socket: PathBuf,
+    /// The peer's HIT.
+    #[arg(value_name = "HIT")]
+    pub hit: String,
 }
 
 /// A socket only.
@@ -44,6 +58,16 @@ pub fn run(c: &HipCommand) -> Result<(), String> {
                 println!("{}", l.as_str().unwrap_or_default());
             }
             Ok(())
+        }
+        HipCommand::Close(a) => {
+            let v = ctl::request(&a.socket, &json!({"op": "hip-close", "hit": a.hit}))?;
+            match v["error"].as_str() {
+                Some(e) => Err(e.to_string()),
+                None => {
+                    println!("{v}");
+                    Ok(())
+                }
+            }
         }
     }
 }

@@ -237,7 +237,22 @@ fn two_hosts_reach_each_other_by_hit() {
     let out = sink.wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "the TCP stream arrived changed");
     decrypt_with_exported_keys(&mut h);
-    // tshark on the capture: four HIP packets (I1, R1, I2, R2), checksums good, none malformed.
+    // CLOSE from A (RFC 7401 §6.14): both ends drop the association; A's next packet meets the
+    // trap again and a second base exchange follows.
+    let c =
+        Command::new(BIN).args(["hip", "close"]).arg(h.sock(0)).arg(&h.hits[1]).output().unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while h.status(0)["hip"]["counters"]["closed"] != 1
+        || h.status(1)["hip"]["counters"]["closed"] != 1
+    {
+        assert!(Instant::now() < deadline, "CLOSE not done:\n{}\n{}", h.status(0), h.status(1));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(h.status(1)["hip"]["associations"].as_array().map(Vec::len), Some(0));
+    assert!(h.ping(5, "0.2") >= 4, "traffic after a new base exchange");
+    assert_eq!(h.status(0)["hip"]["counters"]["established_initiator"], 2);
+    // tshark on the capture (read at the end): every HIP packet, checksums good, none malformed.
     if let Some(mut d) = h.dump.take() {
         std::thread::sleep(Duration::from_millis(200));
         let _ = Command::new("kill").args(["-INT", &d.id().to_string()]).status();
@@ -254,7 +269,11 @@ fn two_hosts_reach_each_other_by_hit() {
                 let rows: Vec<&str> = text.lines().collect();
                 println!("tshark: {rows:?}");
                 let types: Vec<&str> = rows.iter().filter_map(|r| r.split('\t').next()).collect();
-                assert_eq!(types, ["1", "2", "3", "4"], "I1, R1, I2, R2: {rows:?}");
+                assert_eq!(
+                    types,
+                    ["1", "2", "3", "4", "18", "19", "1", "2", "3", "4"],
+                    "I1, R1, I2, R2, CLOSE, CLOSE_ACK, then a second base exchange: {rows:?}"
+                );
                 for r in &rows {
                     let f: Vec<&str> = r.split('\t').collect();
                     assert_eq!(f.get(1), Some(&"1"), "checksum good: {r}");

@@ -173,6 +173,32 @@ fn i1_refusals() {
     assert_eq!(m.header.receiver_hit, other.0);
 }
 
+/// CLOSE and CLOSE_ACK after a base exchange: the peer accepts our CLOSE and its ACK echoes
+/// our nonce; a CLOSE with a broken MAC, or an ACK with another nonce, is refused.
+#[test]
+fn close_and_close_ack() {
+    let hi = LocalHost::generate(EcCurve::P256).unwrap();
+    let hr = LocalHost::generate(EcCurve::P256).unwrap();
+    let resp = Responder::new(&hr, Config::default(), p()).unwrap();
+    let s = I1Sent::start(&hi, hr.hit(), Config::default(), A, B).unwrap();
+    let r1 = resp.on_i1(&hr.hit(), s.i1(), A, B).unwrap();
+    let (s, _) = s.on_r1(&hi, p(), &r1, B, A).unwrap();
+    let (r2, er) = resp.on_i2(&hr, s.i2(), A, B).unwrap();
+    let ei = s.on_r2(&r2, B, A).unwrap();
+    let c = crate::close::close(&hi, &ei, b"nonce-1", A, B).unwrap();
+    let mut bad = c.clone();
+    let n = bad.len();
+    bad[n - 80] ^= 1;
+    wire::hip::fill_checksum(A, B, &mut bad).unwrap();
+    assert!(crate::close::on_close(&hr, &er, &bad, A, B).is_err());
+    let ack = crate::close::on_close(&hr, &er, &c, A, B).unwrap();
+    crate::close::on_close_ack(&ei, b"nonce-1", &ack, B, A).unwrap();
+    let e = crate::close::on_close_ack(&ei, b"nonce-2", &ack, B, A).unwrap_err();
+    assert!(e.to_string().contains("another nonce"), "{e}");
+    // The Initiator's own CLOSE is no CLOSE_ACK, and not for the Responder's HIT either way.
+    assert!(crate::close::on_close_ack(&ei, b"nonce-1", &c, A, B).is_err());
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;

@@ -18,6 +18,7 @@
 //! | `initiate`, `terminate` | `connection`: a `[[connection]]` name |
 //! | `rekey` | `connection`, `ike?`: true to rekey the IKE SA instead of the CHILD SA |
 //! | `ike-keys` | — (tshark key lines; only on a node started with `--debug-export-ike-keys`) |
+//! | `hip-close` | `hit` (end the HIP association with that HIT: CLOSE, RFC 7401 §6.14) |
 //! | `hip-keys` | — (tshark esp_sa lines; only on a node started with `--debug-export-hip-keys`) |
 
 use crate::config::ConfigError;
@@ -119,6 +120,11 @@ pub enum Request {
     },
     /// tshark's IKE key table (debug nodes only).
     IkeKeys,
+    /// End the HIP association with this HIT (CLOSE).
+    HipClose {
+        /// The peer's HIT.
+        hit: hip::HostIdentityTag,
+    },
     /// The ESP keys of the HIP associations as tshark `esp_sa` lines (debug switch only).
     HipKeys,
 }
@@ -155,6 +161,7 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys"
         | "hip-keys" => &[],
         "initiate" | "terminate" => &["connection"],
+        "hip-close" => &["hit"],
         "rekey" => &["connection", "ike"],
         "sa-add" => &["sas", "succeeds"],
         "sa-update" | "sa-del" => &["sas"],
@@ -176,6 +183,15 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "policy-list" => Request::PolicyList,
         "ike-keys" => Request::IkeKeys,
         "hip-keys" => Request::HipKeys,
+        "hip-close" => {
+            let hit = o
+                .get("hit")
+                .and_then(Value::as_str)
+                .ok_or_else(|| err("hit", "want a HIT"))?
+                .parse()
+                .map_err(|e: String| err("hit", e))?;
+            Request::HipClose { hit }
+        }
         "initiate" | "terminate" | "rekey" => {
             let connection = o
                 .get("connection")

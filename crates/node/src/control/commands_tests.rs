@@ -123,3 +123,13 @@ proptest::proptest! {
         let _ = parse(&bytes);
     }
 }
+
+#[test]
+fn hip_close_names_a_bad_hit() {
+    let e = parse(br#"{"op":"hip-close","hit":"2001:db8::1"}"#).unwrap_err();
+    assert_eq!(e.field, "hit");
+    let e = parse(br#"{"op":"hip-close"}"#).unwrap_err();
+    assert_eq!(e.field, "hit");
+    let ok = parse(br#"{"op":"hip-close","hit":"2001:22::1"}"#).unwrap();
+    assert!(matches!(ok, Request::HipClose { .. }));
+}

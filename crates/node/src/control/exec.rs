@@ -173,7 +173,8 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
         | Request::Terminate { .. }
         | Request::Rekey { .. }
         | Request::IkeKeys
-        | Request::HipKeys => Err(PlaneError::other("not an SA or policy request")),
+        | Request::HipKeys
+        | Request::HipClose { .. } => Err(PlaneError::other("not an SA or policy request")),
     }
 }
 

@@ -226,6 +226,13 @@ impl<'a> ControlThread<'a> {
                             "this node was not started with --debug-export-ike-keys".to_string()
                         })
                 }),
+                Request::HipClose { hit } => match &mut self.hip {
+                    None => json!({ "error": "this node has no [hip]" }),
+                    Some(hip) => match hip.close(hit) {
+                        Ok(()) => json!({ "ok": true, "closing": hit.to_string() }),
+                        Err(e) => json!({ "error": e }),
+                    },
+                },
                 Request::HipKeys => match &self.hip {
                     None => json!({ "error": "this node has no [hip]" }),
                     Some(hip) => match hip.wireshark_keys() {
@@ -290,6 +297,7 @@ fn op_name(r: &Request) -> &'static str {
         Request::Rekey { .. } => "rekey",
         Request::IkeKeys => "ike-keys",
         Request::HipKeys => "hip-keys",
+        Request::HipClose { .. } => "hip-close",
     }
 }
 

@@ -47,7 +47,20 @@ pub struct Transmit {
 enum State {
     I1Sent(I1Sent),
     I2Sent(I2Sent),
-    Established { spi_in: u32, spi_out: u32, suite: String, in_key: InKey, out_key: OutKey },
+    Established {
+        est: Box<Established>,
+        suite: String,
+        in_key: InKey,
+        out_key: OutKey,
+    },
+    /// Our CLOSE is out (RFC 7401 §6.14): waiting for the CLOSE_ACK that echoes `nonce`.
+    Closing {
+        est: Box<Established>,
+        in_key: InKey,
+        out_key: OutKey,
+        nonce: Vec<u8>,
+        close: Vec<u8>,
+    },
 }
 
 struct Assoc {
@@ -82,6 +95,8 @@ pub struct HipCounters {
     pub timed_out: u64,
     /// HIP packets of kinds not handled yet (UPDATE, NOTIFY, CLOSE).
     pub unhandled: u64,
+    /// Associations ended by CLOSE (either side).
+    pub closed: u64,
     /// I2s from HITs that are not configured peers (refused with `accept = "known"`).
     pub unknown_peer: u64,
     /// The last I1's processing time (T1 of seed 001: I1 in, R1 out), microseconds.
@@ -249,11 +264,122 @@ impl HipDriver {
                 self.r2(plane, sender, from, bytes, now_us);
                 Vec::new()
             }
+            PacketType::CLOSE => self.on_close(plane, sender, from, bytes),
+            PacketType::CLOSE_ACK => {
+                self.on_close_ack(plane, sender, from, bytes);
+                Vec::new()
+            }
             _ => {
                 self.counters.unhandled += 1;
                 Vec::new()
             }
         }
+    }
+
+    /// `hipsec hip close HIT`: sends CLOSE (§6.14); the association ends on the CLOSE_ACK, or
+    /// when the retransmissions run out.
+    pub fn close(&mut self, peer: HostIdentityTag, now_us: u64) -> Result<Vec<Transmit>, String> {
+        let mut a =
+            self.assocs.remove(&peer).ok_or_else(|| format!("no association with {peer}"))?;
+        let (est, in_key, out_key) = match a.state {
+            State::Established { est, in_key, out_key, .. } => (est, in_key, out_key),
+            other => {
+                a.state = other;
+                self.assocs.insert(peer, a);
+                return Err(format!("the association with {peer} is not established"));
+            }
+        };
+        let mut nonce = vec![0u8; 16];
+        crypto::default_provider().fill_random(&mut nonce).map_err(|e| e.to_string())?;
+        let close = hip::close::close(&self.host, &est, &nonce, self.local, a.locator)
+            .map_err(|e| e.to_string())?;
+        let out = vec![Transmit { to: a.locator, bytes: close.clone() }];
+        a.state = State::Closing { est, in_key, out_key, nonce, close };
+        a.resend_at_us = now_us + RETRANSMIT_US;
+        a.tries = 1;
+        log_event!(Level::Info, "hip-close", "peer" => peer.to_string());
+        self.assocs.insert(peer, a);
+        Ok(out)
+    }
+
+    fn on_close(
+        &mut self,
+        plane: &mut ControlPlane,
+        sender: HostIdentityTag,
+        from: IpAddr,
+        bytes: &[u8],
+    ) -> Vec<Transmit> {
+        let ack = match self.assocs.get(&sender).map(|a| &a.state) {
+            Some(State::Established { est, .. } | State::Closing { est, .. }) => {
+                hip::close::on_close(&self.host, est, bytes, from, self.local)
+            }
+            _ => {
+                self.refuse("CLOSE", from, "no association with this HIT");
+                return Vec::new();
+            }
+        };
+        match ack {
+            Ok(ack) => {
+                self.teardown(plane, sender, "peer-closed");
+                vec![Transmit { to: from, bytes: ack }]
+            }
+            Err(e) => {
+                self.refuse("CLOSE", from, e);
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_close_ack(
+        &mut self,
+        plane: &mut ControlPlane,
+        sender: HostIdentityTag,
+        from: IpAddr,
+        bytes: &[u8],
+    ) {
+        let r = match self.assocs.get(&sender).map(|a| &a.state) {
+            Some(State::Closing { est, nonce, .. }) => {
+                hip::close::on_close_ack(est, nonce, bytes, from, self.local)
+            }
+            _ => {
+                self.refuse("CLOSE_ACK", from, "no CLOSE of ours to this HIT");
+                return;
+            }
+        };
+        match r {
+            Ok(()) => self.teardown(plane, sender, "closed"),
+            Err(e) => self.refuse("CLOSE_ACK", from, e),
+        }
+    }
+
+    /// Ends an association: its SAs go, and the policy between the HITs becomes the trap
+    /// again for a known peer (the next packet starts a new exchange) or goes.
+    fn teardown(&mut self, plane: &mut ControlPlane, peer: HostIdentityTag, why: &str) {
+        let Some(a) = self.assocs.remove(&peer) else { return };
+        if let State::Established { in_key, out_key, .. } | State::Closing { in_key, out_key, .. } =
+            a.state
+        {
+            let me = self.host.hit();
+            let trap = self
+                .traps
+                .iter()
+                .find(|(_, i)| self.conf.peers.get(**i).is_some_and(|p| p.hit == peer))
+                .map(|(id, _)| *id);
+            let r = match (trap, self.policies.get(&peer).copied()) {
+                (Some(id), _) => plane.set_policies(vec![(id, install::trap(&me, &peer))]),
+                (None, Some(id)) => {
+                    self.policies.remove(&peer);
+                    plane.remove_policies(&[id])
+                }
+                (None, None) => Ok(()),
+            }
+            .and_then(|()| plane.remove(&[in_key], &[out_key]));
+            if let Err(e) = r {
+                log_event!(Level::Warn, "hip-teardown-failed", "peer" => peer.to_string(), "why" => e.to_string());
+            }
+        }
+        self.counters.closed += 1;
+        log_event!(Level::Info, "hip-closed", "peer" => peer.to_string(), "why" => why);
     }
 
     fn r1(
@@ -325,8 +451,14 @@ impl HipDriver {
                 // A new exchange with a peer we had (it restarted, or both sides started at
                 // once, §6.7): the new pair replaces the old one.
                 let old = self.assocs.remove(&sender);
-                let Some(state) = self.establish(plane, &e, from) else { return Vec::new() };
-                if let Some(Assoc { state: State::Established { in_key, out_key, .. }, .. }) = old {
+                let Some(state) = self.establish(plane, e, from) else { return Vec::new() };
+                if let Some(Assoc {
+                    state:
+                        State::Established { in_key, out_key, .. }
+                        | State::Closing { in_key, out_key, .. },
+                    ..
+                }) = old
+                {
                     if let Err(err) = plane.remove(&[in_key], &[out_key]) {
                         log_event!(Level::Warn, "hip-remove-failed", "peer" => sender.to_string(), "why" => err.to_string());
                     }
@@ -371,7 +503,7 @@ impl HipDriver {
         };
         a.state = match a.state {
             State::I2Sent(s) => match timed(|| s.on_r2(bytes, from, self.local)) {
-                (Ok(e), t4) => match self.establish(plane, &e, a.locator) {
+                (Ok(e), t4) => match self.establish(plane, e, a.locator) {
                     Some(st) => {
                         a.t4_us = Some(t4);
                         a.bex_us = Some(now_us.saturating_sub(a.started_us));
@@ -395,11 +527,11 @@ impl HipDriver {
     fn establish(
         &mut self,
         plane: &mut ControlPlane,
-        e: &Established,
+        e: Established,
         locator: IpAddr,
     ) -> Option<State> {
         let peer = e.peer.hit();
-        let (inb, outb) = install::specs(e, SocketAddr::new(locator, self.esp_port));
+        let (inb, outb) = install::specs(&e, SocketAddr::new(locator, self.esp_port));
         let (in_key, out_key) = (in_key_of(&inb.params), out_key_of(&outb.params));
         let id = *self.policies.entry(peer).or_insert_with(|| {
             let id = self.next_policy;
@@ -430,17 +562,12 @@ impl HipDriver {
             ));
         }
         log_event!(Level::Info, "hip-established", "peer" => peer.to_string(), "locator" => locator, "spi_in" => format!("{:08x}", e.esp.spi_in), "spi_out" => format!("{:08x}", e.esp.spi_out));
-        Some(State::Established {
-            spi_in: e.esp.spi_in,
-            spi_out: e.esp.spi_out,
-            suite: e.esp.suite.to_string(),
-            in_key,
-            out_key,
-        })
+        let suite = e.esp.suite.to_string();
+        Some(State::Established { est: Box::new(e), suite, in_key, out_key })
     }
 
     /// Retransmissions and the R1 generation.
-    pub fn tick(&mut self, now_us: u64) -> Vec<Transmit> {
+    pub fn tick(&mut self, plane: &mut ControlPlane, now_us: u64) -> Vec<Transmit> {
         if now_us >= self.next_rotation_us {
             self.next_rotation_us = now_us + R1_GENERATION_US;
             if let Err(e) = self.responder.rotate(&self.host) {
@@ -456,6 +583,7 @@ impl HipDriver {
             let packet = match &a.state {
                 State::I1Sent(s) => s.i1().to_vec(),
                 State::I2Sent(s) => s.i2().to_vec(),
+                State::Closing { close, .. } => close.clone(),
                 State::Established { .. } => continue,
             };
             if a.tries >= TRIES {
@@ -467,9 +595,15 @@ impl HipDriver {
             out.push(Transmit { to: a.locator, bytes: packet });
         }
         for hit in gone {
-            self.assocs.remove(&hit);
             self.counters.timed_out += 1;
             log_event!(Level::Warn, "hip-timeout", "peer" => hit.to_string());
+            // A CLOSE nobody acknowledged still ends the association (§6.14: after the
+            // retransmissions, CLOSING goes to UNASSOCIATED).
+            if matches!(self.assocs.get(&hit).map(|a| &a.state), Some(State::Closing { .. })) {
+                self.teardown(plane, hit, "close-timeout");
+            } else {
+                self.assocs.remove(&hit);
+            }
         }
         out
     }
@@ -493,12 +627,13 @@ impl HipDriver {
                 match &a.state {
                     State::I1Sent(_) => v["state"] = json!("I1-SENT"),
                     State::I2Sent(_) => v["state"] = json!("I2-SENT"),
-                    State::Established { spi_in, spi_out, suite, .. } => {
+                    State::Established { est, suite, .. } => {
                         v["state"] = json!("ESTABLISHED");
-                        v["spi_in"] = json!(format!("{spi_in:08x}"));
-                        v["spi_out"] = json!(format!("{spi_out:08x}"));
+                        v["spi_in"] = json!(format!("{:08x}", est.esp.spi_in));
+                        v["spi_out"] = json!(format!("{:08x}", est.esp.spi_out));
                         v["suite"] = json!(suite);
                     }
+                    State::Closing { .. } => v["state"] = json!("CLOSING"),
                 }
                 if let (true, Some(us)) = (a.initiator, a.bex_us) {
                     v["base_exchange_us"] = json!(us);

@@ -59,8 +59,17 @@ impl HipRuntime {
             self.started = true;
             self.driver.install_traps(plane);
         }
-        let out = self.driver.tick(self.now_us());
+        let now = self.now_us();
+        let out = self.driver.tick(plane, now);
         self.send(out);
+    }
+
+    /// `hipsec hip close HIT`.
+    pub fn close(&mut self, peer: hip::HostIdentityTag) -> Result<(), String> {
+        let now = self.now_us();
+        let out = self.driver.close(peer, now)?;
+        self.send(out);
+        Ok(())
     }
 
     /// An acquire from the data path.
