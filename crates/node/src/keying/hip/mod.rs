@@ -7,9 +7,11 @@
 //! - I1 and I2 are resent (RFC 7401 §4.4.3) until answered or given up.
 //! - The Responder's R1 generation changes every [`R1_GENERATION_US`].
 
+mod close;
 pub mod install;
 pub mod runtime;
 pub mod socket;
+mod status;
 
 use crate::config::hip::HipConf;
 use crate::datapath::mailbox::{InKey, OutKey};
@@ -20,7 +22,6 @@ use hip::bex::responder::Responder;
 use hip::bex::{Config, Established};
 use hip::{HostIdentityTag, LocalHost};
 use ipsec::spd_table::PolicyId;
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use wire::hip::{Packet, PacketType};
@@ -276,112 +277,6 @@ impl HipDriver {
         }
     }
 
-    /// `hipsec hip close HIT`: sends CLOSE (§6.14); the association ends on the CLOSE_ACK, or
-    /// when the retransmissions run out.
-    pub fn close(&mut self, peer: HostIdentityTag, now_us: u64) -> Result<Vec<Transmit>, String> {
-        let mut a =
-            self.assocs.remove(&peer).ok_or_else(|| format!("no association with {peer}"))?;
-        let (est, in_key, out_key) = match a.state {
-            State::Established { est, in_key, out_key, .. } => (est, in_key, out_key),
-            other => {
-                a.state = other;
-                self.assocs.insert(peer, a);
-                return Err(format!("the association with {peer} is not established"));
-            }
-        };
-        let mut nonce = vec![0u8; 16];
-        crypto::default_provider().fill_random(&mut nonce).map_err(|e| e.to_string())?;
-        let close = hip::close::close(&self.host, &est, &nonce, self.local, a.locator)
-            .map_err(|e| e.to_string())?;
-        let out = vec![Transmit { to: a.locator, bytes: close.clone() }];
-        a.state = State::Closing { est, in_key, out_key, nonce, close };
-        a.resend_at_us = now_us + RETRANSMIT_US;
-        a.tries = 1;
-        log_event!(Level::Info, "hip-close", "peer" => peer.to_string());
-        self.assocs.insert(peer, a);
-        Ok(out)
-    }
-
-    fn on_close(
-        &mut self,
-        plane: &mut ControlPlane,
-        sender: HostIdentityTag,
-        from: IpAddr,
-        bytes: &[u8],
-    ) -> Vec<Transmit> {
-        let ack = match self.assocs.get(&sender).map(|a| &a.state) {
-            Some(State::Established { est, .. } | State::Closing { est, .. }) => {
-                hip::close::on_close(&self.host, est, bytes, from, self.local)
-            }
-            _ => {
-                self.refuse("CLOSE", from, "no association with this HIT");
-                return Vec::new();
-            }
-        };
-        match ack {
-            Ok(ack) => {
-                self.teardown(plane, sender, "peer-closed");
-                vec![Transmit { to: from, bytes: ack }]
-            }
-            Err(e) => {
-                self.refuse("CLOSE", from, e);
-                Vec::new()
-            }
-        }
-    }
-
-    fn on_close_ack(
-        &mut self,
-        plane: &mut ControlPlane,
-        sender: HostIdentityTag,
-        from: IpAddr,
-        bytes: &[u8],
-    ) {
-        let r = match self.assocs.get(&sender).map(|a| &a.state) {
-            Some(State::Closing { est, nonce, .. }) => {
-                hip::close::on_close_ack(est, nonce, bytes, from, self.local)
-            }
-            _ => {
-                self.refuse("CLOSE_ACK", from, "no CLOSE of ours to this HIT");
-                return;
-            }
-        };
-        match r {
-            Ok(()) => self.teardown(plane, sender, "closed"),
-            Err(e) => self.refuse("CLOSE_ACK", from, e),
-        }
-    }
-
-    /// Ends an association: its SAs go, and the policy between the HITs becomes the trap
-    /// again for a known peer (the next packet starts a new exchange) or goes.
-    fn teardown(&mut self, plane: &mut ControlPlane, peer: HostIdentityTag, why: &str) {
-        let Some(a) = self.assocs.remove(&peer) else { return };
-        if let State::Established { in_key, out_key, .. } | State::Closing { in_key, out_key, .. } =
-            a.state
-        {
-            let me = self.host.hit();
-            let trap = self
-                .traps
-                .iter()
-                .find(|(_, i)| self.conf.peers.get(**i).is_some_and(|p| p.hit == peer))
-                .map(|(id, _)| *id);
-            let r = match (trap, self.policies.get(&peer).copied()) {
-                (Some(id), _) => plane.set_policies(vec![(id, install::trap(&me, &peer))]),
-                (None, Some(id)) => {
-                    self.policies.remove(&peer);
-                    plane.remove_policies(&[id])
-                }
-                (None, None) => Ok(()),
-            }
-            .and_then(|()| plane.remove(&[in_key], &[out_key]));
-            if let Err(e) = r {
-                log_event!(Level::Warn, "hip-teardown-failed", "peer" => peer.to_string(), "why" => e.to_string());
-            }
-        }
-        self.counters.closed += 1;
-        log_event!(Level::Info, "hip-closed", "peer" => peer.to_string(), "why" => why);
-    }
-
     fn r1(
         &mut self,
         sender: HostIdentityTag,
@@ -611,48 +506,5 @@ impl HipDriver {
     /// tshark `esp_sa` lines of every SA made, if the node was started to export them.
     pub fn wireshark_keys(&self) -> Option<&[String]> {
         self.exported.as_deref()
-    }
-
-    /// The `hip` part of `status`.
-    pub fn status(&self) -> Value {
-        let assocs: Vec<Value> = self
-            .assocs
-            .iter()
-            .map(|(hit, a)| {
-                let mut v = json!({
-                    "peer_hit": hit.to_string(),
-                    "locator": a.locator.to_string(),
-                    "role": if a.initiator { "initiator" } else { "responder" },
-                });
-                match &a.state {
-                    State::I1Sent(_) => v["state"] = json!("I1-SENT"),
-                    State::I2Sent(_) => v["state"] = json!("I2-SENT"),
-                    State::Established { est, suite, .. } => {
-                        v["state"] = json!("ESTABLISHED");
-                        v["spi_in"] = json!(format!("{:08x}", est.esp.spi_in));
-                        v["spi_out"] = json!(format!("{:08x}", est.esp.spi_out));
-                        v["suite"] = json!(suite);
-                    }
-                    State::Closing { .. } => v["state"] = json!("CLOSING"),
-                }
-                if let (true, Some(us)) = (a.initiator, a.bex_us) {
-                    v["base_exchange_us"] = json!(us);
-                }
-                for (k, t) in [("t2_us", a.t2_us), ("t3_us", a.t3_us), ("t4_us", a.t4_us)] {
-                    if let Some(t) = t {
-                        v[k] = json!(t);
-                    }
-                }
-                v
-            })
-            .collect();
-        json!({
-            "hit": self.host.hit().to_string(),
-            "locator": self.local.to_string(),
-            "puzzle_k": self.responder.puzzle_k(),
-            "r1_generation": self.responder.generation(),
-            "counters": self.counters,
-            "associations": assocs,
-        })
     }
 }
