@@ -6,7 +6,11 @@
 //! Every view is checked once by `new_checked`; after that its accessors cannot panic.
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod named;
+
 pub mod ah;
+mod cursor;
 pub mod esp;
 pub mod hip;
 pub mod ikev2;

@@ -2,10 +2,10 @@
 //! SOLUTION, DH_GROUP_LIST, DIFFIE_HELLMAN, HIP_CIPHER, HOST_ID, HIT_SUITE_LIST,
 //! TRANSPORT_FORMAT_LIST and ENCRYPTED.
 
-use super::cursor::{Reader, Writer, len16};
 use super::param::ParamRepr;
 use super::{CipherId, DhGroupId, DiType, HiAlgorithm, HitSuiteId, ParamType};
 use crate::WireError;
+use crate::cursor::{Reader, Writer, len16};
 
 /// A parameter whose Contents are a list of fixed-size numbers (§5.2.6, §5.2.8, §5.2.11).
 macro_rules! list_param {

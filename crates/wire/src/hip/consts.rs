@@ -4,43 +4,6 @@
 //! Numbers are newtypes with the RFC's names as associated constants, so unknown values pass
 //! through losslessly and print as `Name(n)`.
 
-use std::fmt;
-
-macro_rules! named_number {
-    ($(#[$m:meta])* $name:ident($repr:ty) { $($(#[$cm:meta])* $c:ident = $v:expr,)* }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub struct $name(pub $repr);
-
-        impl $name {
-            $($(#[$cm])* pub const $c: $name = $name($v);)*
-
-            /// The RFC's name for this number, if it has one here.
-            pub fn name(self) -> Option<&'static str> {
-                match self {
-                    $($name::$c => Some(stringify!($c)),)*
-                    _ => None,
-                }
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.name() {
-                    Some(n) => f.write_str(n),
-                    None => write!(f, "{}({})", stringify!($name), self.0),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(self, f)
-            }
-        }
-    };
-}
-
 named_number! {
     /// HIP packet type (RFC 7401 §5.3; UPDATE, NOTIFY, CLOSE, CLOSE_ACK in §5.3.5–5.3.9).
     PacketType(u8) {

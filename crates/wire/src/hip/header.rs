@@ -13,10 +13,10 @@
 
 use std::net::IpAddr;
 
-use super::cursor::{Reader, Writer};
 use super::param::{ParamRepr, Params, RawParam};
 use super::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
 use crate::WireError;
+use crate::cursor::{Reader, Writer};
 use crate::ip::ones_complement_sum;
 
 /// IP protocol number of HIP (RFC 7401 §5.1: 139), used in the checksum's pseudo-header.

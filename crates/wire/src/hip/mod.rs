@@ -26,7 +26,6 @@
 
 mod base;
 mod consts;
-mod cursor;
 mod header;
 mod message;
 mod more;

@@ -5,10 +5,10 @@
 
 use std::net::Ipv6Addr;
 
-use super::cursor::{Reader, Writer};
 use super::param::ParamRepr;
 use super::{EspSuite, HiAlgorithm, LocatorType, NotifyType, ParamType, TrafficType};
 use crate::WireError;
+use crate::cursor::{Reader, Writer};
 
 /// A parameter whose Contents are one opaque field.
 macro_rules! opaque_param {

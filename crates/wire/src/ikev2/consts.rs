@@ -2,43 +2,6 @@
 //! types (§3.2), transform types and IDs (§3.3.2, RFC 4868/5282/7634/5903/8031), ID types (§3.5),
 //! auth methods (§3.8, RFC 7427), notify types (§3.10.1, RFC 7296 and RFC 7427).
 
-use std::fmt;
-
-macro_rules! named_number {
-    ($(#[$m:meta])* $name:ident($repr:ty) { $($(#[$cm:meta])* $c:ident = $v:expr,)* }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub struct $name(pub $repr);
-
-        impl $name {
-            $($(#[$cm])* pub const $c: $name = $name($v);)*
-
-            /// The RFC's name for this number, if it has one here.
-            pub fn name(self) -> Option<&'static str> {
-                match self {
-                    $($name::$c => Some(stringify!($c)),)*
-                    _ => None,
-                }
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.name() {
-                    Some(n) => f.write_str(n),
-                    None => write!(f, "{}({})", stringify!($name), self.0),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(self, f)
-            }
-        }
-    };
-}
-
 named_number! {
     /// Exchange type (§3.1).
     ExchangeType(u8) {

@@ -1,8 +1,8 @@
 //! The IKE header (RFC 7296 §3.1): SPIs, next payload, version, exchange type, flags, message ID,
 //! length. [`Packet`] is the checked view over a whole message; [`Header`] its repr.
 
-use super::cursor::{Reader, Writer};
 use super::{ExchangeType, IkeError, PayloadType};
+use crate::cursor::{Reader, Writer};
 
 /// Length of the IKE header.
 pub const HEADER_LEN: usize = 28;
@@ -166,6 +166,6 @@ impl Header {
         w.u8(self.flags.to_byte())?;
         w.u32(self.message_id)?;
         w.u32(length)?;
-        w.finish()
+        Ok(w.finish()?)
     }
 }

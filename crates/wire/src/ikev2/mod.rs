@@ -8,7 +8,6 @@
 //! associated constants, so unknown values pass through losslessly.
 
 mod consts;
-mod cursor;
 mod header;
 mod payload;
 mod sa;
@@ -93,3 +92,17 @@ pub enum IkeError {
 mod scapy_tests;
 #[cfg(test)]
 mod tests;
+
+/// The shared cursor's errors as IKEv2's (same fields, `ikev2` in the message).
+impl From<crate::WireError> for IkeError {
+    fn from(e: crate::WireError) -> IkeError {
+        match e {
+            crate::WireError::Truncated { what, len, need } => {
+                IkeError::Truncated { what, len, need }
+            }
+            crate::WireError::BadLength { what, value } => IkeError::BadLength { what, value },
+            crate::WireError::BadValue { what, value } => IkeError::BadValue { what, value },
+            crate::WireError::Ip(what) => IkeError::BadValue { what, value: 0 },
+        }
+    }
+}

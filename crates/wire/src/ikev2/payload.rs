@@ -3,11 +3,11 @@
 //! Delete (§3.11), Vendor ID (§3.12) and the SK header (§3.14, body opaque). [`Message`] is a
 //! whole message: header plus payloads.
 
-use super::cursor::{Reader, Writer, len16};
 use super::{
     AuthMethod, GENERIC_HEADER_LEN, HEADER_LEN, Header, IdType, IkeError, NONCE_MAX_LEN,
     NONCE_MIN_LEN, NotifyType, Packet, PayloadType, ProtocolId, Sa, Ts,
 };
+use crate::cursor::{Reader, Writer, len16};
 
 /// One payload of a chain before its body is parsed (§3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,7 +430,7 @@ impl Payload {
             Payload::TsI(ts) | Payload::TsR(ts) => ts.emit(w.sub(ts.buffer_len())?)?,
             Payload::Sk(sk) => w.bytes(&sk.body)?,
         }
-        w.finish()
+        Ok(w.finish()?)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The Security Association payload (RFC 7296 §3.3): proposals (§3.3.1), transforms (§3.3.2) and
 //! transform attributes (§3.3.5, of which only Key Length is defined).
 
-use super::cursor::{Reader, Writer, len16};
 use super::{IkeError, ProtocolId, TransformType};
+use crate::cursor::{Reader, Writer, len16};
 
 /// Attribute type of Key Length (§3.3.5), always in TV format.
 pub const ATTR_KEY_LENGTH: u16 = 14;
@@ -53,12 +53,12 @@ impl Attribute {
         match &self.value {
             AttributeValue::Tv(v) => {
                 w.u16(AF_TV | self.attr_type)?;
-                w.u16(*v)
+                Ok(w.u16(*v)?)
             }
             AttributeValue::Tlv(v) => {
                 w.u16(self.attr_type)?;
                 w.u16(len16(v.len(), "attribute length")?)?;
-                w.bytes(v)
+                Ok(w.bytes(v)?)
             }
         }
     }
@@ -264,6 +264,6 @@ impl Sa {
         for (i, p) in self.proposals.iter().enumerate() {
             p.emit(&mut w, i + 1 == count)?;
         }
-        w.finish()
+        Ok(w.finish()?)
     }
 }

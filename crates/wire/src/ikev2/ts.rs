@@ -2,7 +2,7 @@
 //! TS_IPV4_ADDR_RANGE and TS_IPV6_ADDR_RANGE), an IP protocol and a port range each.
 
 use super::IkeError;
-use super::cursor::{Reader, Writer, len16};
+use crate::cursor::{Reader, Writer, len16};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// TS Type of an IPv4 address range.
@@ -138,6 +138,6 @@ impl Ts {
         w.u8(n8)?;
         w.bytes(&[0; 3])?;
         self.selectors.iter().try_for_each(|s| s.emit(&mut w))?;
-        w.finish()
+        Ok(w.finish()?)
     }
 }

@@ -1,5 +1,6 @@
-//! A bounds-checked reader and writer for the HIP codecs: every read names its field, so a short
-//! buffer becomes a `WireError::Truncated` saying which field, never a panic.
+//! A bounds-checked reader and writer for the IKEv2 and HIP codecs: every read names its field,
+//! so a short buffer becomes a `WireError::Truncated` saying which field, never a panic (the
+//! IKEv2 codecs turn it into the `IkeError` of the same name).
 
 use crate::WireError;
 
