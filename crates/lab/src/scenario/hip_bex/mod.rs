@@ -23,8 +23,8 @@ use crate::report::{Machine, Pending, Report, SCHEMA, SeedFigures};
 use crate::scenario::common::{Progress, RunOptions, Scenario, background_load_pct, unix_now_s};
 use crate::traffic::runner::RunParams;
 use hosts::HipHosts;
-use plan::planned_s;
 pub use plan::{Plan, Results, SEED_K, plan};
+use plan::{bex_s, planned_s, run_s};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -109,11 +109,14 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
     for k in &plan.sweep {
         progress.step(
             &format!("K = {k}: {} base exchanges", plan.sweep_runs),
-            1.2 * plan.sweep_runs as f64,
+            plan.sweep_runs as f64 * run_s(*k),
         );
         sweep.push(bex::series(&mut hosts, *k, plan.sweep_runs, &work, false)?);
     }
-    progress.step(&format!("K = {SEED_K}: {} base exchanges", plan.runs), 1.2 * plan.runs as f64);
+    progress.step(
+        &format!("K = {SEED_K}: {} base exchanges", plan.runs),
+        plan.runs as f64 * run_s(SEED_K),
+    );
     // The main series last: its final association carries the RTT and throughput tests.
     let main = bex::series(&mut hosts, SEED_K, plan.runs, &work, true)?;
     sweep.push(main.clone());
@@ -149,8 +152,7 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
 
 /// Planned seconds of everything before the throughput step.
 fn progress_done(plan: &Plan) -> f64 {
-    1.2 * (plan.runs + plan.sweep.len() * plan.sweep_runs) as f64
-        + 2.0 * f64::from(plan.pings) * 0.011
+    bex_s(plan) + 2.0 * f64::from(plan.pings) * 0.011
 }
 
 #[cfg(test)]

@@ -72,8 +72,21 @@ pub struct Results {
     pub throughput: Vec<Throughput>,
 }
 
+/// Planned seconds of one base exchange at difficulty `k`: restarting both nodes and the
+/// trigger (≈ 1.2 s), plus the puzzle: 2^K tries at ≈ 1.7 million per second (measured: K = 16
+/// took 20-37 ms here).
+pub fn run_s(k: u8) -> f64 {
+    1.2 + (1u64 << k.min(40)) as f64 / 1.7e6
+}
+
+/// Planned seconds of every base exchange of `plan`.
+pub fn bex_s(plan: &Plan) -> f64 {
+    plan.runs as f64 * run_s(SEED_K)
+        + plan.sweep.iter().map(|k| plan.sweep_runs as f64 * run_s(*k)).sum::<f64>()
+}
+
 pub fn planned_s(plan: &Plan) -> f64 {
-    let bex = 1.2 * (plan.runs + plan.sweep.len() * plan.sweep_runs) as f64;
+    let bex = bex_s(plan);
     let thr = plan.links.len() as f64 * 4.0 * (plan.throughput_s as f64 + 1.5);
     bex + 2.0 * f64::from(plan.pings) * 0.011 + thr + 3.0
 }
