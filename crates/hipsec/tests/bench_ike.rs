@@ -6,21 +6,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
+mod common;
 
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    if !(root && ip && std::path::Path::new("/dev/net/tun").exists()) {
-        println!("SKIPPED: needs root, ip netns and /dev/net/tun");
-        return false;
-    }
-    true
-}
+use std::process::Command;
 
 #[test]
 fn bench_ike_json_shape() {
-    if !can_run() {
+    if !common::netns_ready(&[]) {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))

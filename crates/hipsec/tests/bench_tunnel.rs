@@ -4,22 +4,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
+mod common;
 
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    let iperf = Command::new("iperf3").arg("--version").output().is_ok();
-    if !(root && ip && iperf && std::path::Path::new("/dev/net/tun").exists()) {
-        println!("SKIPPED: needs root, ip netns, /dev/net/tun and iperf3");
-        return false;
-    }
-    true
-}
+use std::process::Command;
 
 #[test]
 fn bench_tunnel_json_shape() {
-    if !can_run() {
+    if !common::netns_ready(&["iperf3"]) {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))

@@ -29,27 +29,6 @@ static SEQ: AtomicUsize = AtomicUsize::new(0);
 /// Appears in the payload of test datagrams; must never appear on the wire.
 const MARKER: &[u8] = b"HIPSEC-CP-CLEARTEXT-5d1e";
 
-fn can_run(tools: &[&str]) -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    let have = |t: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !(root && ip && Path::new("/dev/net/tun").exists() && tools.iter().all(|t| have(t))) {
-        println!("SKIPPED: needs root, ip netns, /dev/net/tun and {tools:?}");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// `hipsec ARGS`; panics with its stderr unless it succeeds. Returns stdout.
 fn hipsec(args: &[&str]) -> String {
     let out = Command::new(BIN).args(args).output().unwrap();
@@ -121,23 +100,32 @@ impl Net {
         std::fs::create_dir_all(&dir).unwrap();
         let mut net = Net { base, spokes, dir, nodes: Vec::new(), extra: Vec::new() };
         for ns in net.all_ns() {
-            sh(&["ip", "netns", "add", &ns]);
-            sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            common::sh(&["ip", "netns", "add", &ns]);
+            common::sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
         }
         let hub = net.ns(0);
-        sh(&["ip", "-n", &hub, "link", "add", "br0", "type", "bridge"]);
-        sh(&["ip", "-n", &hub, "addr", "add", "192.0.2.1/24", "dev", "br0"]);
-        sh(&["ip", "-n", &hub, "link", "set", "br0", "up"]);
+        common::sh(&["ip", "-n", &hub, "link", "add", "br0", "type", "bridge"]);
+        common::sh(&["ip", "-n", &hub, "addr", "add", "192.0.2.1/24", "dev", "br0"]);
+        common::sh(&["ip", "-n", &hub, "link", "set", "br0", "up"]);
         for k in 1..=spokes {
             let (hv, sv, ns) = (format!("hv{k}"), format!("sv{k}"), net.ns(k));
-            sh(&[
+            common::sh(&[
                 "ip", "link", "add", &hv, "netns", &hub, "type", "veth", "peer", "name", &sv,
                 "netns", &ns,
             ]);
-            sh(&["ip", "-n", &hub, "link", "set", &hv, "master", "br0"]);
-            sh(&["ip", "-n", &hub, "link", "set", &hv, "up"]);
-            sh(&["ip", "-n", &ns, "addr", "add", &format!("192.0.2.{}/24", k + 1), "dev", &sv]);
-            sh(&["ip", "-n", &ns, "link", "set", &sv, "up"]);
+            common::sh(&["ip", "-n", &hub, "link", "set", &hv, "master", "br0"]);
+            common::sh(&["ip", "-n", &hub, "link", "set", &hv, "up"]);
+            common::sh(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("192.0.2.{}/24", k + 1),
+                "dev",
+                &sv,
+            ]);
+            common::sh(&["ip", "-n", &ns, "link", "set", &sv, "up"]);
         }
         net.start(0, &net.config(0));
         for k in 1..=spokes {
@@ -322,7 +310,7 @@ fn drops(st: &serde_json::Value, reason: &str) -> u64 {
 
 #[test]
 fn hub_and_spokes_with_sas_added_at_run_time() {
-    if !can_run(&[]) {
+    if !common::netns_ready(&[]) {
         return;
     }
     let mut net = Net::hub(2);
@@ -410,7 +398,7 @@ fn hub_and_spokes_with_sas_added_at_run_time() {
 
 #[test]
 fn deleted_sa_drops_and_sends_nothing_in_clear() {
-    if !can_run(&["tcpdump"]) {
+    if !common::netns_ready(&["tcpdump"]) {
         return;
     }
     let net = Net::hub(1);
@@ -441,7 +429,7 @@ fn deleted_sa_drops_and_sends_nothing_in_clear() {
 
 #[test]
 fn nat_rebinding_moves_the_peer_and_a_forgery_does_not() {
-    if !can_run(&["nft"]) {
+    if !common::netns_ready(&["nft"]) {
         return;
     }
     let net = Net::hub(2);
@@ -454,7 +442,7 @@ fn nat_rebinding_moves_the_peer_and_a_forgery_does_not() {
         chain pre { type filter hook prerouting priority raw; udp dport 4600 udp dport set 4500; }\n}\n";
     let f = net.dir.join("rebind.nft");
     std::fs::write(&f, rules).unwrap();
-    sh(&["ip", "netns", "exec", &net.ns(1), "nft", "-f", &f.display().to_string()]);
+    common::sh(&["ip", "netns", "exec", &net.ns(1), "nft", "-f", &f.display().to_string()]);
     assert_eq!(
         echo(&net, 1, "10.0.0.1:7000", 20, Duration::ZERO),
         20,
@@ -482,7 +470,7 @@ fn nat_rebinding_moves_the_peer_and_a_forgery_does_not() {
 
 #[test]
 fn rekeys_under_traffic_lose_nothing() {
-    if !can_run(&[]) {
+    if !common::netns_ready(&[]) {
         return;
     }
     let net = Net::hub(1);

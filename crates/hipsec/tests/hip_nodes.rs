@@ -17,21 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    if !(root && ip && Path::new("/dev/net/tun").exists()) {
-        println!("SKIPPED: needs root, ip netns and /dev/net/tun");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 struct Hosts {
     ns: [String; 2],
     dir: PathBuf,
@@ -50,18 +35,7 @@ impl Hosts {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&base);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ns = [format!("{base}-a"), format!("{base}-b")];
-        sh(&["ip", "netns", "add", &ns[0]]);
-        sh(&["ip", "netns", "add", &ns[1]]);
-        sh(&[
-            "ip", "link", "add", "va", "netns", &ns[0], "type", "veth", "peer", "name", "vb",
-            "netns", &ns[1],
-        ]);
-        for (i, dev) in [(0usize, "va"), (1, "vb")] {
-            sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"]);
-            sh(&["ip", "-n", &ns[i], "addr", "add", &format!("192.0.2.{}/24", i + 1), "dev", dev]);
-            sh(&["ip", "-n", &ns[i], "link", "set", dev, "up"]);
-        }
+        let ns = common::two_namespaces(&base);
         let hits: Vec<String> = (0..2)
             .map(|i| {
                 let key = dir.join(format!("{i}.pem"));
@@ -179,7 +153,7 @@ impl Drop for Hosts {
 /// status shows the association; tshark reads every HIP packet of the run without complaint.
 #[test]
 fn two_hosts_reach_each_other_by_hit() {
-    if !can_run() {
+    if !common::netns_ready(&[]) {
         return;
     }
     let mut h = Hosts::start(10, true);
@@ -300,7 +274,7 @@ fn two_hosts_reach_each_other_by_hit() {
 /// no association, nothing gets through, and the refusal is counted.
 #[test]
 fn an_unknown_hit_is_refused() {
-    if !can_run() {
+    if !common::netns_ready(&[]) {
         return;
     }
     let h = Hosts::start(4, false);

@@ -55,25 +55,6 @@ const FLOOD_MAX_EXTRA_SECS: u64 = 16;
 /// RSS may grow by at most this much over the flood.
 const RSS_MARGIN_KB: u64 = 10 * 1024;
 
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    let tcpdump = Command::new("sh")
-        .args(["-c", "command -v tcpdump"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !(root && ip && Path::new("/dev/net/tun").exists() && tcpdump) {
-        println!("SKIPPED: needs root, ip netns, /dev/net/tun and tcpdump");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// The three namespaces and the two nodes; removed on drop, also when the test panics.
 struct Net {
     base: String,
@@ -117,14 +98,14 @@ impl Net {
         let net = Net { base, dir, nodes: Vec::new(), extra: Vec::new() };
         let (f, v, p) = (net.ns("flood"), net.ns("victim"), net.ns("peer"));
         for ns in [&f, &v, &p] {
-            sh(&["ip", "netns", "add", ns]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+            common::sh(&["ip", "netns", "add", ns]);
+            common::sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
         }
-        sh(&[
+        common::sh(&[
             "ip", "link", "add", "f0", "netns", &f, "type", "veth", "peer", "name", "v0", "netns",
             &v,
         ]);
-        sh(&[
+        common::sh(&[
             "ip", "link", "add", "v1", "netns", &v, "type", "veth", "peer", "name", "p0", "netns",
             &p,
         ]);
@@ -134,15 +115,15 @@ impl Net {
             (&v, "v1", "192.0.2.1/24"),
             (&p, "p0", "192.0.2.2/24"),
         ] {
-            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            common::sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            common::sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
         }
-        sh(&["ip", "-n", &f, "route", "add", "192.0.2.0/24", "via", "198.51.100.1"]);
+        common::sh(&["ip", "-n", &f, "route", "add", "192.0.2.0/24", "via", "198.51.100.1"]);
         // The victim answers the spoofed sources towards the flood namespace, which drops the
         // replies (not its addresses, no forwarding); rp_filter would drop the requests.
-        sh(&["ip", "-n", &v, "route", "add", "198.18.0.0/15", "via", "198.51.100.2"]);
+        common::sh(&["ip", "-n", &v, "route", "add", "198.18.0.0/15", "via", "198.51.100.2"]);
         for k in ["all", "default", "v0"] {
-            sh(&[
+            common::sh(&[
                 "ip",
                 "netns",
                 "exec",
@@ -372,15 +353,24 @@ impl Mark {
 /// phase 1 prints the answer rate it gets while observed.
 #[test]
 fn ike_sa_init_flood_cookies_bounded_state_flat_rss_peer_connects() {
-    if !can_run() {
+    if !common::netns_ready(&["tcpdump"]) {
         return;
     }
     let mut net = Net::new();
     let victim = net.start("victim");
     net.start("peer");
     let (vsock, psock) = (net.sock("victim"), net.sock("peer"));
-    sh(&["ip", "-n", &net.ns("victim"), "route", "replace", "10.0.2.0/24", "dev", "hipsec0"]);
-    sh(&["ip", "-n", &net.ns("peer"), "route", "replace", "10.0.1.0/24", "dev", "hipsec0"]);
+    common::sh(&[
+        "ip",
+        "-n",
+        &net.ns("victim"),
+        "route",
+        "replace",
+        "10.0.2.0/24",
+        "dev",
+        "hipsec0",
+    ]);
+    common::sh(&["ip", "-n", &net.ns("peer"), "route", "replace", "10.0.1.0/24", "dev", "hipsec0"]);
     std::thread::sleep(Duration::from_millis(500));
     let rss_before = rss_kb(victim);
 

@@ -17,21 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn can_run() -> bool {
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
-    if !(root && ip && Path::new("/dev/net/tun").exists()) {
-        println!("SKIPPED: needs root, ip netns and /dev/net/tun");
-        return false;
-    }
-    true
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 struct Nodes {
     ns: [String; 2],
     dir: PathBuf,
@@ -47,19 +32,8 @@ impl Nodes {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&base);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ns = [format!("{base}-a"), format!("{base}-b")];
+        let ns = common::two_namespaces(&base);
         let mut n = Nodes { ns: ns.clone(), dir, nodes: Vec::new() };
-        sh(&["ip", "netns", "add", &ns[0]]);
-        sh(&["ip", "netns", "add", &ns[1]]);
-        sh(&[
-            "ip", "link", "add", "va", "netns", &ns[0], "type", "veth", "peer", "name", "vb",
-            "netns", &ns[1],
-        ]);
-        for (i, dev) in [(0usize, "va"), (1, "vb")] {
-            sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"]);
-            sh(&["ip", "-n", &ns[i], "addr", "add", &format!("192.0.2.{}/24", i + 1), "dev", dev]);
-            sh(&["ip", "-n", &ns[i], "link", "set", dev, "up"]);
-        }
         for (i, nsi) in ns.iter().enumerate() {
             let (me, peer) = (i + 1, 2 - i);
             let start = if i == 0 { "trap" } else { "none" };
@@ -88,7 +62,7 @@ impl Nodes {
                 std::thread::sleep(Duration::from_millis(50));
             }
             let other = format!("10.0.{peer}.0/24");
-            sh(&["ip", "-n", nsi, "route", "replace", &other, "dev", "hipsec0"]);
+            common::sh(&["ip", "-n", nsi, "route", "replace", &other, "dev", "hipsec0"]);
         }
         n
     }
@@ -167,7 +141,7 @@ fn drops(st: &serde_json::Value, r: &str) -> u64 {
 /// SA does not exist), its acquire starts IKE, and the next packets flow on the new CHILD SA.
 #[test]
 fn a_trap_policy_starts_the_exchange() {
-    if !can_run() {
+    if !common::netns_ready(&[]) {
         return;
     }
     let n = Nodes::start("1h", "0s", "1h");
@@ -205,7 +179,7 @@ fn crossing_rekeys_between_two_nodes_lose_nothing() {
 }
 
 fn soak(rekey_a: &str, rekey_b: &str) {
-    if !can_run() {
+    if !common::netns_ready(&[]) {
         return;
     }
     let secs = soak_seconds();

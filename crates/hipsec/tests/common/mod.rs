@@ -205,3 +205,46 @@ mode = "tunnel"
 aead = "aes128gcm"
 key = "0x2ff0aab31e8889bbcbd4b3020ed34eae6d6d70eb"
 "#;
+
+/// Whether the netns tests can run here: root, `ip netns`, /dev/net/tun and every tool of
+/// `tools` on the PATH; otherwise prints what is missing as SKIPPED.
+pub fn netns_ready(tools: &[&str]) -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let ip = Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success());
+    let have = |t: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !(root && ip && Path::new("/dev/net/tun").exists() && tools.iter().all(|t| have(t))) {
+        let extra: String = tools.iter().map(|t| format!(", {t}")).collect();
+        println!("SKIPPED: needs root, ip netns, /dev/net/tun{extra}");
+        return false;
+    }
+    true
+}
+
+/// Runs a setup command; fails the test with its stderr if it fails.
+pub fn sh(args: &[&str]) {
+    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Two namespaces `{base}-a` and `{base}-b` joined by the veth pair va (192.0.2.1/24) — vb
+/// (192.0.2.2/24), both up, loopback too.
+pub fn two_namespaces(base: &str) -> [String; 2] {
+    let ns = [format!("{base}-a"), format!("{base}-b")];
+    sh(&["ip", "netns", "add", &ns[0]]);
+    sh(&["ip", "netns", "add", &ns[1]]);
+    sh(&[
+        "ip", "link", "add", "va", "netns", &ns[0], "type", "veth", "peer", "name", "vb", "netns",
+        &ns[1],
+    ]);
+    for (i, dev) in [(0usize, "va"), (1, "vb")] {
+        sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"]);
+        sh(&["ip", "-n", &ns[i], "addr", "add", &format!("192.0.2.{}/24", i + 1), "dev", dev]);
+        sh(&["ip", "-n", &ns[i], "link", "set", dev, "up"]);
+    }
+    ns
+}
