@@ -6,6 +6,7 @@ pub mod error;
 pub mod node;
 pub mod report;
 pub mod sys;
+pub mod tcpdump;
 pub mod topology;
 pub mod traffic;
 

@@ -12,13 +12,10 @@
 //! the response alone.
 
 use crate::error::LabError;
-use crate::topology::spawn_registered;
+use crate::tcpdump::{Tcpdump, ip_frames};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 /// IKEv2 exchange types (RFC 7296 §3.1).
 pub const IKE_SA_INIT: u8 = 34;
@@ -84,24 +81,9 @@ pub struct IkeTiming {
     pub messages: usize,
 }
 
-/// A running tcpdump; `stop` ends it with SIGTERM so that the file is complete (dropping it
-/// kills it).
+/// A running capture of the IKE messages.
 #[derive(Debug)]
-pub struct Capture {
-    child: Option<Child>,
-    pid: u32,
-    pub file: PathBuf,
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        crate::sys::registry().pids.remove(&self.pid);
-    }
-}
+pub struct Capture(Tcpdump);
 
 /// The capture filter: IKE on 500, and on 4500 behind the 4-byte non-ESP marker.
 const FILTER: &str = "udp port 500 or (udp port 4500 and udp[8:4] = 0)";
@@ -109,97 +91,19 @@ const FILTER: &str = "udp port 500 or (udp port 4500 and udp[8:4] = 0)";
 impl Capture {
     /// Starts tcpdump on `dev` in namespace `ns` and waits until it listens.
     pub fn start(ns: &str, dev: &str, file: &Path) -> Result<Capture, LabError> {
-        let mut c = Command::new("ip");
-        let f = file.to_string_lossy().into_owned();
-        let args = ["netns", "exec", ns, "tcpdump", "-i", dev, "-n", "-s", "128", "-U", "-w", &f];
-        c.args(args).arg(FILTER);
-        let cmd = format!("ip {} '{FILTER}'", args.join(" "));
-        let (mut child, pid) = spawn_registered(c, &cmd)?;
-        // tcpdump says "listening on DEV" on stderr once its filter is in place.
-        let err = child.stderr.take();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let Some(err) = err else { return };
-            let mut lines = BufReader::new(err).lines();
-            while let Some(Ok(l)) = lines.next() {
-                if l.contains("listening on") {
-                    let _ = tx.send(Ok(()));
-                } else if l.contains("tcpdump:") {
-                    let _ = tx.send(Err(l));
-                }
-            }
-        });
-        let cap = Capture { child: Some(child), pid, file: file.to_path_buf() };
-        match rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(Ok(())) => Ok(cap),
-            Ok(Err(l)) => Err(LabError::Command { cmd, status: "failed".into(), stderr: l }),
-            Err(_) => Err(LabError::Command {
-                cmd,
-                status: "not listening".into(),
-                stderr: "tcpdump did not start within 5 s".into(),
-            }),
-        }
+        Tcpdump::start(ns, dev, 128, false, FILTER, file).map(Capture)
     }
 
-    /// Ends the capture (SIGTERM, at most 3 s) and reads the IKE messages; `ours` is the
-    /// capturing gateway's outer address.
-    pub fn stop(mut self, ours: Ipv4Addr) -> Result<Vec<IkeMsg>, LabError> {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.pid.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            let t0 = Instant::now();
-            while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(3) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let bytes = std::fs::read(&self.file)
-            .map_err(|e| LabError::io(format!("reading {}", self.file.display()), e))?;
-        parse_pcap(&bytes, ours)
+    /// Ends the capture and reads the IKE messages; `ours` is the capturing gateway's outer
+    /// address.
+    pub fn stop(self, ours: Ipv4Addr) -> Result<Vec<IkeMsg>, LabError> {
+        parse_pcap(&self.0.stop()?, ours)
     }
 }
 
-fn u32_at(b: &[u8], at: usize, le: bool) -> Option<u32> {
-    let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-    Some(if le { u32::from_le_bytes(s) } else { u32::from_be_bytes(s) })
-}
-
-/// The IKE messages of a pcap file (Ethernet, Linux cooked v1 or v2 links; IPv4).
+/// The IKE messages of a pcap file (IPv4).
 pub fn parse_pcap(b: &[u8], ours: Ipv4Addr) -> Result<Vec<IkeMsg>, LabError> {
-    let bad = |why: &str| LabError::parse("tcpdump capture (pcap)", why.to_string());
-    let magic = u32_at(b, 0, true).ok_or_else(|| bad("shorter than its header"))?;
-    let (le, nanos) = match magic {
-        0xa1b2_c3d4 => (true, false),
-        0xa1b2_3c4d => (true, true),
-        0xd4c3_b2a1 => (false, false),
-        0x4d3c_b2a1 => (false, true),
-        m => return Err(bad(&format!("magic {m:#010x}"))),
-    };
-    let link = u32_at(b, 20, le).ok_or_else(|| bad("shorter than its header"))?;
-    let l2 = match link {
-        1 => 14,
-        113 => 16,
-        276 => 20,
-        l => return Err(bad(&format!("link type {l}"))),
-    };
-    let mut out = Vec::new();
-    let mut at = 24;
-    while let (Some(sec), Some(frac), Some(incl)) =
-        (u32_at(b, at, le), u32_at(b, at + 4, le), u32_at(b, at + 8, le))
-    {
-        let start = at + 16;
-        let Some(pkt) = b.get(start..start + incl as usize) else { break };
-        at = start + incl as usize;
-        let t_us = f64::from(sec) * 1e6 + f64::from(frac) / if nanos { 1e3 } else { 1.0 };
-        if let Some(m) = ike_of(pkt.get(l2..).unwrap_or_default(), ours, t_us) {
-            out.push(m);
-        }
-    }
-    Ok(out)
+    Ok(ip_frames(b)?.into_iter().filter_map(|(t, ip)| ike_of(ip, ours, t)).collect())
 }
 
 /// The IKE header of an IPv4/UDP packet, if it carries one.
