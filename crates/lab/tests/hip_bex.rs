@@ -8,30 +8,13 @@
 //! says SKIPPED without them (under CI a missing binary is a failure).
 
 mod common;
-use common::hipsec_bin;
 use lab::RunOptions;
 use lab::scenario::hip_bex::table::PHASES;
 use lab::scenario::hip_bex::{Plan, Results, run_plan};
 
 #[test]
 fn base_exchanges_are_timed_from_the_wire() {
-    if !lab::sys::have_privileges() {
-        println!("SKIPPED: needs root (CAP_SYS_ADMIN + CAP_NET_ADMIN)");
-        return;
-    }
-    let ci = std::env::var_os("CI").is_some();
-    let Some(hipsec) = hipsec_bin() else {
-        assert!(!ci, "CI: no hipsec binary beside the test");
-        println!("SKIPPED: needs the hipsec binary (cargo build -p hipsec, or set HIPSEC_BIN)");
-        return;
-    };
-    for tool in ["tcpdump", "iperf3"] {
-        if std::process::Command::new(tool).arg("--version").output().is_err() {
-            assert!(!ci, "CI: no {tool}");
-            println!("SKIPPED: needs {tool}");
-            return;
-        }
-    }
+    let Some(hipsec) = common::ready(&["tcpdump", "iperf3"]) else { return };
     let plan = Plan {
         runs: 3,
         sweep: vec![0],

@@ -7,7 +7,6 @@
 //! SKIPPED without them (under CI a missing binary is a failure).
 
 mod common;
-use common::hipsec_bin;
 use lab::NodeHook;
 use lab::RunOptions;
 use lab::scenario::rekey_bandwidth::table::COLUMNS;
@@ -15,21 +14,7 @@ use lab::scenario::rekey_bandwidth::{Plan, run_plan, spec};
 
 #[test]
 fn one_point_rekeys_without_losing_a_packet() {
-    if !lab::sys::have_privileges() {
-        println!("SKIPPED: needs root (CAP_SYS_ADMIN + CAP_NET_ADMIN)");
-        return;
-    }
-    let ci = std::env::var_os("CI").is_some();
-    let Some(hipsec) = hipsec_bin() else {
-        assert!(!ci, "CI: no hipsec binary beside the test");
-        println!("SKIPPED: needs the hipsec binary (cargo build -p hipsec, or set HIPSEC_BIN)");
-        return;
-    };
-    if std::process::Command::new("tcpdump").arg("--version").output().is_err() {
-        assert!(!ci, "CI: no tcpdump");
-        println!("SKIPPED: needs tcpdump");
-        return;
-    }
+    let Some(hipsec) = common::ready(&["tcpdump"]) else { return };
     let mut p = spec("hipsec", &("10mbit".into(), Some(10_000_000)), None, false);
     p.duration_ms = 4_000;
     p.drain_ms = 2_000;
