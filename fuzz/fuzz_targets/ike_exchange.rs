@@ -5,6 +5,10 @@
 //! still complete the exchange.
 #![no_main]
 
+#[path = "common/mutate.rs"]
+mod mutate;
+use mutate::mutate;
+
 use crypto::{AeadAlg, DhGroup, EncrAlg, EspSuite, IntegAlg, PrfAlg};
 use ike::auth::CookieSecret;
 use ike::{
@@ -35,22 +39,6 @@ fn config(local: &str, remote: &str) -> Config {
     }
 }
 
-fn mutate(how: u8, genuine: &[u8], data: &[u8]) -> Vec<u8> {
-    match how % 3 {
-        0 => data.to_vec(),
-        1 => {
-            let mut m = genuine.to_vec();
-            let at = data.first().map_or(0, |&b| b as usize);
-            for (i, x) in data.iter().skip(1).enumerate() {
-                if let Some(b) = m.get_mut((at + i) % genuine.len().max(1)) {
-                    *b ^= x;
-                }
-            }
-            m
-        }
-        _ => genuine[..genuine.len().min(data.first().map_or(0, |&b| b as usize) * 4)].to_vec(),
-    }
-}
 
 fuzz_target!(|input: &[u8]| {
     let Some((&sel, data)) = input.split_first() else { return };
