@@ -193,27 +193,7 @@ impl NodeGuard {
         tag: &str,
     ) -> Result<NodeProc, LabError> {
         let log = self.dir.join(format!("{tag}.log"));
-        let file = |p: &Path| {
-            std::fs::File::create(p)
-                .map_err(|e| LabError::io(format!("creating {}", p.display()), e))
-        };
-        let err = file(&log)?;
-        let out = err.try_clone().map_err(|e| LabError::io("duplicating the log handle", e))?;
-        let cmd = format!("ip netns exec {ns} {} run -c {}", exe.display(), cfg.display());
-        // `ip netns exec` execs the program: the child's pid is the node's own.
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(exe)
-            .arg("run")
-            .arg("-c")
-            .arg(cfg)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|source| LabError::Spawn { cmd, source })?;
-        let pid = child.id();
-        crate::sys::registry().pids.insert(pid);
+        let (child, pid) = super::spawn::spawn_node(exe, ns, cfg, &log)?;
         Ok(NodeProc { name: name.to_string(), child: Mutex::new(child), pid, log, socket })
     }
 

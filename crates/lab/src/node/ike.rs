@@ -208,23 +208,7 @@ impl IkeNodes {
         socket: PathBuf,
     ) -> Result<IkeProc, LabError> {
         let log = self.dir.join(format!("{role}.log"));
-        let err = std::fs::File::create(&log)
-            .map_err(|e| LabError::io(format!("creating {}", log.display()), e))?;
-        let out = err.try_clone().map_err(|e| LabError::io("duplicating the log handle", e))?;
-        let cmd = format!("ip netns exec {ns} {} run -c {}", self.exe.display(), cfg.display());
-        // `ip netns exec` execs the program: the child's pid is the node's own.
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(&self.exe)
-            .args(["run", "-c"])
-            .arg(cfg)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|source| LabError::Spawn { cmd, source })?;
-        let pid = child.id();
-        crate::sys::registry().pids.insert(pid);
+        let (child, pid) = super::spawn::spawn_node(&self.exe, ns, cfg, &log)?;
         Ok(IkeProc { role: role.to_string(), child: Mutex::new(child), pid, log, socket })
     }
 

@@ -10,6 +10,7 @@ pub mod filter;
 pub mod hook;
 pub mod ike;
 pub mod mode;
+pub mod spawn;
 
 pub use config::{EspCarrier, INNER_V4, INNER_V6};
 pub use filter::{FilterEngine, NodeFilter, filter_unsupported};

@@ -185,26 +185,8 @@ impl HipHosts {
             std::fs::write(&cfg, self.config(i, k))
                 .map_err(|e| LabError::io(format!("writing {}", cfg.display()), e))?;
             let _ = std::fs::remove_file(self.socket(i));
-            let log = std::fs::File::create(self.log(i))
-                .map_err(|e| LabError::io(format!("creating {}", self.log(i).display()), e))?;
-            let log2 = log
-                .try_clone()
-                .map_err(|e| LabError::io(format!("opening {}", self.log(i).display()), e))?;
             let ns = self.topo.ns(ROLES[i])?;
-            let cmd = format!("ip netns exec {ns} {} run -c {}", self.exe.display(), cfg.display());
-            let child = Command::new("ip")
-                .args(["netns", "exec", ns])
-                .arg(&self.exe)
-                .arg("run")
-                .arg("-c")
-                .arg(&cfg)
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(log2)
-                .spawn()
-                .map_err(|source| LabError::Spawn { cmd, source })?;
-            let pid = child.id();
-            crate::sys::registry().pids.insert(pid);
+            let (child, pid) = crate::node::spawn::spawn_node(&self.exe, ns, &cfg, &self.log(i))?;
             self.nodes.push(NodeProc { child, pid });
         }
         for i in 0..2 {

@@ -1,0 +1,29 @@
+//! Starting one `hipsec run` in a namespace, its output to a log file, its pid registered so an
+//! interrupted lab still stops it (the node hooks, the IKE gateways and the HIP hosts share it).
+
+use crate::error::LabError;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// Runs `exe run -c cfg` in namespace `ns`, stdout and stderr to `log` (created anew), and
+/// returns the child and its pid (`ip netns exec` execs the program: the pid is the node's
+/// own).
+pub fn spawn_node(exe: &Path, ns: &str, cfg: &Path, log: &Path) -> Result<(Child, u32), LabError> {
+    let err = std::fs::File::create(log)
+        .map_err(|e| LabError::io(format!("creating {}", log.display()), e))?;
+    let out = err.try_clone().map_err(|e| LabError::io("duplicating the log handle", e))?;
+    let cmd = format!("ip netns exec {ns} {} run -c {}", exe.display(), cfg.display());
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["run", "-c"])
+        .arg(cfg)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|source| LabError::Spawn { cmd, source })?;
+    let pid = child.id();
+    crate::sys::registry().pids.insert(pid);
+    Ok((child, pid))
+}
