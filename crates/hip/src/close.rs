@@ -3,40 +3,12 @@
 //! the sender's direction) and HIP_SIGNATURE. The receiver of a valid CLOSE answers and
 //! drops the association; the closer drops it on a CLOSE_ACK that echoes its nonce.
 
-use crate::bex::{Established, check_hmac, get, hmac, missing, open, seal};
+use crate::bex::{Established, get, missing, open, seal};
 use crate::error::Error;
 use crate::identity::LocalHost;
-use crate::suite::HitSuite;
+use crate::signed::{protect, verify};
 use std::net::IpAddr;
-use wire::hip::{
-    EchoRequestSigned, EchoResponseSigned, Header, HiAlgorithm, HipMac, HipSignature, Message,
-    Packet, PacketType, ParamType,
-};
-
-const SUITE: HitSuite = HitSuite::EcdsaSha384;
-
-fn protect(host: &LocalHost, est: &Established, mut m: Message) -> Result<Message, Error> {
-    let mac = hmac(SUITE, &est.hip.integ_out, &before(&m, ParamType::HIP_MAC)?)?;
-    m = m.with(HipMac { mac });
-    let sig = host.sign(&before(&m, ParamType::HIP_SIGNATURE)?)?;
-    Ok(m.with(HipSignature { algorithm: HiAlgorithm::ECDSA, signature: sig }))
-}
-
-fn before(m: &Message, ty: ParamType) -> Result<Vec<u8>, Error> {
-    m.to_vec_before(ty).map_err(|e| Error::Config(e.to_string()))
-}
-
-/// Checks a received packet's HIP_MAC (with the peer's integrity key) and signature.
-fn verify(est: &Established, bytes: &[u8], m: &Message) -> Result<(), Error> {
-    let p = Packet::new_checked(bytes).map_err(|e| Error::Peer(e.to_string()))?;
-    let mac = get!(m, HipMac).ok_or_else(|| missing("HIP_MAC"))?;
-    let covered = p.to_vec_before(ParamType::HIP_MAC).map_err(|e| Error::Peer(e.to_string()))?;
-    check_hmac(SUITE, &est.hip.integ_in, &covered, &mac.mac, "HIP_MAC")?;
-    let sig = get!(m, HipSignature).ok_or_else(|| missing("HIP_SIGNATURE"))?;
-    let covered =
-        p.to_vec_before(ParamType::HIP_SIGNATURE).map_err(|e| Error::Peer(e.to_string()))?;
-    est.peer.verify(&covered, &sig.signature)
-}
+use wire::hip::{EchoRequestSigned, EchoResponseSigned, Header, Message, PacketType};
 
 /// A CLOSE for the association, from `src` to `dst`, with `nonce` (random bytes the
 /// CLOSE_ACK must echo).

@@ -15,7 +15,9 @@ pub mod hit;
 pub mod identity;
 pub mod keymat;
 pub mod puzzle;
+mod signed;
 pub mod suite;
+pub mod update;
 
 pub use error::Error;
 pub use hit::HostIdentityTag;
