@@ -9,7 +9,7 @@
 //!  UPDATE(ACK, ECHO_RESPONSE_SIGNED)   ──►   the echo came back: the locator is verified
 //! ```
 //!
-//! Every UPDATE carries HIP_MAC and HIP_SIGNATURE ([`crate::signed`]). The SPIs stay (no
+//! Every UPDATE carries HIP_MAC and HIP_SIGNATURE (`signed.rs`). The SPIs stay (no
 //! rekey): ESP_INFO's old and new SPI are equal. IPv4 locators travel IPv4-mapped (§4).
 
 use crate::bex::{Established, get, open, seal};
