@@ -28,7 +28,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// The `hipsec` binary: `HIPSEC_BIN`, the running executable when it is `hipsec` (`hipsec lab
-/// run`), else a `hipsec` beside the running executable or one folder up (cargo's target/<profile>
+/// run`), else a `hipsec` beside the running executable or one folder up (cargo's `target/<profile>`
 /// for tests).
 pub fn locate_hipsec() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("HIPSEC_BIN") {
