@@ -29,6 +29,12 @@ struct Hosts {
 impl Hosts {
     /// With `b_knows_a` false, B has no [[hip.peer]] (and the default accept = "known").
     fn start(k: u8, b_knows_a: bool) -> Hosts {
+        Hosts::start_with(k, b_knows_a, false)
+    }
+
+    /// With `a_roams`, A binds the wildcard address (`local = "0.0.0.0:4500"`), so that it can
+    /// move to another address.
+    fn start_with(k: u8, b_knows_a: bool, a_roams: bool) -> Hosts {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("hiph-{}-{n}", std::process::id());
@@ -83,9 +89,11 @@ impl Hosts {
                 format!("[[hip.peer]]\nhit = \"{}\"\nlocator = \"192.0.2.{peer}\"\n", h.hits[1 - i])
             };
             let conf = format!(
-                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"192.0.2.{me}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n{peer_section}",
+                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"{local}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n{peer_section}",
                 sock = h.sock(i).display(),
                 key = h.dir.join(format!("{i}.pem")).display(),
+                local =
+                    if i == 0 && a_roams { "0.0.0.0".to_string() } else { format!("192.0.2.{me}") },
             );
             let path = h.dir.join(format!("{i}.toml"));
             std::fs::write(&path, conf).unwrap();
@@ -285,6 +293,76 @@ fn an_unknown_hit_is_refused() {
     assert!(b["hip"]["counters"]["r1_sent"].as_u64().unwrap_or(0) >= 1, "{b}");
     assert_eq!(b["hip"]["associations"].as_array().map(Vec::len), Some(0), "{b}");
     assert_eq!(h.status(0)["hip"]["associations"][0]["state"], "I2-SENT");
+}
+
+/// Mobility: A (on a wildcard local address) moves from 192.0.2.1 to 192.0.2.11 in the middle
+/// of a TCP stream between the HITs: A announces the move by UPDATE, B checks the new locator
+/// with a signed echo and moves its SAs; the stream completes without a reset, every byte
+/// arrives, and the longest pause in delivery is reported.
+#[test]
+fn a_tcp_stream_survives_a_move() {
+    if !common::netns_ready(&["python3"]) {
+        return;
+    }
+    let h = Hosts::start_with(4, true, true);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(h.ping(3, "0.2") >= 2, "{}", h.log(0));
+    // The receiver prints the bytes it got and the longest gap between two reads (ms).
+    let sink = format!(
+        "import socket,time\ns=socket.socket(socket.AF_INET6)\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('{}',5002))\ns.listen(1)\nc,_=s.accept()\nn=0\ngap=0.0\nlast=time.monotonic()\nwhile True:\n  b=c.recv(65536)\n  t=time.monotonic()\n  if not b: break\n  gap=max(gap,t-last)\n  last=t\n  n+=len(b)\nprint(n, round(gap*1000,1))\n",
+        h.hits[1]
+    );
+    let rx = Command::new("ip")
+        .args(["netns", "exec", &h.ns[1], "python3", "-c", &sink])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // 4 s of 4 KB writes every 2 ms (about 2 MB/s), then a clean close.
+    let send = format!(
+        "import socket,time\ns=socket.create_connection(('{}',5002))\nn=0\nt0=time.monotonic()\nwhile time.monotonic()-t0<4:\n  s.sendall(b'x'*4096)\n  n+=4096\n  time.sleep(0.002)\ns.close()\nprint(n)\n",
+        h.hits[1]
+    );
+    let tx = Command::new("ip")
+        .args(["netns", "exec", &h.ns[0], "python3", "-c", &send])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // The move: the new address first (promoted when the old one goes), then the old one off.
+    common::sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &h.ns[0],
+        "sysctl",
+        "-qw",
+        "net.ipv4.conf.va.promote_secondaries=1",
+    ]);
+    common::sh(&["ip", "-n", &h.ns[0], "addr", "add", "192.0.2.11/24", "dev", "va"]);
+    common::sh(&["ip", "-n", &h.ns[0], "addr", "del", "192.0.2.1/24", "dev", "va"]);
+    let sent = tx.wait_with_output().unwrap();
+    assert!(sent.status.success(), "the sender failed: {}", String::from_utf8_lossy(&sent.stderr));
+    let got = rx.wait_with_output().unwrap();
+    let sent_n: u64 = String::from_utf8_lossy(&sent.stdout).trim().parse().unwrap();
+    let text = String::from_utf8_lossy(&got.stdout).to_string();
+    let mut f = text.split_whitespace();
+    let got_n: u64 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let gap_ms: f64 = f.next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN);
+    let (a, b) = (h.status(0), h.status(1));
+    println!(
+        "moved during a TCP stream: {got_n}/{sent_n} bytes, longest pause {gap_ms} ms; A moves {}, B locator changes {}",
+        a["hip"]["counters"]["moves"], b["hip"]["counters"]["locator_changes"]
+    );
+    assert_eq!(got_n, sent_n, "every byte arrived\n{}\n{}", h.log(0), h.log(1));
+    assert!(a["hip"]["counters"]["moves"].as_u64().unwrap_or(0) >= 1, "{a}");
+    assert!(
+        b["hip"]["counters"]["locator_changes"].as_u64().unwrap_or(0) >= 1,
+        "{b}\n{}",
+        h.log(1)
+    );
+    assert_eq!(b["hip"]["associations"][0]["locator"], "192.0.2.11", "{b}");
 }
 
 /// tshark decrypts the ESP between the HITs with the keys A exports (debug switch); B, started

@@ -307,7 +307,17 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
                     "HIP needs transport = \"udp\" (its ESP travels in UDP)",
                 ));
             }
-            Some(hip::parse(&ctx, h.get_ref(), transport.local_ip())?)
+            let local = transport.local_ip();
+            // A wildcard IPv4 local is fine (the IPv4 header tells each packet's destination);
+            // an IPv6 raw socket does not show it, so a wildcard there cannot check checksums.
+            if local.is_ipv6() && local.is_unspecified() {
+                return Err(ctx.err(
+                    h.span(),
+                    "hip",
+                    "HIP needs a specific [network] local IPv6 address (a wildcard works for IPv4)",
+                ));
+            }
+            Some(hip::parse(&ctx, h.get_ref(), local)?)
         }
     };
     Ok(NodeConfig {

@@ -707,6 +707,12 @@ impl ControlPlane {
         events
     }
 
+    /// Moves every SA whose peer endpoint is `from` to `to` (a key manager that verified the
+    /// peer's new locator, e.g. HIP's UPDATE, RFC 8046 §5.4).
+    pub fn move_endpoint(&mut self, from: SocketAddr, to: SocketAddr) {
+        self.follow(Spi(0), from, to);
+    }
+
     fn follow(&mut self, spi: Spi, from: SocketAddr, to: SocketAddr) {
         for r in self.inbound.values_mut().chain(self.outbound.values_mut()) {
             if r.endpoint == Some(from) {

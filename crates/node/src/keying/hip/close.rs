@@ -23,7 +23,7 @@ impl HipDriver {
         };
         let mut nonce = vec![0u8; 16];
         crypto::default_provider().fill_random(&mut nonce).map_err(|e| e.to_string())?;
-        let close = hip::close::close(&self.host, &est, &nonce, self.local, a.locator)
+        let close = hip::close::close(&self.host, &est, &nonce, a.local, a.locator)
             .map_err(|e| e.to_string())?;
         let out = vec![Transmit { to: a.locator, bytes: close.clone() }];
         a.state = State::Closing { est, in_key, out_key, nonce, close };
@@ -43,7 +43,7 @@ impl HipDriver {
     ) -> Vec<Transmit> {
         let ack = match self.assocs.get(&sender).map(|a| &a.state) {
             Some(State::Established { est, .. } | State::Closing { est, .. }) => {
-                hip::close::on_close(&self.host, est, bytes, from, self.local)
+                hip::close::on_close(&self.host, est, bytes, from, self.here)
             }
             _ => {
                 self.refuse("CLOSE", from, "no association with this HIT");
@@ -71,7 +71,7 @@ impl HipDriver {
     ) {
         let r = match self.assocs.get(&sender).map(|a| &a.state) {
             Some(State::Closing { est, nonce, .. }) => {
-                hip::close::on_close_ack(est, nonce, bytes, from, self.local)
+                hip::close::on_close_ack(est, nonce, bytes, from, self.here)
             }
             _ => {
                 self.refuse("CLOSE_ACK", from, "no CLOSE of ours to this HIT");

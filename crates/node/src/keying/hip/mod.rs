@@ -9,6 +9,7 @@
 
 mod close;
 pub mod install;
+mod mobility;
 pub mod runtime;
 pub mod socket;
 mod status;
@@ -66,6 +67,14 @@ enum State {
 
 struct Assoc {
     locator: IpAddr,
+    /// Our address towards the peer (the HIP packets' source; with a wildcard `[network] local`
+    /// the route's, which changes when the host moves).
+    local: IpAddr,
+    /// Our UPDATE announcing a new address, until the peer acknowledges it: (update ID,
+    /// packet, next resend, tries).
+    announcing: Option<(u32, Vec<u8>, u64, u32)>,
+    /// A locator the peer announced, being checked: (address, echo nonce).
+    verifying: Option<(IpAddr, Vec<u8>)>,
     state: State,
     initiator: bool,
     started_us: u64,
@@ -96,6 +105,10 @@ pub struct HipCounters {
     pub timed_out: u64,
     /// HIP packets of kinds not handled yet (UPDATE, NOTIFY, CLOSE).
     pub unhandled: u64,
+    /// Our own moves announced by UPDATE.
+    pub moves: u64,
+    /// Peers' new locators verified and moved to.
+    pub locator_changes: u64,
     /// Associations ended by CLOSE (either side).
     pub closed: u64,
     /// I2s from HITs that are not configured peers (refused with `accept = "known"`).
@@ -127,6 +140,12 @@ pub struct HipDriver {
     counters: HipCounters,
     /// With the debug switch: tshark `esp_sa` lines of every SA made, else None.
     exported: Option<Vec<String>>,
+    /// Our address the packet being handled was sent to (the configured local one, or with a
+    /// wildcard local the one its IP header names).
+    here: IpAddr,
+    /// Our next UPDATE's ID (RFC 7401 §5.2.16).
+    next_update_id: u32,
+    next_move_check_us: u64,
 }
 
 impl std::fmt::Debug for HipDriver {
@@ -166,6 +185,9 @@ impl HipDriver {
             next_rotation_us: R1_GENERATION_US,
             counters: HipCounters::default(),
             exported: export_keys.then(Vec::new),
+            here: local,
+            next_update_id: 1,
+            next_move_check_us: 0,
         })
     }
 
@@ -197,7 +219,8 @@ impl HipDriver {
         if self.assocs.contains_key(&peer.hit) {
             return Vec::new();
         }
-        match I1Sent::start(&self.host, peer.hit, self.config.clone(), self.local, peer.locator) {
+        let local = self.source_to(peer.locator);
+        match I1Sent::start(&self.host, peer.hit, self.config.clone(), local, peer.locator) {
             Ok(s) => {
                 let out = vec![Transmit { to: peer.locator, bytes: s.i1().to_vec() }];
                 log_event!(Level::Info, "hip-i1", "peer" => peer.hit.to_string(), "locator" => peer.locator);
@@ -205,6 +228,9 @@ impl HipDriver {
                     peer.hit,
                     Assoc {
                         locator: peer.locator,
+                        local,
+                        announcing: None,
+                        verifying: None,
                         state: State::I1Sent(s),
                         initiator: true,
                         started_us: now_us,
@@ -236,9 +262,11 @@ impl HipDriver {
         &mut self,
         plane: &mut ControlPlane,
         from: IpAddr,
+        to: Option<IpAddr>,
         bytes: &[u8],
         now_us: u64,
     ) -> Vec<Transmit> {
+        self.here = to.filter(|_| self.local.is_unspecified()).unwrap_or(self.local);
         let (ty, sender) = match Packet::new_checked(bytes) {
             Ok(p) => (p.packet_type(), HostIdentityTag(p.sender_hit())),
             Err(e) => {
@@ -248,7 +276,7 @@ impl HipDriver {
         };
         let me = self.host.hit();
         match ty {
-            PacketType::I1 => match timed(|| self.responder.on_i1(&me, bytes, from, self.local)) {
+            PacketType::I1 => match timed(|| self.responder.on_i1(&me, bytes, from, self.here)) {
                 (Ok(r1), t) => {
                     self.counters.r1_sent += 1;
                     self.counters.last_t1_us = t;
@@ -266,6 +294,7 @@ impl HipDriver {
                 Vec::new()
             }
             PacketType::CLOSE => self.on_close(plane, sender, from, bytes),
+            PacketType::UPDATE => self.on_update(plane, sender, from, bytes),
             PacketType::CLOSE_ACK => {
                 self.on_close_ack(plane, sender, from, bytes);
                 Vec::new()
@@ -292,7 +321,7 @@ impl HipDriver {
         a.state = match a.state {
             State::I1Sent(s) => {
                 let (r, t) = timed(|| {
-                    s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.local)
+                    s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.here)
                 });
                 match r {
                     Ok((s2, work)) => {
@@ -340,7 +369,7 @@ impl HipDriver {
             );
             return Vec::new();
         }
-        let (r, t3) = timed(|| self.responder.on_i2(&self.host, bytes, from, self.local));
+        let (r, t3) = timed(|| self.responder.on_i2(&self.host, bytes, from, self.here));
         match r {
             Ok((r2, e)) => {
                 // A new exchange with a peer we had (it restarted, or both sides started at
@@ -363,6 +392,9 @@ impl HipDriver {
                     sender,
                     Assoc {
                         locator: from,
+                        local: self.here,
+                        announcing: None,
+                        verifying: None,
                         state,
                         initiator: false,
                         started_us: now_us,
@@ -397,7 +429,7 @@ impl HipDriver {
             return;
         };
         a.state = match a.state {
-            State::I2Sent(s) => match timed(|| s.on_r2(bytes, from, self.local)) {
+            State::I2Sent(s) => match timed(|| s.on_r2(bytes, from, self.here)) {
                 (Ok(e), t4) => match self.establish(plane, e, a.locator) {
                     Some(st) => {
                         a.t4_us = Some(t4);
@@ -445,10 +477,10 @@ impl HipDriver {
             // On the wire: the locators (the HITs never travel, RFC 7402 §5).
             let k = &e.esp;
             lines.extend(crypto::wireshark::esp_sa_record(
-                locator, self.local, k.spi_in, k.suite, &k.enc_in, &k.auth_in,
+                locator, self.here, k.spi_in, k.suite, &k.enc_in, &k.auth_in,
             ));
             lines.extend(crypto::wireshark::esp_sa_record(
-                self.local,
+                self.here,
                 locator,
                 k.spi_out,
                 k.suite,
@@ -469,7 +501,7 @@ impl HipDriver {
                 log_event!(Level::Warn, "hip-r1-rotate-failed", "why" => e.to_string());
             }
         }
-        let mut out = Vec::new();
+        let mut out = self.moves(now_us);
         let mut gone = Vec::new();
         for (hit, a) in &mut self.assocs {
             if now_us < a.resend_at_us {

@@ -45,10 +45,10 @@ impl HipRuntime {
 
     /// Everything waiting on the socket.
     pub fn read_socket(&mut self, plane: &mut ControlPlane) {
-        while let Some((range, from)) = self.socket.recv(&mut self.buf) {
+        while let Some((range, from, to)) = self.socket.recv(&mut self.buf) {
             let now = self.now_us();
             let bytes = self.buf.get(range).unwrap_or_default().to_vec();
-            let out = self.driver.packet(plane, from, &bytes, now);
+            let out = self.driver.packet(plane, from, to, &bytes, now);
             self.send(out);
         }
     }

@@ -34,17 +34,18 @@ impl HipSocket {
         self.sock.as_raw_fd()
     }
 
-    /// The next HIP packet waiting: its bytes (IP header removed) in `buf[range]` and the
-    /// sender's address.
-    pub fn recv(&self, buf: &mut [u8]) -> Option<(std::ops::Range<usize>, IpAddr)> {
+    /// The next HIP packet waiting: its bytes (IP header removed) in `buf[range]`, the
+    /// sender's address and, over IPv4 (whose raw sockets hand us the header), the address it
+    /// was sent to — which a socket bound to the wildcard address needs for the checksum.
+    pub fn recv(&self, buf: &mut [u8]) -> Option<(std::ops::Range<usize>, IpAddr, Option<IpAddr>)> {
         let (n, from) = self.sock.recv_from(buf).ok()?;
-        let start = if self.v4 {
-            // IHL, in 32-bit words (RFC 791).
-            usize::from(buf.first()? & 0x0f) * 4
-        } else {
-            0
-        };
-        (start <= n).then_some((start..n, from.ip()))
+        if !self.v4 {
+            return Some((0..n, from.ip(), None));
+        }
+        // IHL, in 32-bit words (RFC 791); the destination at octets 16..20.
+        let start = usize::from(buf.first()? & 0x0f) * 4;
+        let d: [u8; 4] = buf.get(16..20)?.try_into().ok()?;
+        (start <= n).then_some((start..n, from.ip(), Some(IpAddr::from(d))))
     }
 
     /// Sends a HIP packet to `to`.

@@ -13,6 +13,7 @@ impl HipDriver {
                 let mut v = json!({
                     "peer_hit": hit.to_string(),
                     "locator": a.locator.to_string(),
+                    "local": a.local.to_string(),
                     "role": if a.initiator { "initiator" } else { "responder" },
                 });
                 match &a.state {
