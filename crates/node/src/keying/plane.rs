@@ -390,6 +390,24 @@ impl ControlPlane {
         outbound: Vec<SaSpec>,
         replace: bool,
     ) -> Result<(), PlaneError> {
+        self.install_then(inbound, outbound, replace, Vec::new())
+    }
+
+    /// [`ControlPlane::install`] and then policies `then`, in the same envelope: one
+    /// acknowledgement to wait for (a key manager that has just finished an exchange sends its
+    /// answer that much sooner).
+    pub fn install_then(
+        &mut self,
+        inbound: Vec<SaSpec>,
+        outbound: Vec<SaSpec>,
+        replace: bool,
+        then: Vec<(PolicyId, PolicySpec)>,
+    ) -> Result<(), PlaneError> {
+        if !then.is_empty() && self.lanes > 1 {
+            return Err(PlaneError::other(
+                "policies can be changed at run time with one lane only ([interface] queues = 1)",
+            ));
+        }
         let mut per = self.empty();
         let (mut in_recs, mut out_recs) = (Vec::new(), Vec::new());
         let mut seen = HashSet::new();
@@ -433,10 +451,12 @@ impl ControlPlane {
             per[self.worker_for(s.lane, true)?].push(Update::AddOutbound { key, sa, endpoint });
             out_recs.push((key, SaRecord { endpoint, ..record(s) }));
         }
+        Self::set_everywhere(&mut per, &then);
         self.send(per)?;
         self.stats.installed += (in_recs.len() + out_recs.len()) as u64;
         self.inbound.extend(in_recs);
         self.outbound.extend(out_recs);
+        self.policies.extend(then);
         Ok(())
     }
 

@@ -466,9 +466,9 @@ impl HipDriver {
             id
         });
         let policy = install::policy(&e.local_hit, &peer, out_key, in_key);
-        let r = plane
-            .install(vec![inb], vec![outb], false)
-            .and_then(|()| plane.set_policies(vec![(id, policy)]));
+        // SAs and policy in one envelope: one acknowledgement before R2 leaves (Responder) or
+        // the first ESP packet can (Initiator).
+        let r = plane.install_then(vec![inb], vec![outb], false, vec![(id, policy)]);
         if let Err(err) = r {
             log_event!(Level::Warn, "hip-install-failed", "peer" => peer.to_string(), "why" => err.to_string());
             return None;

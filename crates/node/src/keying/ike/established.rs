@@ -140,10 +140,9 @@ impl Up {
             let ids: Vec<PolicyId> =
                 (0..policies.len() as u64).map(|i| *cx.next_policy + i).collect();
             *cx.next_policy += policies.len() as u64;
-            let r = cx
-                .plane
-                .install(vec![inbound], vec![outbound], false)
-                .and_then(|()| cx.plane.set_policies(ids.iter().copied().zip(policies).collect()));
+            // The pair and its policies in one envelope: one acknowledgement per setup less.
+            let then = ids.iter().copied().zip(policies).collect();
+            let r = cx.plane.install_then(vec![inbound], vec![outbound], false, then);
             if let Err(e) = r {
                 return warn("child-sa-install-failed", &self.name, e);
             }
