@@ -61,16 +61,10 @@ fn base_exchanges_are_timed_from_the_wire() {
     }
     let dir = std::env::temp_dir().join(format!("hlab-hipbex-test-{}", std::process::id()));
     let files = report.write_all(&dir).expect("report written");
-    for f in ["report.md", "report.json", "bex_phases.svg", "puzzle_sweep.svg", "index.html"] {
-        assert!(files.iter().any(|p| p.ends_with(f)), "{f} not written: {files:?}");
-    }
+    common::assert_written(
+        &files,
+        &["report.md", "report.json", "bex_phases.svg", "puzzle_sweep.svg", "index.html"],
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    let left: Vec<String> = lab::topology::list_namespaces()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| {
-            n.starts_with(&format!("hlab-{}-", std::process::id())) && !names_before.contains(n)
-        })
-        .collect();
-    assert!(left.is_empty(), "namespaces left: {left:?}");
+    common::assert_no_namespaces_left(&names_before);
 }

@@ -62,17 +62,10 @@ fn one_point_rekeys_without_losing_a_packet() {
     assert_eq!(n("no_sa"), 0, "packets dropped for lack of an SA: {}", pt["drops"]);
     let dir = std::env::temp_dir().join(format!("hlab-rekey-test-{}", std::process::id()));
     let files = report.write_all(&dir).expect("report written");
-    for f in ["report.md", "report.json", "session_throughput.svg", "rekey_delay.svg", "index.html"]
-    {
-        assert!(files.iter().any(|p| p.ends_with(f)), "{f} not written: {files:?}");
-    }
+    common::assert_written(
+        &files,
+        &["report.md", "report.json", "session_throughput.svg", "rekey_delay.svg", "index.html"],
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    let left: Vec<String> = lab::topology::list_namespaces()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| {
-            n.starts_with(&format!("hlab-{}-", std::process::id())) && !names_before.contains(n)
-        })
-        .collect();
-    assert!(left.is_empty(), "namespaces left: {left:?}");
+    common::assert_no_namespaces_left(&names_before);
 }

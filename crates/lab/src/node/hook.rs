@@ -17,7 +17,7 @@ use crate::traffic::runner::CONTROL_PORT;
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -27,9 +27,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tunnel check: TCP connection attempts through the tunnel, each this long.
 const PROBE_TRIES: u32 = 20;
 const PROBE_TIMEOUT_MS: u64 = 250;
-/// After SIGTERM, how long the nodes get to remove their TUN devices before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
-
 /// Starts hipsec nodes for each protected mode; `exe` is the `hipsec` binary.
 #[derive(Debug, Clone)]
 pub struct NodeHook {
@@ -302,31 +299,12 @@ impl ModeGuard for NodeGuard {
 impl Drop for NodeGuard {
     fn drop(&mut self) {
         // SIGTERM all first (a clean shutdown removes the TUN device), then wait, then SIGKILL.
-        for n in &self.nodes {
-            let _ = Command::new("kill")
-                .args(["-TERM", &n.pid.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-        let deadline = Instant::now() + STOP_GRACE;
-        for n in &self.nodes {
-            let mut c = n.child.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                match c.try_wait() {
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Ok(None) => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            crate::sys::registry().pids.remove(&n.pid);
-        }
+        let mut guards: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| (n.pid, n.child.lock().unwrap_or_else(|p| p.into_inner())))
+            .collect();
+        super::spawn::stop_nodes(guards.iter_mut().map(|(pid, c)| (*pid, &mut **c)));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

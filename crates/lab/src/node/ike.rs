@@ -17,15 +17,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a node may take to answer on its control socket.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-/// After SIGTERM, how long the nodes get to remove their TUN devices before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
 /// The TUN device of every gateway (one per namespace).
 pub const IKE_TUN: &str = "hipsec0";
 
@@ -324,31 +322,12 @@ impl IkeNodes {
 
 impl Drop for IkeNodes {
     fn drop(&mut self) {
-        for n in &self.nodes {
-            let _ = Command::new("kill")
-                .args(["-TERM", &n.pid.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-        let deadline = Instant::now() + STOP_GRACE;
-        for n in &self.nodes {
-            let mut c = n.child.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                match c.try_wait() {
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Ok(None) => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    _ => break,
-                }
-            }
-            crate::sys::registry().pids.remove(&n.pid);
-        }
+        let mut guards: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| (n.pid, n.child.lock().unwrap_or_else(|p| p.into_inner())))
+            .collect();
+        super::spawn::stop_nodes(guards.iter_mut().map(|(pid, c)| (*pid, &mut **c)));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

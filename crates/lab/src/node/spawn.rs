@@ -4,6 +4,7 @@
 use crate::error::LabError;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs `exe run -c cfg` in namespace `ns`, stdout and stderr to `log` (created anew), and
 /// returns the child and its pid (`ip netns exec` execs the program: the pid is the node's
@@ -26,4 +27,30 @@ pub fn spawn_node(exe: &Path, ns: &str, cfg: &Path, log: &Path) -> Result<(Child
     let pid = child.id();
     crate::sys::registry().pids.insert(pid);
     Ok((child, pid))
+}
+
+/// How long a node has to stop after SIGTERM (a clean stop removes its TUN device) before
+/// SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Stops nodes: SIGTERM to all first, then waits for each up to [`STOP_GRACE`] in all, then
+/// SIGKILL; their pids leave the registry.
+pub fn stop_nodes<'a>(nodes: impl IntoIterator<Item = (u32, &'a mut Child)>) {
+    let nodes: Vec<(u32, &mut Child)> = nodes.into_iter().collect();
+    for (pid, _) in &nodes {
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    for (pid, c) in nodes {
+        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        crate::sys::registry().pids.remove(&pid);
+    }
 }

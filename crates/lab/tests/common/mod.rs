@@ -36,3 +36,20 @@ pub fn ready(tools: &[&str]) -> Option<PathBuf> {
     }
     Some(hipsec)
 }
+
+/// Fails unless every file named in `want` is among `written` (a report's files).
+pub fn assert_written(written: &[PathBuf], want: &[&str]) {
+    for f in want {
+        assert!(written.iter().any(|p| p.ends_with(f)), "{f} not written: {written:?}");
+    }
+}
+
+/// Fails if this test process left a lab namespace that was not there `before`.
+pub fn assert_no_namespaces_left(before: &[String]) {
+    let left: Vec<String> = lab::topology::list_namespaces()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("hlab-{}-", std::process::id())) && !before.contains(n))
+        .collect();
+    assert!(left.is_empty(), "namespaces left: {left:?}");
+}

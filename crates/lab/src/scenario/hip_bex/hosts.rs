@@ -24,9 +24,6 @@ use std::time::{Duration, Instant};
 pub const ROLES: [&str; 2] = ["h1", "h2"];
 /// How long a node may take to answer on its control socket.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-/// After SIGTERM, how long a node gets to remove its TUN device before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
-
 /// The `hipsec` binary: `HIPSEC_BIN`, the running executable when it is `hipsec` (`hipsec lab
 /// run`), else a `hipsec` beside the running executable or one folder up (cargo's `target/<profile>`
 /// for tests).
@@ -231,22 +228,8 @@ impl HipHosts {
 
     /// Stops both nodes (SIGTERM, then SIGKILL after the grace time).
     pub fn stop(&mut self) {
-        for n in &self.nodes {
-            let _ = Command::new("kill")
-                .args(["-TERM", &n.pid.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-        let t0 = Instant::now();
-        for mut n in self.nodes.drain(..) {
-            while matches!(n.child.try_wait(), Ok(None)) && t0.elapsed() < STOP_GRACE {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = n.child.kill();
-            let _ = n.child.wait();
-            crate::sys::registry().pids.remove(&n.pid);
-        }
+        let mut nodes: Vec<NodeProc> = self.nodes.drain(..).collect();
+        crate::node::spawn::stop_nodes(nodes.iter_mut().map(|n| (n.pid, &mut n.child)));
     }
 
     /// `hipsec status --json` of host `i`.
