@@ -97,23 +97,9 @@ impl Hosts {
             );
             let path = h.dir.join(format!("{i}.toml"));
             std::fs::write(&path, conf).unwrap();
-            let log = std::fs::File::create(h.dir.join(format!("{i}.log"))).unwrap();
-            h.nodes.push(
-                Command::new("ip")
-                    .args(["netns", "exec", nsi, BIN, "run", "-c"])
-                    .arg(&path)
-                    // A exports its ESP keys for tshark; B does not, and must refuse to.
-                    .args(if i == 0 { &["--debug-export-hip-keys"][..] } else { &[] })
-                    .stdout(log.try_clone().unwrap())
-                    .stderr(log)
-                    .spawn()
-                    .unwrap(),
-            );
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !h.sock(i).exists() {
-                assert!(Instant::now() < deadline, "node {i} did not start: {}", h.log(i));
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            // A exports its ESP keys for tshark; B does not, and must refuse to.
+            let extra: &[&str] = if i == 0 { &["--debug-export-hip-keys"] } else { &[] };
+            h.nodes.push(common::start_node(nsi, &h.dir, i, extra));
         }
         h
     }

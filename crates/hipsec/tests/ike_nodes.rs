@@ -15,7 +15,6 @@ mod common;
 use common::BIN;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 struct Nodes {
     ns: [String; 2],
@@ -46,21 +45,7 @@ impl Nodes {
             std::fs::write(&path, conf).unwrap();
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-            let log = std::fs::File::create(n.dir.join(format!("{i}.log"))).unwrap();
-            n.nodes.push(
-                Command::new("ip")
-                    .args(["netns", "exec", nsi, BIN, "run", "-c"])
-                    .arg(&path)
-                    .stdout(log.try_clone().unwrap())
-                    .stderr(log)
-                    .spawn()
-                    .unwrap(),
-            );
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !n.sock(i).exists() {
-                assert!(Instant::now() < deadline, "node {i} did not start: {}", n.log(i));
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            n.nodes.push(common::start_node(nsi, &n.dir, i, &[]));
             let other = format!("10.0.{peer}.0/24");
             common::sh(&["ip", "-n", nsi, "route", "replace", &other, "dev", "hipsec0"]);
         }

@@ -248,3 +248,24 @@ pub fn two_namespaces(base: &str) -> [String; 2] {
     }
     ns
 }
+
+/// Starts `hipsec run -c DIR/I.toml EXTRA...` in namespace `ns`, output to DIR/I.log, and waits
+/// (up to 10 s) until its control socket DIR/I.sock exists; the test fails with the log if not.
+pub fn start_node(ns: &str, dir: &Path, i: usize, extra: &[&str]) -> std::process::Child {
+    let log = std::fs::File::create(dir.join(format!("{i}.log"))).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, BIN, "run", "-c"])
+        .arg(dir.join(format!("{i}.toml")))
+        .args(extra)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !dir.join(format!("{i}.sock")).exists() {
+        let log = std::fs::read_to_string(dir.join(format!("{i}.log"))).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "node {i} did not start: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child
+}

@@ -68,12 +68,11 @@ impl HipDriver {
                 continue;
             }
             if let Some(a) = self.assocs.get_mut(&peer) {
-                if let Some((id, bytes, at, tries)) = a.announcing.as_mut() {
+                if let Some((_, bytes, at, tries)) = a.announcing.as_mut() {
                     if now_us >= *at && *tries < TRIES {
                         *tries += 1;
                         *at = now_us + (RETRANSMIT_US << (*tries - 1).min(6));
                         out.push(Transmit { to: a.locator, bytes: bytes.clone() });
-                        let _ = id;
                     }
                 }
             }

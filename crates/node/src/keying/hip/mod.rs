@@ -51,7 +51,6 @@ enum State {
     I2Sent(I2Sent),
     Established {
         est: Box<Established>,
-        suite: String,
         in_key: InKey,
         out_key: OutKey,
     },
@@ -489,8 +488,7 @@ impl HipDriver {
             ));
         }
         log_event!(Level::Info, "hip-established", "peer" => peer.to_string(), "locator" => locator, "spi_in" => format!("{:08x}", e.esp.spi_in), "spi_out" => format!("{:08x}", e.esp.spi_out));
-        let suite = e.esp.suite.to_string();
-        Some(State::Established { est: Box::new(e), suite, in_key, out_key })
+        Some(State::Established { est: Box::new(e), in_key, out_key })
     }
 
     /// Retransmissions and the R1 generation.

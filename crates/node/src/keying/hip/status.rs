@@ -19,11 +19,11 @@ impl HipDriver {
                 match &a.state {
                     State::I1Sent(_) => v["state"] = json!("I1-SENT"),
                     State::I2Sent(_) => v["state"] = json!("I2-SENT"),
-                    State::Established { est, suite, .. } => {
+                    State::Established { est, .. } => {
                         v["state"] = json!("ESTABLISHED");
                         v["spi_in"] = json!(format!("{:08x}", est.esp.spi_in));
                         v["spi_out"] = json!(format!("{:08x}", est.esp.spi_out));
-                        v["suite"] = json!(suite);
+                        v["suite"] = json!(est.esp.suite.to_string());
                     }
                     State::Closing { .. } => v["state"] = json!("CLOSING"),
                 }
