@@ -1,5 +1,6 @@
-//! The few system calls the standard library and the socket crates do not wrap: poll(2) and
-//! integer setsockopt(2).
+//! The few system calls the standard library and the socket crates do not wrap: poll(2),
+//! integer setsockopt(2), the gathering UDP GSO sendmsg(2), and recvmmsg(2)/sendmmsg(2) for
+//! the raw-IP carrier.
 //! Each unsafe block states why it is sound.
 
 use std::io;
@@ -168,4 +169,136 @@ pub fn peer_uid(fd: RawFd) -> io::Result<u32> {
 pub fn euid() -> u32 {
     // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+/// Most messages one [`recv_mmsg`] or [`send_mmsg`] call takes (the rest of a longer slice is
+/// left for the next call).
+pub const MMSG_MAX: usize = 256;
+
+/// One datagram of a [`recv_mmsg`]: its length, sender, and whether it was longer than its
+/// buffer (MSG_TRUNC: then only `len` = the buffer's length was kept).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Datagram {
+    /// Bytes received.
+    pub len: usize,
+    /// Sender (None if the kernel gave an address family other than IPv4/IPv6).
+    pub from: Option<std::net::SocketAddr>,
+    /// The datagram did not fit its buffer.
+    pub truncated: bool,
+}
+
+/// Receives up to `bufs.len()` (at most [`MMSG_MAX`]) datagrams from `fd` in one
+/// recvmmsg(2) without waiting, datagram i into `bufs[i]`, and describes them in `got[i]`.
+/// Returns how many arrived (0 when nothing is queued or the call was interrupted).
+#[allow(unsafe_code)]
+pub fn recv_mmsg(fd: RawFd, bufs: &mut [&mut [u8]], got: &mut [Datagram]) -> io::Result<usize> {
+    let n = bufs.len().min(got.len()).min(MMSG_MAX);
+    if n == 0 {
+        return Ok(0);
+    }
+    // A sockaddr_in6 holds either family's address (sockaddr_in is smaller and no more
+    // aligned); the kernel writes at most `msg_namelen` bytes into it.
+    // SAFETY: the C structs below are plain data for which all-zero bytes are valid values.
+    let mut names: [libc::sockaddr_in6; MMSG_MAX] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut iov: [libc::iovec; MMSG_MAX] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MMSG_MAX] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        iov[i] = libc::iovec { iov_base: bufs[i].as_mut_ptr().cast(), iov_len: bufs[i].len() };
+        let h = &mut msgs[i].msg_hdr;
+        h.msg_name = (&mut names[i] as *mut libc::sockaddr_in6).cast();
+        h.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        h.msg_iov = &mut iov[i];
+        h.msg_iovlen = 1;
+    }
+    // SAFETY: the first `n` mmsghdrs point at live, exclusively borrowed locals (`names[i]`,
+    // `iov[i]`) and through `iov[i]` at `bufs[i]`, which is borrowed mutably for the call and
+    // whose length the iovec states; recvmmsg(2) writes only within those bounds and keeps no
+    // pointer after returning. MSG_DONTWAIT: no timeout pointer is needed.
+    let r = unsafe {
+        libc::recvmmsg(
+            fd,
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(e),
+        };
+    }
+    let r = (r as usize).min(n);
+    for i in 0..r {
+        let m = &msgs[i];
+        got[i] = Datagram {
+            len: (m.msg_len as usize).min(bufs[i].len()),
+            from: sockaddr_ip(&names[i], m.msg_hdr.msg_namelen as usize),
+            truncated: m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+        };
+    }
+    Ok(r)
+}
+
+/// The address in `name` (of `len` bytes, as the kernel filled it), if IPv4 or IPv6.
+#[allow(unsafe_code)]
+fn sockaddr_ip(name: &libc::sockaddr_in6, len: usize) -> Option<std::net::SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+    match i32::from(name.sin6_family) {
+        libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(name.sin6_addr.s6_addr),
+                u16::from_be(name.sin6_port),
+                name.sin6_flowinfo,
+                name.sin6_scope_id,
+            )))
+        }
+        libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: `name` is a live sockaddr_in6 (28 bytes, 4-aligned) whose first
+            // size_of::<sockaddr_in>() = 16 bytes the kernel wrote as a sockaddr_in (family
+            // AF_INET, `len` says so); read_unaligned copies them out without alignment demands.
+            let v4: libc::sockaddr_in = unsafe {
+                std::ptr::read_unaligned(
+                    (name as *const libc::sockaddr_in6).cast::<libc::sockaddr_in>(),
+                )
+            };
+            let ip = Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(v4.sin_port))))
+        }
+        _ => None,
+    }
+}
+
+/// Sends `parts` (up to [`MMSG_MAX`] of them) to `dst` as one datagram each in one
+/// sendmmsg(2). Returns how many the kernel took: fewer than asked when the socket buffer
+/// filled or the next one failed (an error is returned only when the first one fails: the
+/// caller then sees which one).
+#[allow(unsafe_code)]
+pub fn send_mmsg(
+    fd: RawFd,
+    dst: &socket2::SockAddr,
+    parts: &[io::IoSlice<'_>],
+) -> io::Result<usize> {
+    let n = parts.len().min(MMSG_MAX);
+    if n == 0 {
+        return Ok(0);
+    }
+    // SAFETY: mmsghdr is plain data for which all-zero bytes are a valid value.
+    let mut msgs: [libc::mmsghdr; MMSG_MAX] = unsafe { std::mem::zeroed() };
+    for (m, p) in msgs.iter_mut().zip(&parts[..n]) {
+        m.msg_hdr.msg_name = dst.as_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_namelen = dst.len();
+        // IoSlice is ABI-compatible with iovec; sendmmsg(2) only reads through it.
+        m.msg_hdr.msg_iov = (p as *const io::IoSlice<'_>).cast_mut().cast();
+        m.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: the first `n` mmsghdrs point at the destination address (`dst`, read only) and
+    // at one live IoSlice each, which points at a live borrowed buffer of the length it states;
+    // sendmmsg(2) only reads these and keeps no pointer after returning.
+    let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
 }

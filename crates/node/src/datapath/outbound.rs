@@ -1,6 +1,7 @@
 //! The outbound half of the data path (RFC 4301 §5.1): TUN → SPD → ESP/AH seal in place →
 //! carrier. With TUN offloads a read yields a TCP super-packet that tun-rs splits into
-//! MTU-sized segments; the sealed packets go out as UDP GSO runs in one sendmsg(2) each.
+//! MTU-sized segments; the sealed packets go out as UDP GSO runs in one sendmsg(2) each, or
+//! over raw IP in one sendmmsg(2).
 //!
 //! This half owns every outbound SA, so sequence numbers (and so GCM nonces, RFC 4106 §3) are
 //! never shared between threads.
@@ -162,6 +163,15 @@ impl Outbound {
                 self.counters.send_syscalls += st.syscalls;
                 i = end;
             }
+        } else if self.carrier.raw_batched() {
+            // Raw IP: the whole batch in one sendmmsg(2) (one per socket it needs).
+            let packets =
+                bufs.iter().zip(send_at).filter(|(_, o)| **o > 0).map(|(b, _)| b.as_slice());
+            let st = self.carrier.send_batch(packets);
+            self.counters.net_tx += st.sent;
+            self.counters.send_errors += st.errors;
+            self.counters.unsendable += st.unsendable;
+            self.counters.send_syscalls += st.syscalls;
         } else {
             for ((b, _), to) in bufs.iter().zip(send_at).zip(dests).filter(|((_, o), _)| **o > 0) {
                 self.counters.send_syscalls += 1;
