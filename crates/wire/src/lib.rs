@@ -15,6 +15,7 @@ pub mod esp;
 pub mod hip;
 pub mod ikev2;
 pub mod ip;
+pub mod mip6;
 
 pub use ah::{AhPacket, AhRepr};
 pub use esp::{EspPacket, EspRepr, EspTrailer};
