@@ -1,0 +1,306 @@
+//! The home agent's processing of Binding Updates for home registrations (RFC 6275 §9.5.1,
+//! §10.3.1, §10.3.2) behind the RFC 3776 rule that a Binding Update counts only when it came in
+//! the ESP SA of the mobile node whose home address it claims. Read RFC 3776 §4.1 and §5, then
+//! RFC 6275 §9.5.1 and §10.3.1.
+//!
+//! Order of the checks in [`HomeAgent::handle`], each a named [`Refusal`]:
+//! 1. the Mobility Header parses and its Checksum verifies, with the Home Address option's
+//!    address as the pseudo-header source (§6.1.1, §9.2) — else dropped;
+//! 2. it is a Binding Update; a Binding Refresh Request or return-routability message gets a
+//!    Binding Error, status 2 (§9.2: this home agent does no route optimization); a BA or BE is
+//!    ignored;
+//! 3. it arrived in an ESP SA whose selector names the claimed home address (RFC 3776 §4.1,
+//!    §5) — else dropped as `Unprotected` or `WrongSa`, before any state is read;
+//! 4. the care-of address (Alternate Care-of Address option, else the source, §9.5.1) is
+//!    unicast — else dropped;
+//! 5. the Sequence Number is newer than the cached one modulo 2^16 (§9.5.1) — else BA 135
+//!    carrying the last accepted number;
+//! 6. §10.3.1: H set (else 131; this home agent takes home registrations only), the home
+//!    address on the home prefix (else 132), a mobile node this agent serves (else 133);
+//! 7. lifetime 0 or care-of = home address de-registers (§10.3.2); otherwise a new entry
+//!    needs room (else 130) and the lifetime is capped at the configured maximum (§10.3.1).
+
+use std::collections::HashSet;
+use std::net::Ipv6Addr;
+
+use ipsec::Time;
+use wire::mip6::{
+    BaStatus, BindingAck, BindingError, BindingUpdate, Body, LIFETIME_UNIT_SECS, Message, MhPacket,
+    MobilityOption,
+};
+
+use crate::cache::{Binding, BindingCache, Upsert};
+use crate::outgoing::{Extension, Outgoing};
+use crate::refusal::{Counters, Refusal, SaIdentity};
+use crate::seq::is_newer;
+
+/// The home agent's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeAgentConfig {
+    /// The home agent's own address (the source of its Binding Acknowledgements).
+    pub address: Ipv6Addr,
+    /// The home prefix (§10.3.1: home addresses must be on it).
+    pub home_prefix: Ipv6Addr,
+    /// Its length in bits.
+    pub home_prefix_len: u8,
+    /// Longest lifetime granted, in 4-second units (§10.3.1: the home agent may shorten it).
+    pub max_lifetime_units: u16,
+    /// Most bindings held.
+    pub capacity: usize,
+}
+
+impl HomeAgentConfig {
+    /// True if `a` is on the home prefix.
+    pub fn on_home_prefix(&self, a: Ipv6Addr) -> bool {
+        let bits = u32::from(self.home_prefix_len.min(128));
+        let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+        u128::from(a) & mask == u128::from(self.home_prefix) & mask
+    }
+}
+
+/// A Mobility Header as the node's data path hands it over after ESP (RFC 3776 §3).
+#[derive(Debug, Clone, Copy)]
+pub struct InboundMh<'a> {
+    /// IPv6 Source Address as received (the care-of address when away).
+    pub src: Ipv6Addr,
+    /// IPv6 Destination Address.
+    pub dst: Ipv6Addr,
+    /// The Home Address option's address, if the packet had one (§6.3).
+    pub home_address_option: Option<Ipv6Addr>,
+    /// The ESP SA the Mobility Header was decrypted with; `None` if it came in the clear.
+    pub sa: Option<SaIdentity>,
+    /// The Mobility Header.
+    pub mh: &'a [u8],
+}
+
+/// What happened to the binding cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingChange {
+    /// A new entry.
+    Created(Binding),
+    /// An entry refreshed or moved to a new care-of address.
+    Updated {
+        /// Before.
+        old: Binding,
+        /// After.
+        new: Binding,
+    },
+    /// A de-registration removed this entry.
+    Deleted(Binding),
+    /// A de-registration for a home address with no entry.
+    NothingToDelete,
+}
+
+/// The home agent's answer to one Mobility Header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Registered or de-registered; a BA with status 0 goes back when the A flag asked for one.
+    Accepted {
+        /// The change.
+        change: BindingChange,
+        /// The Binding Acknowledgement to send.
+        reply: Option<Outgoing>,
+    },
+    /// Refused with a BA status (§6.1.8) or Binding Error (§6.1.9) to send; the cache is
+    /// unchanged.
+    Rejected {
+        /// Why.
+        reason: Refusal,
+        /// The Binding Acknowledgement or Error.
+        reply: Outgoing,
+    },
+    /// Dropped without an answer; the cache is unchanged.
+    Dropped(Refusal),
+}
+
+/// A Mobile IPv6 home agent (§10): the binding cache and the processing in front of it.
+#[derive(Debug, Clone)]
+pub struct HomeAgent {
+    config: HomeAgentConfig,
+    cache: BindingCache,
+    served: Option<HashSet<Ipv6Addr, ahash::RandomState>>,
+    counters: Counters,
+}
+
+impl HomeAgent {
+    /// A home agent serving every home address on its prefix that has an SA.
+    pub fn new(config: HomeAgentConfig) -> HomeAgent {
+        let max_secs = u32::from(config.max_lifetime_units) * LIFETIME_UNIT_SECS;
+        let cache = BindingCache::new(config.capacity, max_secs);
+        HomeAgent { config, cache, served: None, counters: Counters::default() }
+    }
+
+    /// Serves only the listed home addresses (others get BA status 133, §10.3.1).
+    pub fn serve_only(&mut self, homes: impl IntoIterator<Item = Ipv6Addr>) {
+        self.served.get_or_insert_with(HashSet::default).extend(homes);
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HomeAgentConfig {
+        &self.config
+    }
+
+    /// The binding cache (read only: only [`HomeAgent::handle`] and
+    /// [`HomeAgent::expire`] change it).
+    pub fn cache(&self) -> &BindingCache {
+        &self.cache
+    }
+
+    /// Reserves room for `n` more bindings.
+    pub fn reserve(&mut self, n: usize) {
+        self.cache.reserve(n);
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Removes the bindings whose lifetime ran out by `now` (call it about once a second).
+    pub fn expire(&mut self, now: Time) -> Vec<Binding> {
+        let gone = self.cache.expire(now);
+        self.counters.expired += gone.len() as u64;
+        gone
+    }
+
+    /// Processes one Mobility Header in the order the module documentation gives.
+    pub fn handle(&mut self, m: &InboundMh<'_>, now: Time) -> Decision {
+        let d = self.decide(m, now);
+        match &d {
+            Decision::Accepted { change, .. } => match change {
+                BindingChange::Created(_) => self.counters.created += 1,
+                BindingChange::Updated { .. } => self.counters.updated += 1,
+                BindingChange::Deleted(_) | BindingChange::NothingToDelete => {
+                    self.counters.deregistered += 1
+                }
+            },
+            Decision::Rejected { reason, .. } | Decision::Dropped(reason) => {
+                self.counters.count(*reason)
+            }
+        }
+        d
+    }
+
+    fn decide(&mut self, m: &InboundMh<'_>, now: Time) -> Decision {
+        let home = m.home_address_option.unwrap_or(m.src);
+        let Ok(packet) = MhPacket::new_checked(m.mh) else {
+            return Decision::Dropped(Refusal::Malformed);
+        };
+        let Ok(message) = Message::from_packet(&packet) else {
+            return Decision::Dropped(Refusal::Malformed);
+        };
+        if !packet.verify_checksum(home, m.dst) {
+            return Decision::Dropped(Refusal::BadChecksum);
+        }
+        let bu = match message.body {
+            Body::BindingUpdate(bu) => bu,
+            Body::BindingAck(_) | Body::BindingError(_) => {
+                return Decision::Dropped(Refusal::NotForHomeAgent);
+            }
+            _ => return binding_error(m, home),
+        };
+        // RFC 3776 §4.1, §5: the SA must be the one set up for this home address.
+        match m.sa {
+            None => return Decision::Dropped(Refusal::Unprotected),
+            Some(sa) if sa.home_address != home => return Decision::Dropped(Refusal::WrongSa),
+            Some(_) => {}
+        }
+        let spi = m.sa.map(|s| s.spi).unwrap_or(ipsec::Spi(0));
+        let care_of = alternate_care_of(&bu).unwrap_or(m.src);
+        if !is_unicast(care_of) {
+            return Decision::Dropped(Refusal::BadCareOf);
+        }
+        let reply_to = |status, sequence, lifetime| ack(m, home, status, sequence, lifetime);
+        if let Some(b) = self.cache.get(&home, now)
+            && !is_newer(bu.sequence, b.sequence)
+        {
+            let reply = reply_to(BaStatus::SEQUENCE_NUMBER_OUT_OF_WINDOW, b.sequence, 0);
+            return Decision::Rejected { reason: Refusal::OutOfWindow, reply };
+        }
+        let refuse = |reason: Refusal| {
+            let status = reason.ba_status().unwrap_or(BaStatus::REASON_UNSPECIFIED);
+            Decision::Rejected { reason, reply: reply_to(status, bu.sequence, 0) }
+        };
+        if !bu.home_registration {
+            return refuse(Refusal::NotHomeRegistration);
+        }
+        if !self.config.on_home_prefix(home) {
+            return refuse(Refusal::NotHomeSubnet);
+        }
+        if self.served.as_ref().is_some_and(|s| !s.contains(&home)) {
+            return refuse(Refusal::NotHomeAgentForThisMobileNode);
+        }
+        let wants_ack = bu.acknowledge;
+        let ack = |status, lifetime| wants_ack.then(|| reply_to(status, bu.sequence, lifetime));
+        // §10.3.2: lifetime 0 or the home address as care-of address de-registers.
+        if bu.lifetime == 0 || care_of == home {
+            let change = match self.cache.remove(&home) {
+                Some(b) => BindingChange::Deleted(b),
+                None => BindingChange::NothingToDelete,
+            };
+            return Decision::Accepted { change, reply: ack(BaStatus::ACCEPTED, 0) };
+        }
+        let granted = bu.lifetime.min(self.config.max_lifetime_units);
+        let secs = u32::from(granted) * LIFETIME_UNIT_SECS;
+        match self.cache.upsert(home, care_of, bu.sequence, spi, secs, now) {
+            None => refuse(Refusal::InsufficientResources),
+            Some(up) => {
+                let Some(new) = self.cache.get(&home, now) else {
+                    return refuse(Refusal::InsufficientResources);
+                };
+                let change = match up {
+                    Upsert::Created => BindingChange::Created(new),
+                    Upsert::Updated(old) => BindingChange::Updated { old, new },
+                };
+                Decision::Accepted { change, reply: ack(BaStatus::ACCEPTED, granted) }
+            }
+        }
+    }
+}
+
+/// A Binding Acknowledgement (§6.1.8) to the mobile node: to the care-of address through a
+/// type 2 routing header when the BU came with a Home Address option (§9.5.4), else to the
+/// source; the Checksum's pseudo-header names the home address (§6.1.1).
+fn ack(
+    m: &InboundMh<'_>,
+    home: Ipv6Addr,
+    status: BaStatus,
+    sequence: u16,
+    lifetime: u16,
+) -> Outgoing {
+    let ba =
+        BindingAck { status, key_management_mobility: false, sequence, lifetime, options: vec![] };
+    reply(m, home, Body::BindingAck(ba))
+}
+
+fn binding_error(m: &InboundMh<'_>, home: Ipv6Addr) -> Decision {
+    let reason = Refusal::UnsupportedMessage;
+    let status = reason.be_status().unwrap_or_default();
+    let home_address = m.home_address_option.unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let be = BindingError { status, home_address, options: vec![] };
+    Decision::Rejected { reason, reply: reply(m, home, Body::BindingError(be)) }
+}
+
+fn reply(m: &InboundMh<'_>, home: Ipv6Addr, body: Body) -> Outgoing {
+    let src = m.dst;
+    let (dst, extension) = match m.home_address_option {
+        Some(h) if h != m.src => (m.src, Extension::RoutingHeader2(h)),
+        _ => (m.src, Extension::None),
+    };
+    // A BA or BE of at most 24 octets plus no options always fits; emit cannot fail.
+    let mh = Message::new(body).to_vec_with_checksum(src, home).unwrap_or_default();
+    Outgoing { src, dst, extension, mh }
+}
+
+/// The Alternate Care-of Address option's address, if the BU has one (§6.2.5, §9.5.1).
+fn alternate_care_of(bu: &BindingUpdate) -> Option<Ipv6Addr> {
+    bu.options.iter().find_map(|o| match o {
+        MobilityOption::AlternateCareOfAddress(a) => Some(*a),
+        _ => None,
+    })
+}
+
+/// A care-of address must be unicast (§9.5.1): not unspecified, loopback or multicast.
+fn is_unicast(a: Ipv6Addr) -> bool {
+    !(a.is_unspecified() || a.is_loopback() || a.is_multicast())
+}
