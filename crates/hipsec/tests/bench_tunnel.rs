@@ -51,3 +51,41 @@ fn bench_tunnel_json_shape() {
     let prefix = format!("hbench-{pid}-");
     assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces left behind");
 }
+
+/// `--transport both --seconds 1 --rounds 1 --json`: a report for each carrier (ESP in UDP and
+/// raw ESP, the nodes restarted between them) over the same plain transfer, each with data
+/// through its tunnel, and raw/udp.
+#[test]
+fn bench_tunnel_both_carriers_json_shape() {
+    if !common::netns_ready(&["iperf3"]) {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "tunnel", "--transport", "both", "--seconds", "1", "--rounds", "1"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["transport"], "both");
+    for t in ["udp", "raw"] {
+        let x = &r[t];
+        assert_eq!(x["transport"], t, "{r}");
+        assert!(x["tunnel"]["bytes"].as_u64().unwrap() > 0, "nothing through {t}: {r}");
+        assert!(x["throughput_ratio"].is_number(), "{r}");
+        assert_eq!(x["plain"]["bytes"], r["udp"]["plain"]["bytes"], "one plain transfer: {r}");
+        for n in x["nodes"].as_array().unwrap() {
+            assert!(n["node_counters"]["net_tx"].as_u64().unwrap() > 0, "{t}: {n}");
+        }
+    }
+    assert!(r["raw_to_udp"].as_f64().unwrap() > 0.0, "{r}");
+    assert_eq!(r["raw_to_udp_rounds"].as_array().unwrap().len(), 1);
+    // Raw needs one lane: refused before anything is set up.
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "tunnel", "--transport", "raw", "--queues", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--queues 1"));
+}
