@@ -30,12 +30,14 @@ pub struct PreparedBu {
 
 /// Mobile node `i`'s home address.
 pub fn home_address(i: u32) -> Ipv6Addr {
-    Ipv6Addr::from((u128::from(0x2001_0db8_0001_0000u64) << 64) | u128::from(i) + 0x100)
+    Ipv6Addr::from((u128::from(0x2001_0db8_0001_0000u64) << 64) | (u128::from(i) + 0x100))
 }
 
 /// Mobile node `i`'s care-of address in generation `g` (a move changes `g`).
 pub fn care_of_address(i: u32, g: u16) -> Ipv6Addr {
-    Ipv6Addr::from((u128::from(0x2001_0db8_0002_0000u64 | u64::from(g)) << 64) | u128::from(i) + 1)
+    Ipv6Addr::from(
+        (u128::from(0x2001_0db8_0002_0000u64 | u64::from(g)) << 64) | (u128::from(i) + 1),
+    )
 }
 
 /// A home-registration BU from node `i` at care-of generation `g` (H and A set, lifetime

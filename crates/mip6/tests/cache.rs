@@ -23,7 +23,7 @@ fn config(capacity: usize, max_units: u16) -> HomeAgentConfig {
 #[test]
 fn entry_size_and_million_entries() {
     println!("binding cache entry: {} octets", BindingCache::ENTRY_BYTES);
-    assert!(BindingCache::ENTRY_BYTES <= 56);
+    const { assert!(BindingCache::ENTRY_BYTES <= 56) };
     let n = 1_000_000;
     let now = Time::from_secs(1_000);
     let mut w = Workload::new(n, now);
