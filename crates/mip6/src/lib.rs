@@ -40,6 +40,6 @@ pub mod workload;
 
 pub use cache::{Binding, BindingCache, Upsert};
 pub use home_agent::{BindingChange, Decision, HomeAgent, HomeAgentConfig, InboundMh};
-pub use mobile_node::{AckOutcome, MobileNode, MobileNodeConfig, Registration};
+pub use mobile_node::{AckOutcome, MobileNode, MobileNodeConfig, Registration, binding_update};
 pub use outgoing::{Extension, Outgoing};
 pub use refusal::{Counters, Refusal, SaIdentity};

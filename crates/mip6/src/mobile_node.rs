@@ -19,6 +19,30 @@ pub const INITIAL_BINDACK_TIMEOUT_FIRST_REG_US: u64 = 1_500_000;
 /// Longest retransmission timeout (§12: 32 s), in microseconds.
 pub const MAX_BINDACK_TIMEOUT_US: u64 = 32_000_000;
 
+/// A home-registration Binding Update (§6.1.7 with A and H set, §11.7.1) from `care_of` to the
+/// home agent: behind a Home Address option naming `home` when away, without one when
+/// `care_of` is the home address; the Checksum's pseudo-header takes the home address as
+/// source (§6.1.1).
+pub fn binding_update(
+    home: Ipv6Addr,
+    care_of: Ipv6Addr,
+    home_agent: Ipv6Addr,
+    sequence: u16,
+    lifetime_units: u16,
+) -> Result<Outgoing, WireError> {
+    let bu = BindingUpdate {
+        sequence,
+        acknowledge: true,
+        home_registration: true,
+        lifetime: lifetime_units,
+        ..BindingUpdate::default()
+    };
+    let mh = Message::new(Body::BindingUpdate(bu)).to_vec_with_checksum(home, home_agent)?;
+    let extension =
+        if care_of == home { Extension::None } else { Extension::HomeAddressOption(home) };
+    Ok(Outgoing { src: care_of, dst: home_agent, extension, mh })
+}
+
 /// The mobile node's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MobileNodeConfig {
@@ -133,16 +157,8 @@ impl MobileNode {
 
     fn send(&mut self, lifetime_units: u16, now: Time) -> Result<Outgoing, WireError> {
         let sequence = self.next_sequence;
-        let bu = BindingUpdate {
-            sequence,
-            acknowledge: true,
-            home_registration: true,
-            lifetime: lifetime_units,
-            ..BindingUpdate::default()
-        };
         let (home, ha) = (self.config.home_address, self.config.home_agent);
-        // §6.1.1: with a Home Address option the pseudo-header's source is the home address.
-        let mh = Message::new(Body::BindingUpdate(bu)).to_vec_with_checksum(home, ha)?;
+        let out = binding_update(home, self.care_of, ha, sequence, lifetime_units)?;
         let timeout_us = match self.pending {
             Some(p) if p.care_of == self.care_of && p.lifetime_units == lifetime_units => {
                 (p.timeout_us * 2).min(MAX_BINDACK_TIMEOUT_US)
@@ -158,9 +174,7 @@ impl MobileNode {
             timeout_us,
         });
         self.resend_now = false;
-        let extension =
-            if self.care_of == home { Extension::None } else { Extension::HomeAddressOption(home) };
-        Ok(Outgoing { src: self.care_of, dst: ha, extension, mh })
+        Ok(out)
     }
 
     /// When [`MobileNode::poll`] has work: a retransmission, a refresh, or now.
