@@ -181,6 +181,16 @@ impl HomeAgent {
         d
     }
 
+    /// Processes a batch of Mobility Headers in order, as [`HomeAgent::handle`] would one by
+    /// one. It first touches every claimed home address's cache entry, so that in a large cache
+    /// the memory loads of the batch overlap instead of each waiting in turn.
+    pub fn handle_batch(&mut self, batch: &[InboundMh<'_>], now: Time) -> Vec<Decision> {
+        for m in batch {
+            self.cache.touch(&m.home_address_option.unwrap_or(m.src));
+        }
+        batch.iter().map(|m| self.handle(m, now)).collect()
+    }
+
     fn decide(&mut self, m: &InboundMh<'_>, now: Time) -> Decision {
         let home = m.home_address_option.unwrap_or(m.src);
         let Ok(packet) = MhPacket::new_checked(m.mh) else {

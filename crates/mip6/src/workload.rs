@@ -66,7 +66,8 @@ pub struct Workload {
     pub home_agent: HomeAgent,
     /// Number of mobile nodes registered.
     pub entries: u32,
-    next_sequence: u16,
+    /// Each node's last sequence number (and care-of generation).
+    sequences: Vec<u16>,
 }
 
 impl Workload {
@@ -81,7 +82,7 @@ impl Workload {
         };
         let mut home_agent = HomeAgent::new(config);
         home_agent.reserve(entries as usize);
-        let mut w = Workload { home_agent, entries, next_sequence: 1 };
+        let mut w = Workload { home_agent, entries, sequences: vec![0; entries as usize] };
         for i in 0..entries {
             let bu = binding_update(i, 0, 0, 150);
             w.apply(&bu, now);
@@ -90,14 +91,17 @@ impl Workload {
     }
 
     /// `count` BUs that each move a node (spread over all nodes by a fixed stride) to the
-    /// next care-of generation with a newer sequence number; prepare them outside the timing.
+    /// next care-of generation with that node's next sequence number, so every one is accepted;
+    /// prepare them outside the timing.
     pub fn prepare_updates(&mut self, count: u32) -> Vec<PreparedBu> {
         let n = self.entries.max(1);
-        let seq = self.next_sequence;
-        self.next_sequence = self.next_sequence.wrapping_add(1);
         (0..count)
             .map(|k| {
                 let i = (u64::from(k) * 2_654_435_761 % u64::from(n)) as u32;
+                let seq = self.sequences.get_mut(i as usize).map_or(1, |s| {
+                    *s = s.wrapping_add(1);
+                    *s
+                });
                 binding_update(i, seq, seq, 150)
             })
             .collect()
@@ -105,13 +109,24 @@ impl Workload {
 
     /// Hands one prepared BU to the home agent; true if it was accepted.
     pub fn apply(&mut self, bu: &PreparedBu, now: Time) -> bool {
-        let m = InboundMh {
-            src: bu.src,
-            dst: HOME_AGENT,
-            home_address_option: Some(bu.home_address),
-            sa: Some(bu.sa),
-            mh: &bu.mh,
-        };
-        matches!(self.home_agent.handle(&m, now), Decision::Accepted { .. })
+        matches!(self.home_agent.handle(&inbound(bu), now), Decision::Accepted { .. })
+    }
+
+    /// Hands a batch of prepared BUs to [`HomeAgent::handle_batch`]; returns how many were
+    /// accepted.
+    pub fn apply_batch(&mut self, bus: &[PreparedBu], now: Time) -> usize {
+        let batch: Vec<InboundMh<'_>> = bus.iter().map(inbound).collect();
+        let decisions = self.home_agent.handle_batch(&batch, now);
+        decisions.iter().filter(|d| matches!(d, Decision::Accepted { .. })).count()
+    }
+}
+
+fn inbound(bu: &PreparedBu) -> InboundMh<'_> {
+    InboundMh {
+        src: bu.src,
+        dst: HOME_AGENT,
+        home_address_option: Some(bu.home_address),
+        sa: Some(bu.sa),
+        mh: &bu.mh,
     }
 }
