@@ -88,11 +88,14 @@ impl BindingCache {
     /// A cache for at most `capacity` entries whose lifetimes never exceed `max_lifetime_secs`.
     /// Memory for the entries is reserved as they come, not up front.
     pub fn new(capacity: usize, max_lifetime_secs: u32) -> BindingCache {
-        let slots = (u64::from(max_lifetime_secs) + 2).next_power_of_two().max(64);
+        // The longest lifetime a BU can carry is 65535 × 4 s (§6.1.7), under 2^18 seconds; a
+        // longer one would only make entries lap the wheel, which `expire` handles.
+        let secs = u64::from(max_lifetime_secs).min(1 << 18);
+        let slots = (secs + 2).next_power_of_two().max(64);
         BindingCache {
             entries: Vec::new(),
             index: HashMap::default(),
-            slots: vec![NIL; usize::try_from(slots).unwrap_or(1 << 20)],
+            slots: vec![NIL; usize::try_from(slots).unwrap_or(1 << 19)],
             cursor_s: 0,
             capacity: capacity.min(NIL as usize),
         }
