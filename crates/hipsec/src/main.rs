@@ -599,13 +599,17 @@ Example:
     /// Per-packet cost, install rate and memory with 1 to 10,000 SAs to distinct peers.
     #[command(long_about = "\
 How the node scales with SAs: seal (SPD lookup + ESP) and open (SAD lookup, replay check, ESP,
-inbound SPD) per packet with N SAs to N/2 peers, one host policy per peer, packets spread
-round-robin over every peer, beside one SA pair in the same run (ratios); SAs per second through
-the in-process control interface (keyed, sent to a lane, filed, acknowledged) and resident
-memory per SA. In-process, no root needed.
+inbound SPD) per packet with N SAs to N/2 peers, one host policy per peer, every peer once per
+round in a scattered order (--order), beside one SA pair in the same run (ratios); beside them the
+AEAD alone with one key per peer in the same order (raw) and what the stack adds to it (stack);
+SAs per second through the in-process control interface (keyed, sent to a lane, filed,
+acknowledged) and resident memory per SA. In-process, no root needed. With thousands of SAs the
+per-SA state no longer fits the CPU's caches; --burst shows how much of that a flow's packets in
+a row win back.
 
-Example:
+Examples:
   hipsec bench sas
+  hipsec bench sas --burst 4 --order sequential
   hipsec bench sas --sas 1,1000,100000 --size 1420 --json")]
     Sas(hipsec::bench_sas::BenchSasArgs),
     /// Complete IKEv2 setups per second against a responder node, beside the crypto alone.

@@ -17,6 +17,9 @@ use wire::{IpLayout, proto};
 /// How many nested ESP/AH headers inbound processing unwraps (AH+ESP is two).
 const MAX_NESTING: usize = 3;
 
+#[path = "engine_batch.rs"]
+mod batch;
+
 /// Handle of an outbound SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SaHandle(pub usize);
@@ -111,6 +114,8 @@ pub struct Engine {
     events: Vec<SaEvent>,
     /// Last inbound lookup: consecutive packets of one SA share one lookup (DESIGN rule 5).
     last_in: Option<((u32, u8), usize)>,
+    /// `outbound_batch`'s per-packet lookups (kept for their capacity).
+    batch_found: Vec<Option<(IpLayout, Option<usize>)>>,
 }
 
 impl Engine {
@@ -130,6 +135,7 @@ impl Engine {
             totals: Totals::default(),
             events: Vec::new(),
             last_in: None,
+            batch_found: Vec::new(),
         }
     }
 
@@ -439,7 +445,20 @@ impl Engine {
 
     fn outbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
         let layout = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
-        let (i, r) = match self.spd.lookup(buf.as_slice(), &layout) {
+        let found = self.spd.lookup(buf.as_slice(), &layout).map(|(i, _)| i);
+        self.outbound_found(buf, &layout, found, now)
+    }
+
+    /// Outbound processing once the SPD lookup is done: `found` is the entry
+    /// [`SpdTable::lookup`] returned for this packet (`None`: no policy matched).
+    fn outbound_found(
+        &mut self,
+        buf: &mut PacketBuf,
+        layout: &IpLayout,
+        found: Option<usize>,
+        now: Time,
+    ) -> Result<Processed, DropReason> {
+        let (i, r) = match found.and_then(|i| self.spd.action(i).map(|a| (i, a))) {
             None => return Err(DropReason::NoPolicy),
             Some((_, Action::Discard)) => return Err(DropReason::PolicyDiscard),
             Some((_, Action::Bypass)) => return Ok(Processed::Bypassed),
@@ -591,30 +610,6 @@ impl Engine {
         self.last_in
             .and_then(|(_, i)| self.inbound.get(i).and_then(Option::as_ref))
             .is_some_and(|sa| sa.mode == crate::sa::Mode::Transport)
-    }
-
-    /// Outbound processing of a batch; `results[i]` receives packet i's outcome.
-    pub fn outbound_batch(
-        &mut self,
-        bufs: &mut [PacketBuf],
-        results: &mut [Result<Processed, DropReason>],
-        now: Time,
-    ) {
-        for (b, r) in bufs.iter_mut().zip(results.iter_mut()) {
-            *r = self.outbound(b, now);
-        }
-    }
-
-    /// Inbound processing of a batch; `results[i]` receives packet i's outcome.
-    pub fn inbound_batch(
-        &mut self,
-        bufs: &mut [PacketBuf],
-        results: &mut [Result<Processed, DropReason>],
-        now: Time,
-    ) {
-        for (b, r) in bufs.iter_mut().zip(results.iter_mut()) {
-            *r = self.inbound(b, now);
-        }
     }
 }
 

@@ -191,6 +191,19 @@ fn check_len(field: &'static str, alg: String, got: usize, want: usize) -> Resul
 }
 
 impl SecurityAssociation {
+    /// Reads the state a packet through this SA will read first (its counters, header template
+    /// and the keyed transform's own allocation), so that a batch can bring many SAs into cache
+    /// at once rather than one miss after another (see `engine_batch.rs`). No effect but time.
+    pub(crate) fn warm(&self) {
+        std::hint::black_box((self.seq_out, self.outer[0], self.replay.top(), &self.admitted));
+        let len = match &self.transform {
+            Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.tag_len(),
+            Transform::EspCbc { cipher, .. } => cipher.block_len(),
+            Transform::EspNull { mac } | Transform::AhHmac { mac } => mac.output_len(),
+        };
+        std::hint::black_box(len);
+    }
+
     /// Builds the SA: checks the parameters and keys the transform once.
     pub fn new(p: &SaParams, provider: &'static dyn Provider, now: Time) -> Result<Self, SaError> {
         if !p.spi.is_valid() {

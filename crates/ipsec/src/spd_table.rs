@@ -274,6 +274,11 @@ impl SpdTable {
         best.and_then(|(_, i)| self.slot(i).map(|s| (i, &s.entry.action)))
     }
 
+    /// The action of the entry `lookup` returned as `i`.
+    pub fn action(&self, i: usize) -> Option<&Action> {
+        self.slot(i).map(|s| &s.entry.action)
+    }
+
     /// If the entry `lookup` returned as `i` may raise an acquire at `now` (none in the last
     /// `interval`), records it and returns the entry's id.
     pub fn acquire_due(&mut self, i: usize, now: Time, interval: Time) -> Option<PolicyId> {
