@@ -54,11 +54,14 @@ pub struct BenchTunnelArgs {
     pub parallel: u32,
     /// Carrier of the tunnel's ESP: "udp" (ESP in UDP port 4500, RFC 3948; sent in UDP GSO
     /// runs, received with recvmmsg and UDP GRO), "raw" (ESP straight over IP protocol 50,
-    /// RFC 4303, as the ipsec-netperf lab's raw carrier: recvmmsg/sendmmsg batches, nothing
-    /// like GSO or GRO exists for it) or "both": each round measures plain, then the UDP and
-    /// the raw tunnel (the nodes restart between them, the order alternating), and the report
-    /// adds raw/udp. Raw needs --queues 1 (every raw socket gets every ESP packet).
-    /// HIPSEC_NODE_TUNING=no-mmsg gives the per-packet raw carrier, one syscall each.
+    /// RFC 4303, the carrier of the ipsec-netperf lab and of Mobile IPv6 bindings: recvmmsg and
+    /// sendmmsg batches, but every packet is its own trip through the kernel's IP stack, as no
+    /// GSO or GRO exists for ESP on raw sockets) or "both": each round measures plain, then the
+    /// UDP and the raw tunnel (the nodes restart between them, the order alternating; about
+    /// 110 s with the defaults), and the report adds raw/udp (JSON: {"udp": report, "raw":
+    /// report, "raw_to_udp": ..}). Raw needs --queues 1: every raw socket gets every ESP packet.
+    /// For the raw carrier before batching, run with HIPSEC_NODE_TUNING=no-mmsg (one system
+    /// call per packet). Example: hipsec bench tunnel --transport both --rounds 5
     #[arg(long, value_enum, default_value = "udp")]
     pub transport: TransportArg,
     /// Print JSON instead of a table.
