@@ -103,7 +103,14 @@ fuzz_target!(|data: &[u8]| {
                 let hao = (flags & 0x80 == 0).then_some(h);
                 let src = if hao.is_some() { care_of } else { h };
                 let m = InboundMh { src, dst: HA, home_address_option: hao, sa, mh: &mh };
-                let d = ha.handle(&m, Time::from_secs(now));
+                // Op 1 goes through the batch entry point, which must decide the same way.
+                let d = if op % 5 == 1 {
+                    let mut ds = ha.handle_batch(&[m], Time::from_secs(now));
+                    assert_eq!(ds.len(), 1);
+                    ds.remove(0)
+                } else {
+                    ha.handle(&m, Time::from_secs(now))
+                };
                 check_change(&before, &ha, &d, h, sa);
             }
             2 => {
