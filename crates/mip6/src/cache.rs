@@ -156,7 +156,8 @@ impl BindingCache {
     }
 
     /// Inserts or replaces the binding for `b.home_address`, to expire `lifetime_secs` after
-    /// `now` (whole seconds). Fails with `None` when a new entry would exceed the capacity.
+    /// `now` (whole seconds); returns what happened and the new binding. Fails with `None`
+    /// when a new entry would exceed the capacity.
     pub(crate) fn upsert(
         &mut self,
         home_address: Ipv6Addr,
@@ -165,27 +166,27 @@ impl BindingCache {
         spi: Spi,
         lifetime_secs: u32,
         now: Time,
-    ) -> Option<Upsert> {
+    ) -> Option<(Upsert, Binding)> {
         // Time never runs backwards for the wheel: every entry expires at or after the cursor.
         let now_s = (now.0 / MICROS).max(self.cursor_s.saturating_sub(1));
         let expires_s = now_s.saturating_add(u64::from(lifetime_secs).max(1));
         if let Some(&i) = self.index.get(&home_address) {
             let old = self.entries.get(i as usize)?.binding();
             self.unlink(i);
-            if let Some(e) = self.entries.get_mut(i as usize) {
-                e.care_of_address = care_of_address;
-                e.sequence = sequence;
-                e.spi = spi.0;
-                e.expires_s = expires_s;
-            }
+            let e = self.entries.get_mut(i as usize)?;
+            e.care_of_address = care_of_address;
+            e.sequence = sequence;
+            e.spi = spi.0;
+            e.expires_s = expires_s;
+            let new = e.binding();
             self.link(i);
-            return Some(Upsert::Updated(old));
+            return Some((Upsert::Updated(old), new));
         }
         if self.is_full() {
             return None;
         }
         let i = u32::try_from(self.entries.len()).ok()?;
-        self.entries.push(Entry {
+        let e = Entry {
             home_address,
             care_of_address,
             expires_s,
@@ -193,10 +194,11 @@ impl BindingCache {
             prev: NIL,
             next: NIL,
             sequence,
-        });
+        };
+        self.entries.push(e);
         self.index.insert(home_address, i);
         self.link(i);
-        Some(Upsert::Created)
+        Some((Upsert::Created, e.binding()))
     }
 
     /// Removes the binding for `home`, returning it.

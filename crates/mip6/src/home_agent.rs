@@ -254,10 +254,7 @@ impl HomeAgent {
         let secs = u32::from(granted) * LIFETIME_UNIT_SECS;
         match self.cache.upsert(home, care_of, bu.sequence, spi, secs, now) {
             None => refuse(Refusal::InsufficientResources),
-            Some(up) => {
-                let Some(new) = self.cache.get(&home, now) else {
-                    return refuse(Refusal::InsufficientResources);
-                };
+            Some((up, new)) => {
                 let change = match up {
                     Upsert::Created => BindingChange::Created(new),
                     Upsert::Updated(old) => BindingChange::Updated { old, new },
