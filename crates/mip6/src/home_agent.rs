@@ -124,7 +124,9 @@ pub struct HomeAgent {
 
 impl HomeAgent {
     /// A home agent serving every home address on its prefix that has an SA.
-    pub fn new(config: HomeAgentConfig) -> HomeAgent {
+    pub fn new(mut config: HomeAgentConfig) -> HomeAgent {
+        // A grant of 0 units would read as a de-registration (§6.1.8): grant at least one.
+        config.max_lifetime_units = config.max_lifetime_units.max(1);
         let max_secs = u32::from(config.max_lifetime_units) * LIFETIME_UNIT_SECS;
         let cache = BindingCache::new(config.capacity, max_secs);
         HomeAgent { config, cache, served: None, counters: Counters::default() }
