@@ -1,0 +1,193 @@
+//! A calibrated cost profile: what each unit of work cost on one machine, as `hipsec lab
+//! calibrate` measured it (JSON, schema [`SCHEMA`]).
+
+use crate::SizingError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema name a profile carries.
+pub const SCHEMA: &str = "hipsec-profile/1";
+
+/// A cost with a fixed part per packet and a part per byte (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinearCost {
+    /// Nanoseconds per packet whatever its size.
+    pub per_packet_ns: f64,
+    /// Nanoseconds per byte of the packet.
+    pub per_byte_ns: f64,
+}
+
+impl LinearCost {
+    /// The cost of one packet of `bytes`.
+    pub fn ns(&self, bytes: f64) -> f64 {
+        self.per_packet_ns + self.per_byte_ns * bytes
+    }
+}
+
+/// An ESP or AH suite in the node's data path (lookup, headers, counters and the cipher).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SuiteCost {
+    /// Protecting one packet (the inner packet's size).
+    pub seal: LinearCost,
+    /// Opening one packet.
+    pub open: LinearCost,
+    /// Bytes the suite adds on the wire per packet beyond the inner packet, before the carrier
+    /// (ESP header, IV, padding on average, trailer, ICV; tunnel mode's outer IP header).
+    pub overhead_bytes: f64,
+}
+
+/// The node's per-packet I/O for one carrier (syscalls and copies, per packet, amortised over
+/// the batches the node makes).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IoCost {
+    /// Receiving one packet.
+    pub rx_ns: f64,
+    /// Sending one packet.
+    pub tx_ns: f64,
+    /// Bytes the carrier adds on the wire (UDP header for ESP in UDP; 0 for raw IP).
+    pub overhead_bytes: f64,
+}
+
+/// The packet filter.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FilterCost {
+    /// Per packet with no rules.
+    pub per_packet_ns: f64,
+    /// Added per packet per rule (0 for the filter whose cost does not grow with rules).
+    pub per_rule_ns: f64,
+}
+
+/// IKEv2 work, both ends' CPU of the sized node (µs per event).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IkeCost {
+    /// IKE_SA_INIT + IKE_AUTH with its first CHILD_SA, as responder.
+    pub ike_sa_setup_us: f64,
+    /// CREATE_CHILD_SA rekeying a CHILD_SA (and installing the pair).
+    pub child_rekey_us: f64,
+    /// CREATE_CHILD_SA rekeying the IKE SA.
+    pub ike_rekey_us: f64,
+}
+
+/// HIP base exchange work (µs per exchange).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HipCost {
+    /// As initiator, without the puzzle.
+    pub initiator_us: f64,
+    /// Per puzzle try (the initiator makes 2^K on average).
+    pub puzzle_try_ns: f64,
+    /// As responder (I1 → R1 from a template, I2 → R2).
+    pub responder_us: f64,
+}
+
+/// Mobile IPv6 home agent work.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Mip6Cost {
+    /// One ESP-protected Binding Update: open, binding cache update, Binding Acknowledgement.
+    pub binding_update_us: f64,
+    /// Memory per binding-cache entry.
+    pub bytes_per_binding: f64,
+}
+
+/// What the profile was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model.
+    pub cpu: String,
+    /// Cores (logical CPUs) the machine has.
+    pub cores: u32,
+    /// Kernel release.
+    pub kernel: String,
+    /// hipsec commit that measured it.
+    pub commit: String,
+    /// When (RFC 3339 or a date).
+    pub date: String,
+}
+
+/// A calibrated profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// Where it was measured.
+    pub machine: Machine,
+    /// ESP/AH suites by name (`aes128gcm`, `aes128cbc-sha1`, ...).
+    pub suites: BTreeMap<String, SuiteCost>,
+    /// Carriers by name: `udp` (ESP in UDP), `raw` (ESP over IP), `tun` (the clear side).
+    pub carriers: BTreeMap<String, IoCost>,
+    /// The filter.
+    pub filter: FilterCost,
+    /// IKEv2.
+    pub ike: IkeCost,
+    /// HIP.
+    pub hip: HipCost,
+    /// Mobile IPv6.
+    pub mip6: Mip6Cost,
+    /// Memory per installed SA (engine, tables, control records).
+    pub bytes_per_sa: f64,
+    /// How each figure was measured (figure → command), for the reader.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+fn check(field: String, v: f64) -> Result<(), SizingError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(SizingError::field(field, format!("{v} is not a finite cost ≥ 0")))
+    }
+}
+
+impl Profile {
+    /// Parses and checks a profile.
+    pub fn from_json(text: &str) -> Result<Profile, SizingError> {
+        let p: Profile = serde_json::from_str(text)
+            .map_err(|e| SizingError::Parse { what: "profile".into(), why: e.to_string() })?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Every cost finite and non-negative, the schema ours, a `tun` carrier present.
+    pub fn validate(&self) -> Result<(), SizingError> {
+        if self.schema != SCHEMA {
+            return Err(SizingError::field(
+                "profile.schema",
+                format!("`{}` (this hipsec reads `{SCHEMA}`)", self.schema),
+            ));
+        }
+        for (n, s) in &self.suites {
+            for (part, c) in [("seal", s.seal), ("open", s.open)] {
+                check(format!("profile.suites.{n}.{part}.per_packet_ns"), c.per_packet_ns)?;
+                check(format!("profile.suites.{n}.{part}.per_byte_ns"), c.per_byte_ns)?;
+            }
+            check(format!("profile.suites.{n}.overhead_bytes"), s.overhead_bytes)?;
+        }
+        for (n, c) in &self.carriers {
+            check(format!("profile.carriers.{n}.rx_ns"), c.rx_ns)?;
+            check(format!("profile.carriers.{n}.tx_ns"), c.tx_ns)?;
+            check(format!("profile.carriers.{n}.overhead_bytes"), c.overhead_bytes)?;
+        }
+        if !self.carriers.contains_key("tun") {
+            return Err(SizingError::field("profile.carriers", "no `tun` (the clear side's I/O)"));
+        }
+        let rest = [
+            ("profile.filter.per_packet_ns", self.filter.per_packet_ns),
+            ("profile.filter.per_rule_ns", self.filter.per_rule_ns),
+            ("profile.ike.ike_sa_setup_us", self.ike.ike_sa_setup_us),
+            ("profile.ike.child_rekey_us", self.ike.child_rekey_us),
+            ("profile.ike.ike_rekey_us", self.ike.ike_rekey_us),
+            ("profile.hip.initiator_us", self.hip.initiator_us),
+            ("profile.hip.puzzle_try_ns", self.hip.puzzle_try_ns),
+            ("profile.hip.responder_us", self.hip.responder_us),
+            ("profile.mip6.binding_update_us", self.mip6.binding_update_us),
+            ("profile.mip6.bytes_per_binding", self.mip6.bytes_per_binding),
+            ("profile.bytes_per_sa", self.bytes_per_sa),
+        ];
+        for (f, v) in rest {
+            check(f.into(), v)?;
+        }
+        if self.machine.cores == 0 {
+            return Err(SizingError::field("profile.machine.cores", "0"));
+        }
+        Ok(())
+    }
+}
