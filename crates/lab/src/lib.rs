@@ -1,6 +1,7 @@
 //! hipsec's performance lab (DESIGN.md §5): netns topologies, a netperf-style traffic engine with an
 //! iperf3 cross-check, per-process CPU accounting and service demand, reports, and seed scenarios.
 
+pub mod cap;
 pub mod cpu;
 pub mod error;
 pub mod node;

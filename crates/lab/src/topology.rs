@@ -1,5 +1,6 @@
 //! Network-namespace topologies: namespaces, veth links, IPv4/IPv6 addresses, static routes,
-//! forwarding and optional `tc tbf` link rates, torn down on drop, on Ctrl-C and after a crash.
+//! forwarding and optional `tc tbf` link rates or a `tc netem` Wi-Fi-like link, torn down on drop,
+//! on Ctrl-C and after a crash.
 //!
 //! Seed 004's shape (`Topology::seed004`), one /24 and one /64 per link (RFC 5737 / RFC 3849):
 //! ```text
@@ -12,6 +13,7 @@
 
 use crate::error::LabError;
 use crate::sys;
+use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -163,6 +165,45 @@ pub struct Topology {
     spec: TopologySpec,
     namespaces: Vec<String>,
     rate_bps: Option<u64>,
+    /// A root qdisc is on both ends of every link.
+    shaped: bool,
+}
+
+/// A Wi-Fi-like link for `tc netem`: a rate, a one-way delay with normally distributed jitter,
+/// and a queue of `limit` packets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Netem {
+    pub rate_bps: u64,
+    pub delay_us: u64,
+    pub jitter_us: u64,
+    pub limit: u32,
+}
+
+impl Netem {
+    /// The qdisc's arguments after `root`.
+    pub fn args(&self) -> Vec<String> {
+        let mut a = vec![
+            "netem".to_string(),
+            "rate".into(),
+            format!("{}bit", self.rate_bps),
+            "delay".into(),
+            format!("{}us", self.delay_us),
+        ];
+        if self.jitter_us > 0 {
+            a.extend([format!("{}us", self.jitter_us), "distribution".into(), "normal".into()]);
+        }
+        a.extend(["limit".into(), self.limit.to_string()]);
+        a
+    }
+}
+
+/// What [`Topology::set_netem`] could put on the links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Shaped {
+    /// netem: rate, delay and jitter.
+    Netem,
+    /// The kernel has no netem (CONFIG_NET_SCH_NETEM unset): the rate alone, by tbf.
+    RateOnly,
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -174,7 +215,7 @@ impl Topology {
         sys::install_signal_teardown();
         cleanup_stale()?;
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let mut topo = Topology { spec, namespaces: Vec::new(), rate_bps: None };
+        let mut topo = Topology { spec, namespaces: Vec::new(), rate_bps: None, shaped: false };
         let pid = std::process::id();
         for node in &topo.spec.nodes {
             let name = format!("{PREFIX}{pid}-{seq}-{}", node.role);
@@ -265,14 +306,58 @@ impl Topology {
         self.rate_bps
     }
 
-    /// Puts a `tc tbf` of `rate_bps` on both ends of every link (None removes it).
-    pub fn set_rate(&mut self, rate_bps: Option<u64>) -> Result<(), LabError> {
+    /// Removes the root qdisc of both ends of every link, if one is there.
+    fn unshape(&mut self) -> Result<(), LabError> {
+        if self.shaped {
+            for (i, l) in self.spec.links.iter().enumerate() {
+                let ifname = format!("l{i}");
+                for ns in [&self.namespaces[l.a], &self.namespaces[l.b]] {
+                    sys::run("tc", &["-n", ns, "qdisc", "del", "dev", &ifname, "root"])?;
+                }
+            }
+        }
+        self.shaped = false;
+        self.rate_bps = None;
+        Ok(())
+    }
+
+    /// Puts `tc netem` on both ends of every link (None removes it); where the kernel has no
+    /// netem, a `tc tbf` of the same rate ([`Shaped::RateOnly`]).
+    pub fn set_netem(&mut self, netem: Option<&Netem>) -> Result<Option<Shaped>, LabError> {
+        self.unshape()?;
+        let Some(n) = netem else { return Ok(None) };
+        let args = n.args();
+        let mut shaped = Shaped::Netem;
         for (i, l) in self.spec.links.iter().enumerate() {
             let ifname = format!("l{i}");
             for ns in [&self.namespaces[l.a], &self.namespaces[l.b]] {
-                if self.rate_bps.is_some() {
-                    sys::run("tc", &["-n", ns, "qdisc", "del", "dev", &ifname, "root"])?;
+                let mut a = vec!["-n", ns, "qdisc", "add", "dev", &ifname, "root"];
+                a.extend(args.iter().map(String::as_str));
+                match sys::run("tc", &a) {
+                    Ok(_) => self.shaped = true,
+                    // Only the first add can meet a missing netem; fall back for every end.
+                    Err(e) if !self.shaped && e.to_string().contains("qdisc kind is unknown") => {
+                        shaped = Shaped::RateOnly;
+                        break;
+                    }
+                    Err(e) => return Err(e),
                 }
+            }
+        }
+        if shaped == Shaped::RateOnly {
+            self.set_rate(Some(n.rate_bps))?;
+        } else {
+            self.rate_bps = Some(n.rate_bps);
+        }
+        Ok(Some(shaped))
+    }
+
+    /// Puts a `tc tbf` of `rate_bps` on both ends of every link (None removes it).
+    pub fn set_rate(&mut self, rate_bps: Option<u64>) -> Result<(), LabError> {
+        self.unshape()?;
+        for (i, l) in self.spec.links.iter().enumerate() {
+            let ifname = format!("l{i}");
+            for ns in [&self.namespaces[l.a], &self.namespaces[l.b]] {
                 if let Some(rate) = rate_bps {
                     let rate = format!("{rate}bit");
                     // burst 64 KiB holds one GSO super-packet; 50 ms of queue like a small switch.
@@ -283,6 +368,7 @@ impl Topology {
                             "burst", "64kb", "latency", "50ms",
                         ],
                     )?;
+                    self.shaped = true;
                 }
             }
         }
@@ -434,5 +520,21 @@ pub fn parse_rate(text: &str) -> Result<u64, LabError> {
     match n.checked_mul(mult) {
         Some(0) | None => Err(bad("rate must be positive and below 2^64 bit/s")),
         Some(r) => Ok(r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Netem;
+
+    #[test]
+    fn netem_arguments() {
+        let n = Netem { rate_bps: 5_600_000, delay_us: 450, jitter_us: 150, limit: 100 };
+        assert_eq!(
+            n.args().join(" "),
+            "netem rate 5600000bit delay 450us 150us distribution normal limit 100"
+        );
+        let flat = Netem { jitter_us: 0, ..n };
+        assert_eq!(flat.args().join(" "), "netem rate 5600000bit delay 450us limit 100");
     }
 }

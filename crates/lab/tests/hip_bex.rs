@@ -22,6 +22,9 @@ fn base_exchanges_are_timed_from_the_wire() {
         pings: 10,
         links: vec![("unlimited".into(), None)],
         throughput_s: 1,
+        // Both device pairs, two base exchanges each, no throughput tests there (a few seconds).
+        device_runs: 2,
+        device_throughput_s: None,
         full: false,
     };
     let opts = RunOptions { no_progress: true, ..RunOptions::default() };

@@ -6,6 +6,7 @@
 
 use super::capture::{Capture, Phases, phases};
 use super::hosts::{HipHosts, ROLES};
+use crate::cap::CapStat;
 use crate::error::LabError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -37,6 +38,12 @@ pub struct BexRun {
     /// From the captures (None: a message was missing in the window).
     pub wire: Option<Phases>,
     pub node: NodeTimes,
+    /// CPU the initiator's node ran from its start to the end of the trigger, µs.
+    #[serde(default)]
+    pub initiator_cpu_us: Option<f64>,
+    /// What the initiator's CPU cap did over the same span (None: no cap).
+    #[serde(default)]
+    pub cap: Option<CapStat>,
 }
 
 /// A series at one K.
@@ -106,31 +113,36 @@ fn both_established(init: &Value, resp: &Value) -> bool {
     [init, resp].iter().all(|s| s["hip"]["associations"][0]["state"] == "ESTABLISHED")
 }
 
-/// Runs `runs` base exchanges at difficulty `k`. `keep_up`: leave the last run's nodes up (for
-/// the RTT and throughput steps).
+/// Runs `runs` base exchanges at difficulty `k` (`tag` names the capture files). `keep_up`:
+/// leave the last run's nodes up (for the RTT and throughput steps).
 pub fn series(
     hosts: &mut HipHosts,
     k: u8,
     runs: usize,
     work: &Path,
+    tag: &str,
     keep_up: bool,
 ) -> Result<Series, LabError> {
     let caps = [
-        Capture::start(hosts.topo.ns(ROLES[0])?, "l0", &work.join(format!("k{k}-init.pcap")))?,
-        Capture::start(hosts.topo.ns(ROLES[1])?, "l0", &work.join(format!("k{k}-resp.pcap")))?,
+        Capture::start(hosts.topo.ns(ROLES[0])?, "l0", &work.join(format!("{tag}k{k}-init.pcap")))?,
+        Capture::start(hosts.topo.ns(ROLES[1])?, "l0", &work.join(format!("{tag}k{k}-resp.pcap")))?,
     ];
     let mut starts = Vec::new();
     let mut status = Vec::new();
     for run in 0..runs {
         hosts.start(k)?;
+        let cpu0 = hosts.cpu_us(0);
+        let cap0 = hosts.applied_cap().and_then(|c| c.stat());
         let t0 = now_us();
         let replied = hosts.trigger(trigger_limit(k))?;
         // The last ESP departure is within a ping interval of the reply; let it reach the files.
         std::thread::sleep(Duration::from_millis(20));
+        let cpu = hosts.cpu_us(0).zip(cpu0).map(|(b, a)| b - a);
+        let cap = hosts.applied_cap().and_then(|c| c.stat()).zip(cap0).map(|(b, a)| b.since(&a));
         let (a, b) = (hosts.status(0)?, hosts.status(1)?);
         hosts.check()?;
         starts.push(t0);
-        status.push((replied && both_established(&a, &b), node_times(&a, &b)));
+        status.push((replied && both_established(&a, &b), node_times(&a, &b), cpu, cap));
         if !(keep_up && run + 1 == runs) {
             hosts.stop();
         }
@@ -138,10 +150,10 @@ pub fn series(
     let [ci, cr] = caps;
     let (init, resp) = (ci.stop()?, cr.stop()?);
     let mut out = Vec::new();
-    for (i, (established, node)) in status.into_iter().enumerate() {
+    for (i, (established, node, initiator_cpu_us, cap)) in status.into_iter().enumerate() {
         let to = starts.get(i + 1).copied().unwrap_or(f64::INFINITY);
         let wire = phases(&init, &resp, INITIATOR, RESPONDER, starts[i], to);
-        out.push(BexRun { established, wire, node });
+        out.push(BexRun { established, wire, node, initiator_cpu_us, cap });
     }
     Ok(summarise(k, out))
 }
@@ -188,6 +200,8 @@ mod tests {
             established: true,
             wire: Some(Phases { t1_us: t, t2_us: 2.0 * t, t3_us: t, t4_us: t, t_be_us: 6.0 * t }),
             node: NodeTimes { t2_us: Some(t), ..NodeTimes::default() },
+            initiator_cpu_us: None,
+            cap: None,
         };
         let s = summarise(
             10,
@@ -195,7 +209,13 @@ mod tests {
                 run(1.0),
                 run(3.0),
                 run(2.0),
-                BexRun { established: false, wire: None, node: NodeTimes::default() },
+                BexRun {
+                    established: false,
+                    wire: None,
+                    node: NodeTimes::default(),
+                    initiator_cpu_us: None,
+                    cap: None,
+                },
             ],
         );
         assert_eq!(s.median.map(|p| (p.t2_us, p.t_be_us)), Some((4.0, 12.0)));

@@ -9,8 +9,10 @@
 //! ```
 //! The node drops the packet that meets its trap (and raises the acquire that starts the
 //! exchange), so the trigger is a train of UDP datagrams 0.2 ms apart, stopped at the first
-//! answer from h2.
+//! answer from h2. A CPU cap ([`HipHosts::cap`]) can hold the initiator's node to a share of a
+//! core: its cgroup is made when the node has started and goes when it stops.
 
+use crate::cap::CpuCap;
 use crate::error::LabError;
 use crate::topology::{Family, Topology, TopologySpec};
 use serde_json::Value;
@@ -55,6 +57,10 @@ pub struct HipHosts {
     /// HITs of h1 and h2.
     pub hits: [String; 2],
     nodes: Vec<NodeProc>,
+    /// The initiator's CPU cap for the nodes started from now on: (share of a core, period µs).
+    pub cap: Option<(f64, u64)>,
+    /// The cap on the running initiator.
+    applied: Option<CpuCap>,
 }
 
 /// `ping` statistics.
@@ -128,7 +134,15 @@ impl HipHosts {
                 .ok_or_else(|| LabError::parse("hipsec keygen --hip --json", "no `hit` field"))?
                 .to_string();
         }
-        Ok(HipHosts { topo, exe: exe.to_path_buf(), dir, hits, nodes: Vec::new() })
+        Ok(HipHosts {
+            topo,
+            exe: exe.to_path_buf(),
+            dir,
+            hits,
+            nodes: Vec::new(),
+            cap: None,
+            applied: None,
+        })
     }
 
     fn socket(&self, i: usize) -> PathBuf {
@@ -208,7 +222,35 @@ impl HipHosts {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        // Capped once up: the node's start (keys, TUN, pre-signed R1s) runs at full speed.
+        if let Some((fraction, period_us)) = self.cap {
+            let pid = self.pid(0).ok_or_else(|| self.node_error(0, "no process".into()))?;
+            self.applied = Some(CpuCap::apply_with_period(pid, fraction, period_us)?);
+        }
         Ok(())
+    }
+
+    /// The process id of host `i`'s running node.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        // Nodes are pushed responder first.
+        self.nodes.get(1 - i.min(1)).map(|n| n.pid)
+    }
+
+    /// The cap on the running initiator.
+    pub fn applied_cap(&self) -> Option<&CpuCap> {
+        self.applied.as_ref()
+    }
+
+    /// CPU time host `i`'s node has run so far, all its live threads (`/proc/PID/task/*/schedstat`,
+    /// ns), µs.
+    pub fn cpu_us(&self, i: usize) -> Option<f64> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid(i)?)).ok()?;
+        let mut ns = 0u64;
+        for t in tasks.flatten() {
+            let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            ns += s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+        Some(ns as f64 / 1e3)
     }
 
     /// Fails if a started node exited.
@@ -230,6 +272,7 @@ impl HipHosts {
     pub fn stop(&mut self) {
         let mut nodes: Vec<NodeProc> = self.nodes.drain(..).collect();
         crate::node::spawn::stop_nodes(nodes.iter_mut().map(|n| (n.pid, &mut n.child)));
+        self.applied = None;
     }
 
     /// `hipsec status --json` of host `i`.

@@ -1,6 +1,7 @@
 //! What a run measures ([`Plan`], per profile and `--link`) and what it found ([`Results`]).
 
 use super::bex::Series;
+use super::devices::DeviceSeries;
 use super::transfer::{Rtt, Throughput};
 use crate::error::LabError;
 use crate::scenario::common::RunOptions;
@@ -23,6 +24,10 @@ pub struct Plan {
     /// Links of the throughput tests (None: unlimited) and seconds per test.
     pub links: Vec<(String, Option<u64>)>,
     pub throughput_s: u64,
+    /// Base exchanges per device pair on the Wi-Fi-like link (0: no device series), and seconds
+    /// per throughput test there (None: no throughput tests there).
+    pub device_runs: usize,
+    pub device_throughput_s: Option<u64>,
     pub full: bool,
 }
 
@@ -46,6 +51,8 @@ pub fn plan(opts: &RunOptions) -> Result<Plan, LabError> {
             pings: 200,
             links,
             throughput_s: 10,
+            device_runs: 20,
+            device_throughput_s: Some(10),
             full: true,
         }
     } else {
@@ -56,6 +63,8 @@ pub fn plan(opts: &RunOptions) -> Result<Plan, LabError> {
             pings: 50,
             links,
             throughput_s: 3,
+            device_runs: 5,
+            device_throughput_s: Some(1),
             full: false,
         }
     })
@@ -70,6 +79,9 @@ pub struct Results {
     pub sweep: Vec<Series>,
     pub rtt: Option<Rtt>,
     pub throughput: Vec<Throughput>,
+    /// The seed's device pairs on the Wi-Fi-like link (A2, A3).
+    #[serde(default)]
+    pub devices: Vec<DeviceSeries>,
 }
 
 /// Planned seconds of one base exchange at difficulty `k`: restarting both nodes and the
@@ -85,8 +97,31 @@ pub fn bex_s(plan: &Plan) -> f64 {
         + plan.sweep.iter().map(|k| plan.sweep_runs as f64 * run_s(*k)).sum::<f64>()
 }
 
+/// Planned seconds of one RTT step: two rounds of pings 10 ms apart.
+pub fn rtt_s(plan: &Plan) -> f64 {
+    2.0 * f64::from(plan.pings) * 0.011
+}
+
+/// Planned seconds of one series of four throughput tests of `secs` (1 s omitted, ≈ 0.5 s to
+/// start iperf3).
+pub fn tests_s(secs: u64) -> f64 {
+    4.0 * (secs as f64 + 1.5)
+}
+
+/// Planned seconds of one device series: its base exchanges, RTT and throughput tests (the
+/// Wi-Fi-like link's ≈ 1 ms round trips add little to a base exchange).
+pub fn device_s(plan: &Plan) -> f64 {
+    if plan.device_runs == 0 {
+        return 0.0;
+    }
+    plan.device_runs as f64 * run_s(SEED_K)
+        + rtt_s(plan) * 1.1
+        + plan.device_throughput_s.map_or(0.0, tests_s)
+}
+
 pub fn planned_s(plan: &Plan) -> f64 {
     let bex = bex_s(plan);
-    let thr = plan.links.len() as f64 * 4.0 * (plan.throughput_s as f64 + 1.5);
-    bex + 2.0 * f64::from(plan.pings) * 0.011 + thr + 3.0
+    let thr = plan.links.len() as f64 * tests_s(plan.throughput_s);
+    let devices = super::devices::DEVICES.len() as f64 * device_s(plan);
+    bex + rtt_s(plan) + thr + devices + 3.0
 }

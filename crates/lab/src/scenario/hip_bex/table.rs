@@ -1,5 +1,5 @@
 //! From the measurements to the report: the seed's Tables 4-7 beside ours with the ratio, the
-//! puzzle sweep, notes and charts.
+//! puzzle sweep, notes and charts (the device pairs' tables are in [`super::devices`]).
 
 use super::bex::{NodeTimes, Series};
 use super::capture::Phases;
@@ -21,7 +21,7 @@ pub const PHASES: &[(&str, &str)] = &[
     ("t_be", "T_be: first I1 out → first ESP out"),
 ];
 
-fn seed_num(seed: &SeedFigures, path: &[&str]) -> Option<f64> {
+pub fn seed_num(seed: &SeedFigures, path: &[&str]) -> Option<f64> {
     let mut v = seed.table.as_ref()?;
     for k in path {
         v = v.get(*k)?;
@@ -54,22 +54,22 @@ pub fn node_us(n: &NodeTimes, key: &str) -> Option<f64> {
 }
 
 /// A seed figure as published (every digit).
-fn exact(v: Option<f64>) -> String {
+pub fn exact(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{v}"))
 }
 
-fn ms(us: Option<f64>) -> String {
+pub fn ms(us: Option<f64>) -> String {
     us.map_or("–".into(), |u| num(u / 1e3))
 }
 
-fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
+pub fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
     match (ours, theirs) {
         (Some(o), Some(t)) if t != 0.0 => format!("{:.4}", o / t),
         _ => "–".into(),
     }
 }
 
-fn pct(v: Option<f64>, total: Option<f64>) -> String {
+pub fn pct(v: Option<f64>, total: Option<f64>) -> String {
     match (v, total) {
         (Some(v), Some(t)) if t > 0.0 => format!("{:.1} %", 100.0 * v / t),
         _ => "–".into(),
@@ -202,7 +202,7 @@ pub fn rtt_md(r: &Results, seed: &SeedFigures) -> String {
     out
 }
 
-fn thr(r: &[Throughput], link: &str, proto: &str, hip: bool) -> Option<f64> {
+pub fn thr(r: &[Throughput], link: &str, proto: &str, hip: bool) -> Option<f64> {
     r.iter().find(|t| t.link == link && t.proto == proto && t.hip == hip).map(|t| t.mbit_s)
 }
 
@@ -278,6 +278,26 @@ pub fn sections(r: &Results, seed: &SeedFigures) -> Vec<Section> {
         Section { title: "Round trip time, Table 6 beside ours".into(), body: rtt_md(r, seed) },
         Section { title: "Throughput, Table 7 beside ours".into(), body: throughput_md(r, seed) },
     ]);
+    if !r.devices.is_empty() {
+        use super::devices;
+        v.extend([
+            Section {
+                title: "Device pairs on a Wi-Fi-like link, Tables 4 and 5's A2 and A3 beside ours"
+                    .into(),
+                body: devices::bex_md(&r.main, &r.devices, seed),
+            },
+            Section {
+                title: "Round trip time on the Wi-Fi-like link, Table 6's B2 and B3 beside ours"
+                    .into(),
+                body: devices::rtt_md(&r.devices, seed),
+            },
+            Section {
+                title: "Throughput on the Wi-Fi-like link, Table 7's wireless column beside ours"
+                    .into(),
+                body: devices::throughput_md(&r.devices, seed),
+            },
+        ]);
+    }
     v
 }
 

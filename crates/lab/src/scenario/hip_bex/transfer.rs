@@ -51,32 +51,45 @@ pub fn throughput(
     links: &[(String, Option<u64>)],
     secs: u64,
 ) -> Result<Vec<Throughput>, LabError> {
+    let mut out = Vec::new();
+    for (name, rate) in links {
+        hosts.topo.set_rate(*rate)?;
+        out.extend(tests(hosts, name, *rate, secs)?);
+    }
+    hosts.topo.set_rate(None)?;
+    Ok(out)
+}
+
+/// TCP and UDP, plain then HIP, on the link as it is shaped now (`name` and `rate` label it);
+/// `secs` measured after 1 s omitted.
+pub fn tests(
+    hosts: &mut HipHosts,
+    name: &str,
+    rate: Option<u64>,
+    secs: u64,
+) -> Result<Vec<Throughput>, LabError> {
     let hit: IpAddr = hosts.hits[1]
         .parse()
         .map_err(|_| LabError::parse("responder HIT", hosts.hits[1].clone()))?;
     let plain = hosts.plain_v6(1)?;
     let mut out = Vec::new();
-    for (name, rate) in links {
-        hosts.topo.set_rate(*rate)?;
-        for (test, msg, proto) in
-            [(TestKind::TcpStream, TCP_WRITE, "TCP"), (TestKind::UdpStream, UDP_PAYLOAD, "UDP")]
-        {
-            for (over_hip, ip) in [(false, plain), (true, hit)] {
-                let req = Request { test, msg_size: msg, resp_size: 0 };
-                let r = iperf::run(&hosts.topo, "h1", "h2", ip, req, secs, 1)?;
-                hosts.check()?;
-                out.push(Throughput {
-                    link: name.clone(),
-                    rate_bps: *rate,
-                    proto: proto.into(),
-                    hip: over_hip,
-                    mbit_s: r.mbit_s,
-                    sender_mbit_s: r.sender_mbit_s,
-                    lost_pct: r.lost_pct,
-                });
-            }
+    for (test, msg, proto) in
+        [(TestKind::TcpStream, TCP_WRITE, "TCP"), (TestKind::UdpStream, UDP_PAYLOAD, "UDP")]
+    {
+        for (over_hip, ip) in [(false, plain), (true, hit)] {
+            let req = Request { test, msg_size: msg, resp_size: 0 };
+            let r = iperf::run(&hosts.topo, "h1", "h2", ip, req, secs, 1)?;
+            hosts.check()?;
+            out.push(Throughput {
+                link: name.to_string(),
+                rate_bps: rate,
+                proto: proto.into(),
+                hip: over_hip,
+                mbit_s: r.mbit_s,
+                sender_mbit_s: r.sender_mbit_s,
+                lost_pct: r.lost_pct,
+            });
         }
     }
-    hosts.topo.set_rate(None)?;
     Ok(out)
 }

@@ -9,12 +9,11 @@
 //! clients in one namespace behind gw1 and a sink behind gw2 ([`point`]), the link between the
 //! gateways shaped by `tc tbf` at the seed's rates plus 100 Mbit/s, 1 Gbit/s and unlimited, CHILD
 //! and IKE lifetimes short enough for many rekeys per point, IKE timing from a capture
-//! ([`capture`]). A second series caps gw1's CPU ([`cap`]) at the share that would carry the
+//! ([`capture`]). A second series caps gw1's CPU ([`crate::cap`]) at the share that would carry the
 //! seed's 5.6 Mbit/s plateau (calibrated on the uncapped 10 Mbit/s point and one probe), or at
 //! the smallest cap the kernel allows where that is less, to show the crossover from link-bound
 //! to CPU-bound; the uncapped series shows where ours lies.
 
-pub mod cap;
 pub mod capture;
 pub mod point;
 pub mod table;
@@ -171,7 +170,7 @@ pub fn calibrate(points: &[PointResult]) -> Option<(f64, String)> {
         .max_by_key(|p| p.spec.rate_bps)
         .or_else(|| points.iter().find(|p| p.wire_mbit_s > 0.0))?;
     let per_bit = p.gw1_cpu_pct / 100.0 / (p.wire_mbit_s * 1e6);
-    let f = (per_bit * CAP_TARGET_WIRE_BPS).clamp(cap::MIN_FRACTION, 0.5);
+    let f = (per_bit * CAP_TARGET_WIRE_BPS).clamp(crate::cap::MIN_FRACTION, 0.5);
     Some((
         f,
         format!(
@@ -257,7 +256,7 @@ pub fn run_plan(opts: &RunOptions, hook: &dyn ModeHook, plan: &Plan) -> Result<R
             let r = point::measure(&probe, hook, &bin)?;
             let carried = r.wire_mbit_s * 1e6;
             let f = if carried > 0.0 {
-                (f0 * CAP_TARGET_WIRE_BPS / carried).clamp(cap::MIN_FRACTION, 0.5)
+                (f0 * CAP_TARGET_WIRE_BPS / carried).clamp(crate::cap::MIN_FRACTION, 0.5)
             } else {
                 f0
             };
@@ -269,7 +268,7 @@ pub fn run_plan(opts: &RunOptions, hook: &dyn ModeHook, plan: &Plan) -> Result<R
                 probe.link,
                 r.wire_mbit_s,
                 f * 100.0,
-                if f <= cap::MIN_FRACTION {
+                if f <= crate::cap::MIN_FRACTION {
                     " — the smallest cap at a 100 ms period: the seed's 6 Mbit/s would need less CPU than that"
                 } else {
                     ""

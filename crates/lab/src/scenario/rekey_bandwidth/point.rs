@@ -12,8 +12,8 @@
 //! A fresh topology per point: a cut session's socket cannot spill retransmissions into the
 //! next point.
 
-use super::cap::CpuCap;
 use super::capture::{Capture, IkeTiming, classify};
+use crate::cap::CpuCap;
 use crate::cpu::ProcCpu;
 use crate::error::LabError;
 use crate::node::ike::IKE_TUN;
