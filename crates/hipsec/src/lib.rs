@@ -16,6 +16,7 @@ pub mod ctl;
 pub mod hip_cli;
 pub mod ike_cli;
 pub mod pcap;
+pub mod size_cli;
 pub mod status;
 /// The SA file of the pcap tools: the same parser as the node config's `[[sa]]` tables.
 pub use node::safile;

@@ -63,6 +63,9 @@ enum Command {
     /// Make a key: with --hip, a HIP host identity file, and print its HIT.
     #[command(long_about = KEYGEN_HELP)]
     Keygen(KeygenArgs),
+    /// How many cores a workload needs on a calibrated machine, and what bounds it.
+    #[command(long_about = hipsec::size_cli::HELP)]
+    Size(hipsec::size_cli::SizeArgs),
 }
 
 const KEYGEN_HELP: &str = "\
@@ -706,6 +709,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Rekey(a) => hipsec::ike_cli::rekey(&a),
         Command::Ike(c) => hipsec::ike_cli::run(&c),
         Command::Keygen(a) => keygen(&a),
+        Command::Size(a) => hipsec::size_cli::run(&a),
         Command::Hip(c) => hipsec::hip_cli::run(&c),
         Command::Sa(c) => run_sa(c),
         Command::Policy(c) => run_policy(c),
