@@ -273,32 +273,102 @@ fn sockaddr_ip(name: &libc::sockaddr_in6, len: usize) -> Option<std::net::Socket
     }
 }
 
+/// IPv4 header fields a raw socket without IP_HDRINCL takes per message as control messages
+/// (ip(7)): the TOS byte (IP_TOS: DSCP and ECN) and the source address (IP_PKTINFO's
+/// `ipi_spec_dst`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V4Header {
+    /// TOS byte.
+    pub tos: u8,
+    /// Source address.
+    pub src: std::net::Ipv4Addr,
+}
+
+/// Room for an IP_TOS (int) and an IP_PKTINFO (in_pktinfo) control message, aligned as
+/// cmsghdr wants.
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct V4Control([u8; 64]);
+
+/// Writes `h` into `control` as IP_TOS and IP_PKTINFO control messages; returns their length.
+#[allow(unsafe_code)]
+fn v4_control(control: &mut V4Control, h: V4Header) -> usize {
+    // SAFETY (all of the block): CMSG_SPACE/CMSG_LEN only compute sizes. `msg` is a zeroed
+    // local pointed at `control`, 8-aligned and 64 bytes, which holds CMSG_SPACE(4) +
+    // CMSG_SPACE(12) = 56 bytes, so CMSG_FIRSTHDR and CMSG_NXTHDR return headers inside it
+    // (checked non-null) with room for their payloads, which are written unaligned.
+    unsafe {
+        let tos_space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let info_space = libc::CMSG_SPACE(std::mem::size_of::<libc::in_pktinfo>() as u32) as usize;
+        let space = tos_space + info_space;
+        if space > control.0.len() {
+            return 0;
+        }
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() {
+            return 0;
+        }
+        (*c).cmsg_level = libc::IPPROTO_IP;
+        (*c).cmsg_type = libc::IP_TOS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), h.tos.into());
+        let c = libc::CMSG_NXTHDR(&msg, c);
+        if c.is_null() {
+            return 0;
+        }
+        (*c).cmsg_level = libc::IPPROTO_IP;
+        (*c).cmsg_type = libc::IP_PKTINFO;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::in_pktinfo>() as u32) as usize;
+        let info = libc::in_pktinfo {
+            ipi_ifindex: 0,
+            ipi_spec_dst: libc::in_addr { s_addr: u32::from(h.src).to_be() },
+            ipi_addr: libc::in_addr { s_addr: 0 },
+        };
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::in_pktinfo>(), info);
+        space
+    }
+}
+
 /// Sends `parts` (up to [`MMSG_MAX`] of them) to `dst` as one datagram each in one
-/// sendmmsg(2). Returns how many the kernel took: fewer than asked when the socket buffer
-/// filled or the next one failed (an error is returned only when the first one fails: the
-/// caller then sees which one).
+/// sendmmsg(2), datagram i with the IPv4 header fields `v4[i]` where given. Returns how many
+/// the kernel took: fewer than asked when the socket buffer filled or the next one failed (an
+/// error is returned only when the first one fails: the caller then sees which one).
 #[allow(unsafe_code)]
 pub fn send_mmsg(
     fd: RawFd,
     dst: &socket2::SockAddr,
     parts: &[io::IoSlice<'_>],
+    v4: &[Option<V4Header>],
 ) -> io::Result<usize> {
     let n = parts.len().min(MMSG_MAX);
     if n == 0 {
         return Ok(0);
     }
+    let mut control = [V4Control([0; 64]); MMSG_MAX];
     // SAFETY: mmsghdr is plain data for which all-zero bytes are a valid value.
     let mut msgs: [libc::mmsghdr; MMSG_MAX] = unsafe { std::mem::zeroed() };
-    for (m, p) in msgs.iter_mut().zip(&parts[..n]) {
+    for (i, (m, p)) in msgs.iter_mut().zip(&parts[..n]).enumerate() {
         m.msg_hdr.msg_name = dst.as_ptr() as *mut libc::c_void;
         m.msg_hdr.msg_namelen = dst.len();
         // IoSlice is ABI-compatible with iovec; sendmmsg(2) only reads through it.
         m.msg_hdr.msg_iov = (p as *const io::IoSlice<'_>).cast_mut().cast();
         m.msg_hdr.msg_iovlen = 1;
+        if let Some(h) = v4.get(i).copied().flatten() {
+            let len = v4_control(&mut control[i], h);
+            if len > 0 {
+                m.msg_hdr.msg_control = control[i].0.as_mut_ptr().cast();
+                m.msg_hdr.msg_controllen = len;
+            }
+        }
     }
-    // SAFETY: the first `n` mmsghdrs point at the destination address (`dst`, read only) and
-    // at one live IoSlice each, which points at a live borrowed buffer of the length it states;
-    // sendmmsg(2) only reads these and keeps no pointer after returning.
+    // SAFETY: the first `n` mmsghdrs point at the destination address (`dst`, read only), at
+    // one live IoSlice each, which points at a live borrowed buffer of the length it states,
+    // and where they have control messages at their own `control[i]`, whose first
+    // `msg_controllen` bytes `v4_control` wrote; sendmmsg(2) only reads these and keeps no
+    // pointer after returning.
     let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
 }

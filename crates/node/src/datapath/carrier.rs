@@ -291,12 +291,18 @@ impl Carrier {
         Ok(r)
     }
 
-    /// Raw IP: sends the packets the engine protected exactly as [`Carrier::send`] does one by
-    /// one (IPv4 with its header on the IP_HDRINCL socket, else the ESP/AH packet on its
-    /// protocol's socket, all to the peer), with one sendmmsg(2) per run of packets for the
-    /// same socket: one call for a batch of ESP. When the socket buffer is full it waits for
-    /// room (up to 100 ms, then the rest of the run counts as errors); a packet the kernel
-    /// refuses is counted and the run goes on after it. A UDP carrier sends nothing here.
+    /// Raw IP: sends the packets the engine protected, all to the peer, with one sendmmsg(2)
+    /// per run of packets that go the same way: one call for a batch of ESP. IPv4 ESP goes on
+    /// the protocol-50 socket, the kernel writing the outer header with the engine's TOS byte
+    /// and source address (IP_TOS and IP_PKTINFO control messages): IP_HDRINCL would make the
+    /// kernel route every packet afresh (raw_sendmsg gives those FLOWI_FLAG_KNOWN_NH, which
+    /// leaves the route uncached: a route allocated and freed per packet; 4.3 vs 3.7 Gbit/s in
+    /// docs/results/2026-11-25/bench-tunnel-raw.md). IPv4 AH keeps the engine's header as it
+    /// is on the IP_HDRINCL socket (its ICV covers the header); IPv6, and a BEET SA's inner
+    /// addresses (RFC 7402 §5), go on their protocol's socket as [`Carrier::send`] sends them.
+    /// When the socket buffer is full it waits for room (up to 100 ms, then the rest of the run
+    /// counts as errors); a packet the kernel refuses is counted and the run goes on after it.
+    /// A UDP carrier sends nothing here.
     pub fn send_batch<'a>(&self, packets: impl Iterator<Item = &'a [u8]>) -> RawSent {
         let mut st = RawSent::default();
         let Carrier::Raw { esp, ah, hdrincl, peer, .. } = self else {
@@ -306,30 +312,44 @@ impl Carrier {
         let to = socket2::SockAddr::from(SocketAddr::new(*peer, 0));
         let mut run: [IoSlice<'a>; crate::sys::MMSG_MAX] =
             std::array::from_fn(|_| IoSlice::new(&[]));
+        // The IPv4 header fields of each packet of the run (None: none to give).
+        let mut hdrs = [None; crate::sys::MMSG_MAX];
         let (mut count, mut fd) = (0usize, -1);
         for p in packets {
             let Some((hdr_len, protocol, dst)) = encap::outer_info(p) else {
                 st.unsendable += 1;
                 continue;
             };
-            let (s, bytes) = match hdrincl {
-                // The engine's header, as it is: AH's ICV covers it.
-                Some(s) if dst == *peer => (s, p),
-                // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes the
-                // carrier's header.
-                _ => (if protocol == proto::AH { ah } else { esp }, &p[hdr_len..]),
+            let ((f, h), bytes) = match hdrincl {
+                // AH: the engine's header, as it is.
+                Some(s) if dst == *peer && protocol == proto::AH => ((s.as_raw_fd(), None), p),
+                // ESP: the kernel writes a header like the engine's (`p` is IPv4: there is
+                // an IP_HDRINCL socket).
+                Some(_) if dst == *peer => match v4_header(p) {
+                    Some(h) => ((esp.as_raw_fd(), Some(h)), &p[hdr_len..]),
+                    None => {
+                        st.unsendable += 1;
+                        continue;
+                    }
+                },
+                // IPv6, or a BEET SA's inner addresses: the kernel writes the carrier's
+                // header.
+                _ => {
+                    let s = if protocol == proto::AH { ah } else { esp };
+                    ((s.as_raw_fd(), None), &p[hdr_len..])
+                }
             };
-            let f = s.as_raw_fd();
             if count > 0 && (f != fd || count == run.len()) {
-                send_run(fd, &to, &run[..count], &mut st);
+                send_run(fd, &to, &run[..count], &hdrs[..count], &mut st);
                 count = 0;
             }
             fd = f;
             run[count] = IoSlice::new(bytes);
+            hdrs[count] = h;
             count += 1;
         }
         if count > 0 {
-            send_run(fd, &to, &run[..count], &mut st);
+            send_run(fd, &to, &run[..count], &hdrs[..count], &mut st);
         }
         st
     }
@@ -414,12 +434,28 @@ fn frame(
     if encap::prepend_ip_header(buf, src, dst, protocol) { Rx::Packet } else { Rx::Runt }
 }
 
-/// Sends `parts` on raw socket `fd` to `to` with as few sendmmsg(2) calls as the kernel allows.
-fn send_run(fd: RawFd, to: &socket2::SockAddr, parts: &[IoSlice<'_>], st: &mut RawSent) {
+/// The TOS byte and source address of the IPv4 header at the front of `p`.
+fn v4_header(p: &[u8]) -> Option<crate::sys::V4Header> {
+    let h = p.get(..20).filter(|h| h[0] >> 4 == 4)?;
+    Some(crate::sys::V4Header {
+        tos: h[1],
+        src: std::net::Ipv4Addr::new(h[12], h[13], h[14], h[15]),
+    })
+}
+
+/// Sends `parts` on raw socket `fd` to `to`, part i with the IPv4 header fields `hdrs[i]`, with
+/// as few sendmmsg(2) calls as the kernel allows.
+fn send_run(
+    fd: RawFd,
+    to: &socket2::SockAddr,
+    parts: &[IoSlice<'_>],
+    hdrs: &[Option<crate::sys::V4Header>],
+    st: &mut RawSent,
+) {
     let mut i = 0;
     while i < parts.len() {
         st.syscalls += 1;
-        match crate::sys::send_mmsg(fd, to, &parts[i..]) {
+        match crate::sys::send_mmsg(fd, to, &parts[i..], hdrs.get(i..).unwrap_or_default()) {
             Ok(k) if k > 0 => {
                 st.sent += k as u64;
                 i += k;
@@ -445,22 +481,30 @@ fn send_run(fd: RawFd, to: &socket2::SockAddr, parts: &[IoSlice<'_>], st: &mut R
 mod tests {
     use super::*;
 
-    /// An IPv4 ESP packet from `lo` to `lo` with SPI `spi` and `len` payload bytes of `fill`.
-    fn esp_packet(spi: u32, len: usize, fill: u8) -> PacketBuf {
+    /// An IPv4 packet of protocol `protocol` from `lo` to `lo` with TOS `tos`, SPI `spi` (at
+    /// offset 4 for AH) and `len` more bytes of `fill`.
+    fn packet(protocol: u8, tos: u8, spi: u32, len: usize, fill: u8) -> PacketBuf {
         let mut b = PacketBuf::with_max_packet();
-        let mut p = spi.to_be_bytes().to_vec();
+        let mut p = Vec::new();
+        if protocol == proto::AH {
+            // Next header, payload length (in 4-byte words, minus 2), reserved.
+            p.extend_from_slice(&[proto::ESP, 4, 0, 0]);
+        }
+        p.extend_from_slice(&spi.to_be_bytes());
         p.extend_from_slice(&1u32.to_be_bytes());
-        p.resize(8 + len, fill);
+        p.resize(p.len() + len, fill);
         b.load(&p, ipsec::buf::DEFAULT_HEADROOM).unwrap();
         let lo = IpAddr::from([127, 0, 0, 1]);
-        assert!(encap::prepend_ip_header(&mut b, lo, lo, proto::ESP));
+        assert!(encap::prepend_ip_header(&mut b, lo, lo, protocol));
+        b.as_mut_slice()[1] = tos;
         b
     }
 
     /// Over loopback (needs CAP_NET_RAW, else skipped): a batch of IPv4 ESP packets leaves in
-    /// one sendmmsg(2) and comes back through recvmmsg(2) with the kernel's IPv4 header and
-    /// every byte after it intact; a packet that is not ESP is never sent, and an ESP datagram
-    /// too short for an SPI is dropped as a runt.
+    /// one sendmmsg(2), the kernel writing a header with the engine's TOS byte and source,
+    /// and comes back through recvmmsg(2) with every byte after the header intact; AH leaves
+    /// with the engine's header on the IP_HDRINCL socket (a second call); a packet that is
+    /// not ESP/AH is never sent, and an ESP datagram too short for an SPI is dropped as a runt.
     #[test]
     fn raw_batch_round_trip_over_loopback() {
         let lo = IpAddr::from([127, 0, 0, 1]);
@@ -471,42 +515,52 @@ mod tests {
         };
         let c = Carrier::Raw { esp, ah, hdrincl, local, peer, batch: true };
         assert!(c.raw_batched());
-        // SPIs of this test's own (other raw ESP on the host's loopback is ignored).
+        // SPIs of this test's own (other raw ESP/AH on the host's loopback is ignored).
         let base = 0x7e57_0000 | (std::process::id() & 0xfff) << 4;
-        let sent: Vec<PacketBuf> =
-            (0..10).map(|i| esp_packet(base + i, 100 + i as usize * 50, i as u8)).collect();
+        let sent: Vec<PacketBuf> = (0..10)
+            .map(|i| {
+                packet(proto::ESP, 0xb8 | (i as u8 & 3), base + i, 100 + i as usize * 50, i as u8)
+            })
+            .collect();
+        let ah_packet = packet(proto::AH, 0x20, base + 15, 64, 0xa5);
         let not_esp = [0x45u8, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1];
-        let packets = sent.iter().map(|b| b.as_slice()).chain([&not_esp[..]]);
+        let packets = sent.iter().map(|b| b.as_slice()).chain([ah_packet.as_slice(), &not_esp[..]]);
         let st = c.send_batch(packets);
-        assert_eq!(st, RawSent { sent: 10, errors: 0, unsendable: 1, syscalls: 1 });
+        assert_eq!(st, RawSent { sent: 11, errors: 0, unsendable: 1, syscalls: 2 });
         // A runt: two bytes of ESP through the protocol-50 socket (the kernel adds the header).
         let Carrier::Raw { esp: esp_sock, .. } = &c else { unreachable!() };
         esp_sock.send_to(&[0x7e, 0x57], SocketAddr::new(lo, 0)).unwrap();
         let mut bufs: Vec<PacketBuf> = (0..16).map(|_| PacketBuf::with_max_packet()).collect();
-        let (mut got, mut runts) = (Vec::new(), 0);
+        let (mut got, mut got_ah, mut runts) = (Vec::new(), Vec::new(), 0);
+        let ours = |p: &[u8], at: usize| {
+            p.get(20 + at..).and_then(encap::esp_spi).is_some_and(|s| s & !0xf == base)
+        };
         for _ in 0..100 {
             let r = c.recv_batch(0, &mut bufs, &|_, _| None).unwrap();
             assert_eq!(r.received, r.packets + r.runts);
             runts += r.runts;
-            for b in &bufs[..r.packets] {
-                let p = b.as_slice();
-                if encap::esp_spi(&p[20..]).is_some_and(|s| s & !0xf == base) {
-                    got.push(p.to_vec());
-                }
-            }
-            if got.len() >= 10 && runts >= 1 {
+            got.extend(
+                bufs[..r.packets].iter().map(|b| b.as_slice().to_vec()).filter(|p| ours(p, 0)),
+            );
+            let r = c.recv_batch(1, &mut bufs, &|_, _| None).unwrap();
+            got_ah.extend(
+                bufs[..r.packets].iter().map(|b| b.as_slice().to_vec()).filter(|p| ours(p, 4)),
+            );
+            if got.len() >= 10 && runts >= 1 && !got_ah.is_empty() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(got.len(), 10);
         assert!(runts >= 1);
-        for (g, s) in got.iter().zip(&sent) {
+        for (g, s) in got.iter().chain(&got_ah).zip(sent.iter().chain([&ah_packet])) {
             let s = s.as_slice();
             assert_eq!(g.len(), s.len());
-            // Addresses and protocol as sent; the kernel may have set the identification.
-            assert_eq!((g[9], &g[12..20]), (proto::ESP, &s[12..20]));
+            // TOS, protocol and addresses as the engine wrote them; the kernel may have set
+            // the identification and flags.
+            assert_eq!((g[1], g[9], &g[12..20]), (s[1], s[9], &s[12..20]));
             assert_eq!(&g[20..], &s[20..]);
         }
+        assert_eq!(got_ah.len(), 1);
     }
 }
