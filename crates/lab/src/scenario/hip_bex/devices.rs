@@ -248,6 +248,18 @@ pub fn rtt_md(devices: &[DeviceSeries], seed: &SeedFigures) -> String {
             num(rtt.hip.avg_ms - rtt.ipv6.avg_ms),
         );
     }
+    for d in devices {
+        if let Some(c) = d.transfer_cap {
+            let _ = writeln!(
+                out,
+                "\nOver {}'s RTT and throughput tests the initiator's cap ran out in {} of {} periods ({} ms waited); its HIP round trips wait for the next period whenever it does.",
+                d.name,
+                c.throttled,
+                c.periods,
+                num(c.throttled_us as f64 / 1e3)
+            );
+        }
+    }
     out
 }
 
@@ -313,14 +325,30 @@ pub fn notes(devices: &[DeviceSeries], plan: &Plan) -> Vec<String> {
     }];
     if let Some(a3) = devices.iter().find(|d| d.cap_fraction.is_some()) {
         n.push(format!(
-            "CPU cap (A3): the seed's tablet took {:.1}× the laptop's time for the initiator's T2, so the initiator's node is held to 1/{:.1} of a core: a CFS quota of {} µs every {} µs (the kernel's smallest quota is 1 ms, so this is the shortest period for that share), set after the node has started ({} runs, the RTT and the throughput tests). The seed's Table 1 names the laptop as A3's initiator and the tablet as responder, but its T2 and T4 (initiator steps) are the slow ones and its text says the tablet solved the puzzle: we slow the initiator. The responder is not capped: A3's T1 and T3 stay near A1's in the seed.",
+            "CPU cap (A3): the seed's tablet took {:.1}× the laptop's time for the initiator's T2, so the initiator's node is held to 1/{:.1} of a core: a CFS quota of {} µs every {} µs (the kernel's smallest quota is 1 ms, so this is the shortest period for that share), set after the node has started and kept through the RTT and throughput tests; that node runs its data path as ordinary threads (`[data-path] scheduling = \"other\"`), since the default SCHED_FIFO threads are outside a CFS quota ({} runs). The seed's Table 1 names the laptop as A3's initiator and the tablet as responder, but its T2 and T4 (initiator steps) are the slow ones and its text says the tablet solved the puzzle: we slow the initiator. The responder is not capped: A3's T1 and T3 stay near A1's in the seed.",
             1.0 / TABLET_SHARE,
             1.0 / TABLET_SHARE,
             a3.cap_quota_us.unwrap_or(0),
             a3.cap_period_us.unwrap_or(0),
             plan.device_runs
         ));
-        n.push("What a quota can and cannot emulate: it grants the full speed of one of our cores until the quota is spent in a period, then nothing until the next period. Work shorter than one quota (a base exchange needs well under 1 ms of initiator CPU here, see the per-series table) runs at full speed unless the period's quota was already spent, and then waits for the next period: a base exchange is either not slowed or delayed by up to one period, never stretched 11× the way a slower processor would. So A3's T2 and T4 beside the seed's show the cap's stalls, not a tablet's speed; throughput at a few Mbit/s needs far less than the quota and is not limited by it. A slower device is better emulated by slowing each operation (e.g. repeating the node's crypto) than by a quota, which only rations time.".into());
+        let cpu = |d: &DeviceSeries| {
+            median(&d.bex.runs.iter().filter_map(|r| r.initiator_cpu_us).collect::<Vec<_>>())
+        };
+        let free = devices.iter().find(|d| d.cap_fraction.is_none()).and_then(cpu);
+        let c = a3.bex_cap().unwrap_or_default();
+        n.push(format!(
+            "What a quota can and cannot emulate: it grants one of our cores at full speed until the period's quota is spent, then nothing until the next period. The initiator's node ran {} ms of CPU per base exchange uncapped (A2, median, from its start to the trigger's end: T2's and T4's work plus the trigger's datagrams), {} ms capped (A3) — about one {} µs quota, so a base exchange either fits in the quota left in a period and runs at full speed, or runs out mid-exchange and waits for the next period (up to ≈ {} ms) in whichever step it was: here {} of {} runs were throttled ({} throttled periods, {} ms waited in all). It is never stretched {:.0}× evenly the way a slower processor is, so A3's T2 and T4 beside the seed's show the quota's stalls, not a tablet's speed, and the spread (min / median / max) matters more than the median; throughput at a few Mbit/s needs far less than the quota. A slower device is better emulated by slowing each operation (e.g. repeating the node's crypto) than by a quota, which only rations time.",
+            ms(free),
+            ms(cpu(a3)),
+            a3.cap_quota_us.unwrap_or(0),
+            num(a3.cap_period_us.unwrap_or(0) as f64 / 1e3),
+            a3.throttled_runs(),
+            a3.bex.runs.len(),
+            c.throttled,
+            num(c.throttled_us as f64 / 1e3),
+            1.0 / TABLET_SHARE,
+        ));
     }
     n.push(format!(
         "Device series: {} base exchanges at K = {SEED_K} per pair, {} pings each way, TCP/UDP throughput {} per test; the pairs run after the main series, each node started afresh per run. The seed's B2 (Table 2: tablet → laptop) stands beside our A2 and its B3 (laptop → tablet) beside our capped A3; its wireless throughput (laptop → PC) beside our A2.",

@@ -169,13 +169,21 @@ impl HipHosts {
         }
     }
 
-    /// The node config of host `i` with puzzle difficulty `k`.
+    /// The node config of host `i` with puzzle difficulty `k`. A capped initiator's data path
+    /// runs as ordinary threads (`[data-path] scheduling = "other"`): the default SCHED_FIFO
+    /// threads are outside the CFS quota, and cgroup v1 refuses to take them into a group with
+    /// no real-time budget.
     pub fn config(&self, i: usize, k: u8) -> String {
+        let sched = if i == 0 && self.cap.is_some() {
+            "[data-path]\nscheduling = \"other\"\n\n"
+        } else {
+            ""
+        };
         format!(
             "# hipsec lab, scenario hip-bex, {} (generated)\n\
              [interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n\n\
              [network]\ntransport = \"udp\"\nlocal = \"192.0.2.{me}:4500\"\n\n\
-             [control]\nsocket = \"{sock}\"\n\n\
+             [control]\nsocket = \"{sock}\"\n\n{sched}\
              [hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n\n\
              [[hip.peer]]\nhit = \"{hit}\"\nlocator = \"192.0.2.{peer}\"\n",
             ROLES[i],
