@@ -14,6 +14,9 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
+/// The seed's puzzle difficulty (HIPL's default).
+pub const SEED_K: u8 = 10;
+
 /// The hosts' locators (topology `two_hosts`).
 pub const INITIATOR: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 pub const RESPONDER: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);

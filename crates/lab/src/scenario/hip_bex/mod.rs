@@ -10,10 +10,11 @@
 //! node's own timers beside them ([`bex`]); a puzzle sweep over K; ping and iperf3 over the
 //! association and over plain IPv6 ([`transfer`]); the device pairs on a netem link, A3 with the
 //! initiator's node capped ([`devices`]); the report with the seed's figures beside ours
-//! ([`table`], the device pairs' tables in [`devices`]).
+//! ([`table`], the device pairs' in [`device_table`]).
 
 pub mod bex;
 pub mod capture;
+pub mod device_table;
 pub mod devices;
 pub mod hosts;
 pub mod plan;
@@ -147,7 +148,7 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
             ),
             devices::DEVICES.len() as f64 * device_s(plan),
         );
-        devices::run(&mut hosts, plan, &work)?
+        devices::run(&mut hosts, plan.device_runs, plan.pings, plan.device_throughput_s, &work)?
     } else {
         Vec::new()
     };
@@ -157,13 +158,14 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
     progress.finish();
     let results = Results { main, sweep, rtt, throughput, devices };
     notes.extend(table::notes(&results, plan));
-    notes.extend(devices::notes(&results.devices, plan));
+    notes.extend(device_table::notes(&results.devices, plan));
     notes.push(format!("Background load before the run: {background:.0} % of the machine (2 cores shared by both nodes, two tcpdumps and ping/iperf3)."));
     if cfg!(debug_assertions) {
         notes.push("The lab was built without optimisation (debug profile); build with --release for figures.".into());
     }
     report.notes = notes;
     report.sections = table::sections(&results, &seed);
+    report.sections.extend(device_table::sections(&results, &seed));
     report.charts = table::charts(&results, &seed);
     report.extra = serde_json::to_value(&results).ok();
     report.wall_s = started.elapsed().as_secs_f64();

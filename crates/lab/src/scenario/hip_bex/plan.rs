@@ -8,8 +8,7 @@ use crate::scenario::common::RunOptions;
 use crate::topology::parse_rate;
 use serde::{Deserialize, Serialize};
 
-/// The seed's puzzle difficulty (HIPL's default).
-pub const SEED_K: u8 = 10;
+pub use super::bex::SEED_K;
 
 /// What a run measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! From the measurements to the report: the seed's Tables 4-7 beside ours with the ratio, the
-//! puzzle sweep, notes and charts (the device pairs' tables are in [`super::devices`]).
+//! puzzle sweep, notes and charts (the device pairs' tables are in [`super::device_table`]).
 
 use super::bex::{NodeTimes, Series};
 use super::capture::Phases;
@@ -278,26 +278,6 @@ pub fn sections(r: &Results, seed: &SeedFigures) -> Vec<Section> {
         Section { title: "Round trip time, Table 6 beside ours".into(), body: rtt_md(r, seed) },
         Section { title: "Throughput, Table 7 beside ours".into(), body: throughput_md(r, seed) },
     ]);
-    if !r.devices.is_empty() {
-        use super::devices;
-        v.extend([
-            Section {
-                title: "Device pairs on a Wi-Fi-like link, Tables 4 and 5's A2 and A3 beside ours"
-                    .into(),
-                body: devices::bex_md(&r.main, &r.devices, seed),
-            },
-            Section {
-                title: "Round trip time on the Wi-Fi-like link, Table 6's B2 and B3 beside ours"
-                    .into(),
-                body: devices::rtt_md(&r.devices, seed),
-            },
-            Section {
-                title: "Throughput on the Wi-Fi-like link, Table 7's wireless column beside ours"
-                    .into(),
-                body: devices::throughput_md(&r.devices, seed),
-            },
-        ]);
-    }
     v
 }
 
