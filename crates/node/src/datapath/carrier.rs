@@ -68,7 +68,8 @@ pub enum Carrier {
         /// Protocol 51 socket (receive; sends IPv6 AH).
         ah: UdpSocket,
         /// IPPROTO_RAW socket (IP_HDRINCL) for IPv4: sends the engine's outer header unchanged,
-        /// which AH needs (its ICV covers the IPv4 identification and length).
+        /// which AH needs (its ICV covers the IPv4 identification and length). Batched, IPv4
+        /// ESP goes on `esp` instead ([`Carrier::send_batch`]).
         hdrincl: Option<UdpSocket>,
         /// Local address.
         local: IpAddr,
