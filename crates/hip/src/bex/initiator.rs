@@ -16,9 +16,9 @@ use crate::suite::HitSuite;
 use crypto::{EspSuite as Suite, KeyExchange, PrfAlg, Provider};
 use std::net::IpAddr;
 use wire::hip::{
-    DhGroupList, DiffieHellman, Encrypted, EspInfo, EspTransform, Header, HiAlgorithm, HipCipher,
-    HipMac, HipSignature, Message, Packet, PacketType, Param, ParamType, R1Counter, Solution,
-    TransportFormatList, emit_params, zero_for_signature_2,
+    DhGroupId, DhGroupList, DiffieHellman, Encrypted, EspInfo, EspTransform, Header, HiAlgorithm,
+    HipCipher, HipMac, HipSignature, Message, Packet, PacketType, Param, ParamType, R1Counter,
+    Solution, TransportFormatList, emit_params, zero_for_signature_2,
 };
 
 const SUITE: HitSuite = HitSuite::EcdsaSha384;
@@ -30,6 +30,9 @@ pub struct I1Sent {
     peer: HostIdentityTag,
     config: Config,
     i1: Vec<u8>,
+    /// Our Diffie-Hellman key for the first group we list, made while I1 travels so that R1's
+    /// processing (T2) does not wait for it; R1 may pick another group, which gets a fresh key.
+    kx: Option<(DhGroupId, KeyExchange)>,
 }
 
 /// What solving R1 took: the lab's T2 split (puzzle vs the rest).
@@ -55,7 +58,21 @@ impl I1Sent {
         let m = Message::new(Header::new(PacketType::I1, me.0, peer.0))
             .with(DhGroupList { groups: config.dh_groups.clone() });
         let i1 = seal(&m, src, dst)?;
-        Ok(I1Sent { me, peer, config, i1 })
+        Ok(I1Sent { me, peer, config, i1, kx: None })
+    }
+
+    /// Makes our Diffie-Hellman key for the first group we list: call it after the I1 left, so
+    /// that the key is made while I1 and R1 travel and R1's processing (T2) does not wait for
+    /// it (HIPL likewise keeps DH keys made ahead). Without it, R1's processing makes the key.
+    pub fn prepare_dh(&mut self) -> Result<(), Error> {
+        if self.kx.is_none() {
+            if let Some(&id) = self.config.dh_groups.first() {
+                if let Some(g) = dh_group(id) {
+                    self.kx = Some((id, KeyExchange::generate(g)?));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The I1 (for retransmission).
@@ -144,10 +161,17 @@ impl I1Sent {
         let seed = random(provider, SUITE.rhash_len())?;
         let p = puzzle::Puzzle { k: pz.k, i: pz.i.clone() };
         let (j, tries) = p.solve(SUITE, &self.me, &self.peer, &seed)?;
-        let kx = KeyExchange::generate(group)?;
+        let fresh;
+        let kx = match &self.kx {
+            Some((id, kx)) if id == want => kx,
+            _ => {
+                fresh = KeyExchange::generate(group)?;
+                &fresh
+            }
+        };
         let public = kx.public_key().to_vec();
         let kij = kx
-            .agree(&value.public_value)
+            .agree_reused(&value.public_value)
             .map_err(|_| Error::Peer("DIFFIE_HELLMAN: bad public value".into()))?;
         let hip_len = hip_keys_len(cipher, SUITE)?;
         let km_len = hip_len + ESP_KEY_SETS * esp::keymat_len(&esp_suite);

@@ -211,6 +211,18 @@ impl HipDriver {
         }
     }
 
+    /// Makes the Diffie-Hellman key of every exchange whose I1 just left (the runtime calls
+    /// this after sending), so that R1's processing does not wait for it.
+    pub fn prepare_keys(&mut self) {
+        for a in self.assocs.values_mut() {
+            if let State::I1Sent(s) = &mut a.state {
+                if let Err(e) = s.prepare_dh() {
+                    log_event!(Level::Warn, "hip-dh-failed", "why" => e.to_string());
+                }
+            }
+        }
+    }
+
     /// An acquire: if it is one of our traps and no exchange runs, start one.
     pub fn acquire(&mut self, policy: PolicyId, now_us: u64) -> Vec<Transmit> {
         let Some(&i) = self.traps.get(&policy) else { return Vec::new() };

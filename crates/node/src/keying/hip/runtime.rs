@@ -76,7 +76,11 @@ impl HipRuntime {
     pub fn acquire(&mut self, policy: PolicyId) {
         let now = self.now_us();
         let out = self.driver.acquire(policy, now);
+        let sent = !out.is_empty();
         self.send(out);
+        if sent {
+            self.driver.prepare_keys();
+        }
     }
 
     /// `hipsec hip wireshark-keys`: `None` unless the node was started with the switch.
