@@ -18,6 +18,25 @@ use crate::suite::HitSuite;
 /// give up).
 pub const MAX_SOLVABLE_K: u8 = 28;
 
+/// A puzzle search: given the puzzle, the HIT suite, both HITs and a seed, #J and the hashes
+/// it took ([`Puzzle::solve`], or lanes of [`Puzzle::solve_lane`] run by the caller).
+pub type Solver<'a> = &'a dyn Fn(
+    &Puzzle,
+    HitSuite,
+    &HostIdentityTag,
+    &HostIdentityTag,
+    &[u8],
+) -> Result<(Vec<u8>, u64), Error>;
+
+/// Which share of a puzzle search a caller runs ([`Puzzle::solve_lane`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane {
+    /// This lane, `0..of`.
+    pub index: u64,
+    /// Lanes in all.
+    pub of: u64,
+}
+
 /// A puzzle as R1 carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Puzzle {
@@ -65,6 +84,26 @@ impl Puzzle {
         hit_r: &HostIdentityTag,
         seed: &[u8],
     ) -> Result<(Vec<u8>, u64), Error> {
+        match self.solve_lane(suite, hit_i, hit_r, seed, Lane { index: 0, of: 1 }, &|| false)? {
+            (Some(j), tries) => Ok((j, tries)),
+            (None, _) => Err(Error::Config(format!("no solution for K = {}", self.k))),
+        }
+    }
+
+    /// One lane of a search that `lane.of` lanes share: this one tries the counters `index`,
+    /// `index + of`, `index + 2·of`, … from `seed` (so lanes never try the same #J), and gives
+    /// up when `stop()` says another lane has found one (asked every 64 tries). Returns #J
+    /// (`None` if stopped) and the hashes this lane made. No threads here: the caller runs lanes
+    /// where it likes (the node, on several cores, to shorten T2).
+    pub fn solve_lane(
+        &self,
+        suite: HitSuite,
+        hit_i: &HostIdentityTag,
+        hit_r: &HostIdentityTag,
+        seed: &[u8],
+        lane: Lane,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(Option<Vec<u8>>, u64), Error> {
         let n = suite.rhash_len();
         if self.i.len() != n {
             return Err(Error::Peer(format!("PUZZLE: #I of {} bytes (want {n})", self.i.len())));
@@ -85,13 +124,23 @@ impl Puzzle {
         let start = u64::from_be_bytes(counter);
         // 2^(K+8) tries fail with probability e^-256: treat it as a bug, not a loop forever.
         let limit = 1u64 << (u32::from(self.k) + 8);
-        for t in 0..limit {
+        if lane.of == 0 || lane.index >= lane.of {
+            return Err(Error::Config(format!("puzzle lane {} of {}", lane.index, lane.of)));
+        }
+        let mut tries = 0u64;
+        let mut t = lane.index;
+        while t < limit {
+            if tries % 64 == 63 && stop() {
+                return Ok((None, tries));
+            }
+            tries += 1;
             j[n - 8..].copy_from_slice(&start.wrapping_add(t).to_be_bytes());
             let mut h = prefix.clone();
             h.update(&j);
             if low_bits_zero(&h.finish(), self.k) {
-                return Ok((j, t + 1));
+                return Ok((Some(j), tries));
             }
+            t += lane.of;
         }
         Err(Error::Config(format!("no solution for K = {} in {limit} tries", self.k)))
     }
@@ -131,6 +180,32 @@ mod tests {
         assert!(!low_bits_zero(&[0x18, 0x00], 12));
         assert!(low_bits_zero(&[0xff], 0));
         assert!(!low_bits_zero(&[0x00], 9));
+    }
+
+    /// Lanes split the sequential search exactly: the lane holding the sequential solution's
+    /// counter finds the same #J after its share of the tries, and a stopped lane gives up.
+    #[test]
+    fn lanes_share_the_search() {
+        let hi = HostIdentityTag::from_host_id(HitSuite::EcdsaSha384, b"initiator");
+        let hr = HostIdentityTag::from_host_id(HitSuite::EcdsaSha384, b"responder");
+        let p = Puzzle { k: 10, i: vec![5u8; 48] };
+        let s = HitSuite::EcdsaSha384;
+        let (j, tries) = p.solve(s, &hi, &hr, &[4u8; 48]).unwrap();
+        let t = tries - 1;
+        for of in [2u64, 3] {
+            let lane = Lane { index: t % of, of };
+            let (j2, n) = p.solve_lane(s, &hi, &hr, &[4u8; 48], lane, &|| false).unwrap();
+            assert_eq!((j2, n), (Some(j.clone()), t / of + 1), "{of} lanes");
+        }
+        // A seed whose solution lies beyond the first stop check: stopped, the lane gives up.
+        let far = (0u8..=255)
+            .find(|&b| p.solve(s, &hi, &hr, &[b; 48]).is_ok_and(|(_, n)| n > 128))
+            .unwrap();
+        let stopped = p.solve_lane(s, &hi, &hr, &[far; 48], Lane { index: 0, of: 1 }, &|| true);
+        assert_eq!(stopped.unwrap(), (None, 63));
+        assert!(
+            p.solve_lane(s, &hi, &hr, &[4u8; 48], Lane { index: 2, of: 2 }, &|| false).is_err()
+        );
     }
 
     /// Solve and verify for several K; the solution is checked by an independent hash of the

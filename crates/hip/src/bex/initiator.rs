@@ -95,7 +95,21 @@ impl I1Sent {
         src: IpAddr,
         dst: IpAddr,
     ) -> Result<(I2Sent, R1Work), Rejected<I1Sent>> {
-        match self.r1(host, provider, r1, src, dst) {
+        self.on_r1_solving(host, provider, r1, src, dst, &|p, s, i, r, seed| p.solve(s, i, r, seed))
+    }
+
+    /// [`I1Sent::on_r1`] with the puzzle search done by `solve` (the node spreads it over
+    /// several cores with [`puzzle::Puzzle::solve_lane`]); its answer is checked here.
+    pub fn on_r1_solving(
+        self,
+        host: &LocalHost,
+        provider: &'static dyn Provider,
+        r1: &[u8],
+        src: IpAddr,
+        dst: IpAddr,
+        solve: puzzle::Solver<'_>,
+    ) -> Result<(I2Sent, R1Work), Rejected<I1Sent>> {
+        match self.r1(host, provider, r1, src, dst, solve) {
             Ok(r) => Ok(r),
             Err(error) => Err(Rejected { state: Box::new(self), error }),
         }
@@ -108,6 +122,7 @@ impl I1Sent {
         r1: &[u8],
         src: IpAddr,
         dst: IpAddr,
+        solve: puzzle::Solver<'_>,
     ) -> Result<(I2Sent, R1Work), Error> {
         let m = open(r1, src, dst, PacketType::R1, &self.me, false)?;
         if m.header.sender_hit != self.peer.0 {
@@ -160,7 +175,10 @@ impl I1Sent {
         // The work: the puzzle, then Diffie-Hellman and KEYMAT.
         let seed = random(provider, SUITE.rhash_len())?;
         let p = puzzle::Puzzle { k: pz.k, i: pz.i.clone() };
-        let (j, tries) = p.solve(SUITE, &self.me, &self.peer, &seed)?;
+        let (j, tries) = solve(&p, SUITE, &self.me, &self.peer, &seed)?;
+        // A solver from outside is checked, not trusted: a wrong #J would only cost us the
+        // exchange, but it costs nothing to know at once.
+        p.verify(SUITE, &self.me, &self.peer, &j)?;
         let fresh;
         let kx = match &self.kx {
             Some((id, kx)) if id == want => kx,

@@ -4,6 +4,7 @@
 //! [hip]
 //! identity = "/etc/hipsec/host.pem"   # hipsec keygen --hip -o ...
 //! puzzle-k = 10                       # difficulty of the puzzle our R1s carry (0..=28)
+//! puzzle-threads = 2                  # threads solving a peer's puzzle (default: the CPUs, ≤ 4)
 //! esp-suites = ["aes128gcm", "aes128cbc-sha256"]
 //! accept = "known"                    # "known": only [[hip.peer]] HITs; "any": whoever proves
 //!                                     # its HIT (opportunistic, RFC 7401 §4.1.8)
@@ -27,6 +28,8 @@ pub struct HipConf {
     pub identity: PathBuf,
     /// Puzzle difficulty of our R1s.
     pub puzzle_k: u8,
+    /// Threads that solve a Responder's puzzle together (1: on the control thread alone).
+    pub puzzle_threads: usize,
     /// ESP transforms we offer, in order.
     pub esp_suites: Vec<wire::hip::EspSuite>,
     /// Known peers.
@@ -50,6 +53,7 @@ pub struct HipPeer {
 pub(super) struct RawHip {
     identity: Spanned<String>,
     puzzle_k: Option<Spanned<i64>>,
+    puzzle_threads: Option<Spanned<i64>>,
     esp_suites: Option<Vec<Spanned<String>>>,
     accept: Option<Spanned<String>>,
     #[serde(default)]
@@ -86,6 +90,15 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHip, local: IpAddr) -> Result<HipConf,
             })
             .collect::<Result<_, _>>()?,
     };
+    let puzzle_threads = match &r.puzzle_threads {
+        // A puzzle at K = 10 is about 0.4 ms of hashing: more than a few threads cost more to
+        // start than they save.
+        None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        Some(t) => usize::try_from(*t.get_ref())
+            .ok()
+            .filter(|t| (1..=64).contains(t))
+            .ok_or_else(|| ctx.err(t.span(), "puzzle-threads", "want 1..=64"))?,
+    };
     let mut peers: Vec<HipPeer> = Vec::new();
     for p in &r.peer {
         let hit: HostIdentityTag =
@@ -118,6 +131,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHip, local: IpAddr) -> Result<HipConf,
     Ok(HipConf {
         identity: PathBuf::from(r.identity.get_ref()),
         puzzle_k,
+        puzzle_threads,
         esp_suites,
         peers,
         accept_any,
@@ -147,6 +161,7 @@ mod tests {
         ));
         let c = parse("t.toml", &text).unwrap().hip.unwrap();
         assert_eq!(c.puzzle_k, 10);
+        assert!((1..=4).contains(&c.puzzle_threads));
         assert!(!c.accept_any);
         assert_eq!(c.peers.len(), 1);
         assert_eq!(c.peers[0].hit.to_string(), HIT);
@@ -160,6 +175,7 @@ mod tests {
         let base = "[hip]\nidentity = \"/h.pem\"\n";
         for (hip, field) in [
             (format!("{base}puzzle-k = 40\n"), "puzzle-k"),
+            (format!("{base}puzzle-threads = 0\n"), "puzzle-threads"),
             (format!("{base}accept = \"maybe\"\n"), "accept"),
             (format!("{base}esp-suites = [\"chacha20poly1305\"]\n"), "esp-suites"),
             (format!("{base}{}", peer("2001:db8::1", "192.0.2.2")), "hit"),

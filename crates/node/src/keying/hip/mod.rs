@@ -12,6 +12,7 @@ pub mod install;
 mod mobility;
 pub mod runtime;
 pub mod socket;
+pub mod solver;
 mod status;
 
 use crate::config::hip::HipConf;
@@ -332,7 +333,18 @@ impl HipDriver {
         a.state = match a.state {
             State::I1Sent(s) => {
                 let (r, t) = timed(|| {
-                    s.on_r1(&self.host, crypto::default_provider(), bytes, from, self.here)
+                    let threads = self.conf.puzzle_threads;
+                    let solve = |p: &hip::puzzle::Puzzle, su, i: &_, r: &_, seed: &[u8]| {
+                        solver::solve(threads, p, su, i, r, seed)
+                    };
+                    s.on_r1_solving(
+                        &self.host,
+                        crypto::default_provider(),
+                        bytes,
+                        from,
+                        self.here,
+                        &solve,
+                    )
                 });
                 match r {
                     Ok((s2, work)) => {
