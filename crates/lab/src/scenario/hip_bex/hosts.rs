@@ -8,8 +8,8 @@
 //!   h1: hipsec0 HIT-1/28 ── l0 192.0.2.1 ══ l0 192.0.2.2 ── hipsec0 HIT-2/28 :h2
 //! ```
 //! The node drops the packet that meets its trap (and raises the acquire that starts the
-//! exchange), so the trigger is a train of UDP datagrams 0.2 ms apart, stopped at the first
-//! answer from h2. A CPU cap ([`HipHosts::cap`]) can hold the initiator's node to a share of a
+//! exchange), so the trigger is a train of UDP datagrams about 0.1 ms apart, stopped at the
+//! first answer from h2. A CPU cap ([`HipHosts::cap`]) can hold the initiator's node to a share of a
 //! core: its cgroup is made when the node has started and goes when it stops.
 
 use crate::cap::CpuCap;
@@ -298,7 +298,8 @@ impl HipHosts {
         self.topo.addr(ROLES[i], Family::V6)
     }
 
-    /// Sends a UDP datagram from h1's HIT to h2's discard port every 0.2 ms until the first
+    /// Sends a UDP datagram from h1's HIT to h2's discard port about every 0.1 ms (a 50 µs
+    /// sleep and the kernel's default 50 µs timer slack) until the first
     /// answer (h2's ICMPv6 port unreachable, back through ESP, fails the next send with
     /// ECONNREFUSED) or `limit`; true if an answer came. The base exchange happens on the way.
     /// (ping would not do: iputils ping backs off to one request per 10 ms while none is
@@ -314,7 +315,7 @@ impl HipHosts {
              \x20 try: s.send(b'hip-bex')\n\
              \x20 except ConnectionRefusedError: sys.exit(0)\n\
              \x20 except OSError: pass\n\
-             \x20 time.sleep(0.0002)\n\
+             \x20 time.sleep(0.00005)\n\
              sys.exit(3)\n",
             src = self.hits[0],
             dst = self.hits[1],
