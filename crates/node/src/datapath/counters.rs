@@ -1,6 +1,6 @@
 //! The data path's own counters (the engine counts its drops by `ipsec::DropReason`).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 macro_rules! counters {
     ($($(#[doc = $doc:literal])* $f:ident,)*) => {
@@ -14,7 +14,11 @@ macro_rules! counters {
                 &[$((stringify!($f), concat!($($doc),*)),)*];
             /// As JSON.
             pub fn to_json(&self) -> Value {
-                json!({ $(stringify!($f): self.$f,)* })
+                // A map built field by field: `json!` over this many fields exceeds the
+                // macro recursion limit.
+                let mut m = serde_json::Map::new();
+                $(m.insert(stringify!($f).into(), self.$f.into());)*
+                Value::Object(m)
             }
             /// Adds `o` to these counters.
             pub fn add(&mut self, o: &NodeCounters) {
@@ -53,6 +57,13 @@ counters! {
     bypass_forwarded,
     /// Packets the SPD said to bypass, dropped: no `bypass-device`, or it refused them.
     bypass_unforwarded,
+    /// Packets without their SA kept for when it comes (`held`; each is also an engine
+    /// `no_sa` drop).
+    held,
+    /// Held packets sealed and sent once their SA was installed.
+    held_sent,
+    /// Held packets forgotten: no SA within a second, or pushed out by newer ones.
+    held_expired,
     /// Protected packets the carrier cannot send (AH over UDP).
     unsendable,
     /// Send errors (unreachable, refused).

@@ -13,6 +13,7 @@ pub mod counters;
 pub mod encap;
 pub mod filter_stage;
 pub mod gro;
+pub mod held;
 pub mod icmp;
 pub mod inbound;
 pub mod lanes;

@@ -8,6 +8,7 @@
 
 use super::carrier::Carrier;
 use super::counters::NodeCounters;
+use super::held::Held;
 use super::mailbox::Update;
 use super::tables::OutTables;
 use super::tun::VNET_HDR_LEN;
@@ -53,6 +54,8 @@ pub struct Outbound {
     mtu: usize,
     /// Scratch for an ICMP "too big" answer: virtio-net header + up to 1280 bytes.
     icmp_buf: Box<[u8]>,
+    /// Packets waiting for their SA (acquire), sent after the next update.
+    held: Held,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -91,6 +94,7 @@ impl Outbound {
             clear: None,
             mtu: tun_mtu,
             icmp_buf: vec![0u8; VNET_HDR_LEN + 1280].into_boxed_slice(),
+            held: Held::new(tun_mtu),
         }
     }
 
@@ -112,10 +116,42 @@ impl Outbound {
         if n == 0 {
             return Ok(());
         }
+        self.protect_and_send(n, now, false);
+        Ok(())
+    }
+
+    /// Sends the packets held for an SA through the SPD again (after the lane applied an
+    /// update: the SA they waited for may be there now). Those still without one are held
+    /// again, with their first hold time.
+    pub fn release_held(&mut self, now: Time) {
+        if self.held.is_empty() {
+            return;
+        }
+        let head = ipsec::buf::DEFAULT_HEADROOM;
+        let (n, expired) = self.held.release(&mut self.bufs, head, now);
+        self.counters.held_expired += expired;
+        if n > 0 {
+            self.protect_and_send(n, now, true);
+        }
+    }
+
+    /// Seals the first `n` buffers and sends what was sealed; a packet whose policy has no SA
+    /// yet is held (`released`: these are held packets coming back).
+    fn protect_and_send(&mut self, n: usize, now: Time, released: bool) {
         self.engine.outbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
         for i in 0..n {
             self.send_at[i] = 0;
+            if released && matches!(self.results[i], Ok(Processed::Protected { .. })) {
+                self.counters.held_sent += 1;
+            }
             match self.results[i] {
+                // Counted by the engine and never sent in clear; kept for when the SA comes.
+                Err(DropReason::NoSa) => {
+                    let at = if released { self.held.released_at(i) } else { now };
+                    if self.held.hold(self.bufs[i].as_slice(), at) && !released {
+                        self.counters.held += 1;
+                    }
+                }
                 Ok(Processed::Protected { sa }) => {
                     let to = self.tables.endpoint(sa).or(self.default_peer);
                     match super::encap::outer_info(self.bufs[i].as_slice()) {
@@ -182,7 +218,6 @@ impl Outbound {
                 }
             }
         }
-        Ok(())
     }
 
     /// Path MTU (RFC 1191, RFC 8201): drops the packets longer than the tunnel's MTU that may not

@@ -126,8 +126,12 @@ impl Worker {
                     m.clear_wake();
                 }
             }
-            self.apply_updates();
+            let applied = self.apply_updates();
             if let Some((o, _)) = &mut self.out {
+                // An installed SA may be the one held packets wait for: they go first.
+                if applied {
+                    o.release_held(now);
+                }
                 if ready[0] {
                     o.on_readable(now)?;
                 }
@@ -156,10 +160,13 @@ impl Worker {
         Ok(())
     }
 
-    /// Applies every queued envelope of updates, in order, and acknowledges each.
-    fn apply_updates(&mut self) {
-        let Some(m) = &self.mailbox else { return };
+    /// Applies every queued envelope of updates, in order, and acknowledges each; true if
+    /// there was one.
+    fn apply_updates(&mut self) -> bool {
+        let Some(m) = &self.mailbox else { return false };
+        let mut applied = false;
         while let Some(env) = m.next() {
+            applied = true;
             let mut errors = Vec::new();
             for (k, u) in env.updates.into_iter().enumerate() {
                 if let Err(e) = Self::apply_one(&mut self.out, &mut self.inb, u) {
@@ -168,6 +175,7 @@ impl Worker {
             }
             m.emit(Event::Applied { ticket: env.ticket, worker: m.worker, errors });
         }
+        applied
     }
 
     /// Routes one update to the half it concerns (policies and endpoints to both).
