@@ -146,6 +146,8 @@ pub struct HipDriver {
     /// Our next UPDATE's ID (RFC 7401 §5.2.16).
     next_update_id: u32,
     next_move_check_us: u64,
+    /// The puzzle search's lanes (`[hip] puzzle-threads`).
+    solver: solver::Solver,
 }
 
 impl std::fmt::Debug for HipDriver {
@@ -171,7 +173,9 @@ impl HipDriver {
         };
         let responder = Responder::new(&host, config.clone(), crypto::default_provider())
             .map_err(|e| e.to_string())?;
+        let solver = solver::Solver::new(conf.puzzle_threads);
         Ok(HipDriver {
+            solver,
             host,
             responder,
             config,
@@ -333,9 +337,9 @@ impl HipDriver {
         a.state = match a.state {
             State::I1Sent(s) => {
                 let (r, t) = timed(|| {
-                    let threads = self.conf.puzzle_threads;
+                    let solver = &self.solver;
                     let solve = |p: &hip::puzzle::Puzzle, su, i: &_, r: &_, seed: &[u8]| {
-                        solver::solve(threads, p, su, i, r, seed)
+                        solver.solve(p, su, i, r, seed)
                     };
                     s.on_r1_solving(
                         &self.host,
