@@ -98,7 +98,7 @@ fn rss() -> i64 {
         * 4096
 }
 
-fn phases(k: u8, rounds: usize, curve: crypto::EcCurve) -> Result<Phases, String> {
+pub(crate) fn phases(k: u8, rounds: usize, curve: crypto::EcCurve) -> Result<Phases, String> {
     let e = |x: hip::Error| x.to_string();
     let p = crypto::default_provider();
     let hi = LocalHost::generate(curve).map_err(e)?;

@@ -228,6 +228,32 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) -> Result<(), String> {
     Ok(())
 }
 
+/// The crypto-only reference for `aes128gcm16-prfsha256-GROUP` (DH, PRF and AUTH of both
+/// ends, on this thread): `trials` × `trial`.
+pub(crate) fn crypto_reference(
+    group: &str,
+    trials: u32,
+    trial: Duration,
+) -> Result<CryptoOnly, String> {
+    let config = initiator_config(&format!("aes128gcm16-prfsha256-{group}"))?;
+    let remote: SocketAddr = "192.0.2.2:500".parse().map_err(|_| "address")?;
+    let ep = ike::Endpoints { local: "192.0.2.1:50000".parse().map_err(|_| "address")?, remote };
+    let (_, msg1) = ike::initiator::start(config.clone(), crypto::default_provider(), ep, 0)
+        .map_err(|e| format!("initiator config: {e}"))?;
+    let suite = *config.ike_suites.first().ok_or("no IKE suite")?;
+    let esp = config.child_suites.first().ok_or("no ESP suite")?.esp;
+    let inputs = Inputs {
+        suite,
+        esp,
+        psk: PSK.as_bytes().to_vec(),
+        id_i: Id::fqdn(ID_I),
+        id_r: Id::fqdn(ID_R),
+        msg2: msg1.clone(),
+        msg1,
+    };
+    cr::measure(&inputs, trials, trial)
+}
+
 fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
     let load_at_start = load_avg();
     remove_stale(PREFIX);

@@ -310,7 +310,7 @@ fn lane(mb: mailbox::Mailbox, stop: std::sync::Arc<std::sync::atomic::AtomicBool
 }
 
 /// SAs per second through the control interface, and bytes of memory per SA.
-fn install(sas: usize) -> Result<(f64, f64), String> {
+pub(crate) fn install(sas: usize) -> Result<(f64, f64), String> {
     let peers = (sas / 2).max(1);
     let (ev_tx, ev_rx) = std::sync::mpsc::channel();
     let (mb, port) = mailbox::mailbox(0, ev_tx).map_err(|e| e.to_string())?;

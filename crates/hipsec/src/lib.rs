@@ -11,6 +11,7 @@ mod bench_net;
 pub mod bench_rekey;
 pub mod bench_sas;
 pub mod bench_tunnel;
+pub mod calibrate;
 pub mod capture;
 pub mod ctl;
 pub mod hip_cli;

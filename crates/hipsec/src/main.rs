@@ -373,6 +373,9 @@ struct LabArgs {
 enum LabCommand {
     /// List the scenarios, their seed study, and whether they run yet.
     List,
+    /// Measure this machine's costs (ESP suites, carriers, filter, IKEv2, HIP, binding
+    /// updates, memory per SA) and write the profile `hipsec size --profile` reads.
+    Calibrate(hipsec::calibrate::CalibrateArgs),
     /// Run one scenario.
     Run {
         /// Scenario name (see `hipsec lab list`).
@@ -397,6 +400,7 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
             }
             Ok(())
         }
+        Some(LabCommand::Calibrate(c)) => hipsec::calibrate::run(&c),
         Some(LabCommand::Run { scenario, opts }) => {
             lab::run_with(&scenario, &opts, &node_hook()?).map(|_| ()).map_err(|e| e.to_string())
         }

@@ -1,0 +1,347 @@
+//! `hipsec lab calibrate`: measures on this machine the costs `hipsec size` adds up, and writes
+//! them as a profile (`sizing::Profile`, JSON) with the machine and the hipsec commit (issue 14).
+//!
+//! Each figure comes from one of the benches, run briefly, and the profile's `sources` names
+//! which:
+//! - ESP suites: the engine's seal and open (`hipsec bench esp`'s loops: SPD-less protect with
+//!   one SA, inbound with replay check) at two packet sizes, fitted as a cost per packet plus
+//!   a cost per byte; the bytes the suite adds are those of a sealed 1000..1015-byte packet.
+//! - Carriers: top-down from `hipsec bench tunnel --transport both` (two nodes in namespaces,
+//!   iperf3 TCP through the tunnel): both nodes' CPU seconds, minus the engine's share at the
+//!   sizes the counters show, per packet the nodes handled. That run cannot tell the TUN's part
+//!   from the carrier's, so each carrier's figure holds both and `tun` is zero.
+//! - Filter: `filter::bench` at 1 and 1,000 rules (classifier, no flow cache).
+//! - IKEv2: the crypto-only reference of `hipsec bench ike` (DH, PRF and AUTH of both ends;
+//!   one end's share is half), plus installing the CHILD_SA pair.
+//! - HIP: `hipsec bench hip`'s in-process exchange at K = 0 (each role's processing) and the
+//!   puzzle's hash rate at K = 12.
+//! - Mobile IPv6: the binding cache's update at 100,000 entries, plus opening the Binding
+//!   Update and sealing the Binding Acknowledgement with AES-128-CBC + HMAC-SHA-1 (the seed's).
+//! - Memory per SA: 10,000 SAs installed through the control interface (`hipsec bench sas`).
+
+use crate::{bench_esp, bench_hip, bench_ike, bench_sas, bench_tunnel};
+use crypto::EspSuite;
+use sizing::Profile;
+use sizing::profile::{
+    FilterCost, HipCost, IkeCost, IoCost, LinearCost, Machine, Mip6Cost, SCHEMA, SuiteCost,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// Arguments of `hipsec lab calibrate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CalibrateArgs {
+    /// Where to write the profile (JSON).
+    #[arg(long, value_name = "FILE", default_value = "profile.json")]
+    pub out: PathBuf,
+    /// Shorter loops (about a minute in all instead of three): noisier figures.
+    #[arg(long)]
+    pub quick: bool,
+    /// Skip the two-node tunnel run (needs root, namespaces and iperf3); the carriers' I/O
+    /// is then missing and the profile sizes only the engine, filter and handshakes.
+    #[arg(long)]
+    pub no_tunnel: bool,
+    /// Only these ESP suites (comma-separated; default: every suite the engine has).
+    /// aes128gcm (the carriers' run) and aes128cbc-sha1 (the binding updates') are always
+    /// measured.
+    #[arg(long, value_delimiter = ',')]
+    pub suites: Vec<String>,
+    /// Print the profile on stdout too.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Packet sizes of the per-byte fit.
+const SMALL: usize = 64;
+const LARGE: usize = 1400;
+
+fn progress(what: &str) {
+    eprintln!("calibrate: {what} …");
+}
+
+/// Seal and open of every suite, fitted per packet and per byte (ns).
+fn suites(only: &[String], budget: Duration) -> Result<BTreeMap<String, SuiteCost>, String> {
+    let mut out = BTreeMap::new();
+    let mut list = Vec::new();
+    for name in
+        ["aes128gcm", "aes128cbc-sha1"].iter().map(|s| s.to_string()).chain(only.iter().cloned())
+    {
+        let s: EspSuite = name.parse().map_err(|e| format!("--suites: {name}: {e}"))?;
+        if !list.contains(&s) {
+            list.push(s);
+        }
+    }
+    if only.is_empty() {
+        list = EspSuite::all();
+    }
+    for suite in list {
+        progress(&format!("ESP {suite}"));
+        let ns = |pps: f64| if pps > 0.0 { 1e9 / pps } else { f64::NAN };
+        let fit = |small: f64, large: f64| {
+            let per_byte = ((large - small) / (LARGE - SMALL) as f64).max(0.0);
+            LinearCost {
+                per_packet_ns: (small - per_byte * SMALL as f64).max(0.0),
+                per_byte_ns: per_byte,
+            }
+        };
+        let seal = fit(
+            ns(bench_esp::measure_seal(suite, SMALL, budget)?.esp_pps),
+            ns(bench_esp::measure_seal(suite, LARGE, budget)?.esp_pps),
+        );
+        let open = fit(
+            ns(bench_esp::measure_open(suite, SMALL, budget)?.esp_pps),
+            ns(bench_esp::measure_open(suite, LARGE, budget)?.esp_pps),
+        );
+        let overhead_bytes = bench_esp::overhead_bytes(suite)?;
+        out.insert(suite.to_string(), SuiteCost { seal, open, overhead_bytes });
+    }
+    Ok(out)
+}
+
+fn counter(v: &serde_json::Value, k: &str) -> f64 {
+    v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as f64
+}
+
+/// One carrier's I/O per packet from a tunnel run: (CPU − engine) / packets handled.
+fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String), String> {
+    let [a, b] = [0, 1].map(|i| r.nodes.get(i));
+    let (Some(a), Some(b)) = (a, b) else { return Err("the tunnel run reported no nodes".into()) };
+    let (ca, cb) = (&a.node_counters, &b.node_counters);
+    // Data goes a → b; its size from what arrived; the other way TCP's ACKs.
+    let data_packets = counter(cb, "tun_tx").max(1.0);
+    let data = (r.tunnel.bytes as f64 / data_packets + 52.0).min(65535.0);
+    let ack = 52.0;
+    let engine_ns = counter(ca, "tun_rx") * suite.seal.ns(data)
+        + counter(ca, "net_rx") * suite.open.ns(ack)
+        + counter(cb, "tun_rx") * suite.seal.ns(ack)
+        + counter(cb, "net_rx") * suite.open.ns(data);
+    let handled = counter(ca, "tun_rx")
+        + counter(ca, "net_rx")
+        + counter(cb, "tun_rx")
+        + counter(cb, "net_rx");
+    if handled < 1000.0 {
+        return Err(format!("the {} tunnel carried only {handled} packets", r.transport));
+    }
+    let cpu_ns = (a.cpu_s + b.cpu_s) * 1e9;
+    let io = ((cpu_ns - engine_ns) / handled).max(0.0);
+    let note = format!(
+        "{:.2} Gbit/s, {handled:.0} packets, {:.2} CPU s, data packets of {data:.0} bytes",
+        r.tunnel.gbps,
+        a.cpu_s + b.cpu_s
+    );
+    Ok((io, note))
+}
+
+fn carriers(
+    suites: &BTreeMap<String, SuiteCost>,
+    quick: bool,
+    sources: &mut BTreeMap<String, String>,
+) -> Result<BTreeMap<String, IoCost>, String> {
+    let suite_name = "aes128gcm";
+    let suite = suites.get(suite_name).ok_or("aes128gcm was not measured")?;
+    progress("two nodes in namespaces, iperf3 through the tunnel, ESP in UDP and over IP");
+    let args = bench_tunnel::BenchTunnelArgs {
+        suite: suite_name.into(),
+        seconds: if quick { 2 } else { 4 },
+        congestion: "cubic".into(),
+        queues: 1,
+        rounds: 1,
+        parallel: 1,
+        transport: bench_tunnel::TransportArg::Both,
+        json: true,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let bench_tunnel::Output::Both(both) = bench_tunnel::measure_all(&args, &stop)? else {
+        return Err("the tunnel bench did not run both carriers".into());
+    };
+    let mut out = BTreeMap::new();
+    // ESP in UDP adds 8 bytes of UDP header (RFC 3948); raw ESP nothing.
+    for (name, report, extra) in [("udp", &both.udp, 8.0), ("raw", &both.raw, 0.0)] {
+        let (io, note) = io_from(report, suite)?;
+        sources.insert(
+            format!("carriers.{name}"),
+            format!(
+                "hipsec bench tunnel --transport both --seconds {} ({note}); TUN included",
+                args.seconds
+            ),
+        );
+        out.insert(name.to_string(), IoCost { rx_ns: io, tx_ns: io, overhead_bytes: extra });
+    }
+    out.insert("tun".into(), IoCost { rx_ns: 0.0, tx_ns: 0.0, overhead_bytes: 0.0 });
+    sources.insert("carriers.tun".into(), "in each carrier's figure (see carriers.udp)".into());
+    Ok(out)
+}
+
+fn filter_cost(quick: bool) -> FilterCost {
+    progress("packet filter at 1 and 1,000 rules");
+    let per = Duration::from_millis(if quick { 200 } else { 600 });
+    let r = filter::bench::run(&[1, 1000], per);
+    let ns = |i: usize| r.points.get(i).map_or(0.0, |p| p.classifier_ns);
+    FilterCost { per_packet_ns: ns(0), per_rule_ns: ((ns(1) - ns(0)) / 999.0).max(0.0) }
+}
+
+fn ike_cost(quick: bool, bytes_per_sa_install_us: f64) -> Result<IkeCost, String> {
+    progress("IKEv2 crypto reference (x25519)");
+    let trial = Duration::from_millis(if quick { 300 } else { 1000 });
+    let c = bench_ike::crypto_reference("x25519", 2, trial)?;
+    // One end's share of a setup; a CREATE_CHILD_SA with PFS makes a DH key and agrees, and
+    // derives keys; an IKE rekey also runs SKEYSEED.
+    let install = 2.0 * bytes_per_sa_install_us;
+    Ok(IkeCost {
+        ike_sa_setup_us: c.us_per_setup / 2.0 + install,
+        child_rekey_us: c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us / 2.0 + install,
+        ike_rekey_us: c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us,
+    })
+}
+
+fn hip_cost(quick: bool) -> Result<HipCost, String> {
+    progress("HIP base exchange in process (K = 0) and the puzzle's hash rate");
+    let p = bench_hip::phases(0, if quick { 10 } else { 30 }, crypto::EcCurve::P256)?;
+    let puzzle = hip::puzzle::Puzzle { k: 12, i: vec![7u8; 48] };
+    let hi = hip::HostIdentityTag::from_host_id(hip::HitSuite::EcdsaSha384, b"calibrate-i");
+    let hr = hip::HostIdentityTag::from_host_id(hip::HitSuite::EcdsaSha384, b"calibrate-r");
+    let (mut tries, t) = (0u64, Instant::now());
+    for round in 0..if quick { 8u8 } else { 24 } {
+        let (_, n) = puzzle
+            .solve(hip::HitSuite::EcdsaSha384, &hi, &hr, &[round; 48])
+            .map_err(|e| e.to_string())?;
+        tries += n;
+    }
+    Ok(HipCost {
+        initiator_us: p.t2_us + p.t4_us,
+        puzzle_try_ns: t.elapsed().as_secs_f64() * 1e9 / tries.max(1) as f64,
+        responder_us: p.t1_us + p.t3_us,
+    })
+}
+
+fn mip6_cost(suites: &BTreeMap<String, SuiteCost>) -> Result<Mip6Cost, String> {
+    progress("binding cache updates at 100,000 entries");
+    let entries = 100_000;
+    let mut w = mip6::workload::Workload::new(entries, ipsec::Time(0));
+    let bus = w.prepare_updates(entries);
+    let t = Instant::now();
+    let accepted = w.apply_batch(&bus, ipsec::Time(1_000_000));
+    let cache_us = t.elapsed().as_secs_f64() * 1e6 / bus.len().max(1) as f64;
+    if accepted != bus.len() {
+        return Err(format!("binding cache: {accepted} of {} updates accepted", bus.len()));
+    }
+    let esp = suites.get("aes128cbc-sha1").ok_or("aes128cbc-sha1 was not measured")?;
+    // A BU is ~ 40 bytes of IPv6 + 24 of Home Address option + ~ 30 of MH; the BA alike.
+    let bu = 96.0;
+    let cache = w.home_agent.cache();
+    Ok(Mip6Cost {
+        binding_update_us: cache_us + (esp.open.ns(bu) + esp.seal.ns(bu)) / 1e3,
+        bytes_per_binding: cache.memory_bytes() as f64 / cache.len().max(1) as f64,
+    })
+}
+
+/// Measures every figure (progress on stderr).
+pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
+    let started = Instant::now();
+    let m = lab::report::Machine::describe();
+    let budget = Duration::from_millis(if args.quick { 60 } else { 250 });
+    let mut sources = BTreeMap::new();
+    let suites = suites(&args.suites, budget)?;
+    sources.insert(
+        "suites".into(),
+        format!("hipsec bench esp loops at {SMALL} and {LARGE} bytes, tunnel mode, one SA"),
+    );
+    progress("10,000 SAs through the control interface");
+    let (rate, bytes_per_sa) = bench_sas::install(10_000)?;
+    sources.insert("bytes_per_sa".into(), format!("hipsec bench sas: 10,000 SAs, {rate:.0} SA/s"));
+    let carriers = if args.no_tunnel {
+        let mut c = BTreeMap::new();
+        c.insert("tun".into(), IoCost { rx_ns: 0.0, tx_ns: 0.0, overhead_bytes: 0.0 });
+        sources.insert("carriers".into(), "not measured (--no-tunnel)".into());
+        c
+    } else {
+        carriers(&suites, args.quick, &mut sources)?
+    };
+    let filter = filter_cost(args.quick);
+    sources.insert("filter".into(), "filter::bench at 1 and 1,000 rules, no flow cache".into());
+    let ike = ike_cost(args.quick, 1e6 / rate.max(1.0))?;
+    sources.insert(
+        "ike".into(),
+        "hipsec bench ike's crypto-only reference (x25519, PSK), one end's half, + SA installs"
+            .into(),
+    );
+    let hip = hip_cost(args.quick)?;
+    sources.insert("hip".into(), "hipsec bench hip phases at K = 0; puzzle at K = 12".into());
+    let mip6 = mip6_cost(&suites)?;
+    sources.insert(
+        "mip6".into(),
+        "mip6 binding cache at 100,000 entries + ESP aes128cbc-sha1 open and seal of 96 bytes"
+            .into(),
+    );
+    let profile = Profile {
+        schema: SCHEMA.into(),
+        machine: Machine {
+            cpu: m.cpu_model,
+            cores: m.cores,
+            kernel: m.kernel,
+            commit: m.hipsec_commit.unwrap_or_else(|| "unknown".into()),
+            date: date_utc(),
+        },
+        suites,
+        carriers,
+        filter,
+        ike,
+        hip,
+        mip6,
+        bytes_per_sa,
+        sources,
+    };
+    profile.validate().map_err(|e| format!("the measured profile: {e}"))?;
+    eprintln!("calibrate: done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(profile)
+}
+
+/// Today's date (UTC) from the system clock, as YYYY-MM-DD.
+fn date_utc() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil from days (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `hipsec lab calibrate`.
+pub fn run(args: &CalibrateArgs) -> Result<(), String> {
+    let p = measure(args)?;
+    let text = serde_json::to_string_pretty(&p).map_err(|e| e.to_string())?;
+    std::fs::write(&args.out, format!("{text}\n"))
+        .map_err(|e| format!("writing {}: {e}", args.out.display()))?;
+    if args.json {
+        println!("{text}");
+    }
+    eprintln!(
+        "calibrate: profile written to {} (use it with `hipsec size --profile {}`)",
+        args.out.display(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        let d = date_utc();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"), "{d}");
+    }
+}
