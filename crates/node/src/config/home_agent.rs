@@ -207,3 +207,7 @@ fn mobile_node(
     };
     Ok(MobileNodeConf { home_address, sa_in, sa_out, line: ctx.header_line(m.span().start) })
 }
+
+#[cfg(test)]
+#[path = "home_agent_tests.rs"]
+mod tests;
