@@ -361,7 +361,8 @@ def main():
         if not check("home agent starts", os.path.exists(sock) and node.poll() is None,
                      open(log).read()):
             return 1
-        time.sleep(0.5)  # tcpdump attached
+        monitor = subprocess.Popen([a.hipsec, "monitor", sock], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)  # tcpdump and the monitor attached
         enter(NS_MN)
         link = Link()
         for mn in MOBILE_NODES:
@@ -370,7 +371,17 @@ def main():
         check("status: binding cache empty, two registrations and two de-registrations",
               st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 2
               and st["bindings"]["deregistered"] == 2, json.dumps(st["bindings"]))
+        human = sh(a.hipsec, "status", sock).stdout
+        check("hipsec status shows the home agent and its refusals",
+              "home agent 2001:db8:1::1" in human and "esp_replayed" in human, human)
         time.sleep(0.3)
+        monitor.terminate()
+        events = [json.loads(line) for line in monitor.communicate(timeout=10)[0].splitlines() if line]
+        kinds = [e.get("event") for e in events]
+        reasons = sorted(e["reason"] for e in events if e.get("event") == "binding-refused")
+        check("hipsec monitor: binding-created, -deleted and -refused events",
+              kinds.count("binding-created") == 2 and kinds.count("binding-deleted") == 2
+              and reasons == sorted(["esp_replayed", "unprotected", "out_of_window"] * 2), str(events))
     finally:
         if node is not None and node.poll() is None:
             node.terminate()
