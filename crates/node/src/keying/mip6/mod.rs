@@ -195,7 +195,7 @@ impl HomeAgentRuntime {
                 Err(reason) => {
                     let name = reason.name();
                     *self.esp_refused.entry(name).or_insert(0) += 1;
-                    self.refused_event(&inb, &format!("esp_{name}"));
+                    self.refused_event(&inb, "esp_", name);
                     return;
                 }
             },
@@ -231,11 +231,11 @@ impl HomeAgentRuntime {
                 reply
             }
             Decision::Rejected { reason, reply } => {
-                self.refused_event(inb, status::refusal_name(reason));
+                self.refused_event(inb, "", status::refusal_name(reason));
                 Some(reply)
             }
             Decision::Dropped(reason) => {
-                self.refused_event(inb, status::refusal_name(reason));
+                self.refused_event(inb, "", status::refusal_name(reason));
                 None
             }
         };
@@ -274,11 +274,14 @@ impl HomeAgentRuntime {
         }
     }
 
-    fn refused_event(&mut self, inb: &packet::Inbound, reason: &str) {
-        log_event!(Level::Debug, "binding-refused", "from" => inb.src.to_string(), "reason" => reason);
+    /// A refusal: `prefix` and `reason` make its name (`esp_replayed`, `unprotected`, ...);
+    /// nothing is built unless the log level or a monitor wants it.
+    fn refused_event(&mut self, inb: &packet::Inbound, prefix: &str, reason: &str) {
+        log_event!(Level::Debug, "binding-refused", "from" => inb.src.to_string(), "reason" => format!("{prefix}{reason}"));
         if self.want_events {
             self.events.push(serde_json::json!({
-                "event": "binding-refused", "reason": reason, "src": inb.src.to_string(),
+                "event": "binding-refused", "reason": format!("{prefix}{reason}"),
+                "src": inb.src.to_string(),
                 "home_address": inb.home_address.map(|h| h.to_string()),
             }));
         }

@@ -9,7 +9,7 @@ use ipsec::{DropReason, Engine, PacketBuf, Processed, SaHandle, Time};
 use mip6::{Extension, Outgoing, SaIdentity};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
-use wire::mip6::IPPROTO_ROUTING;
+use wire::mip6::{IPPROTO_MH, ROUTING_HEADER_2_LEN, RoutingHeader2};
 
 /// Room in front of a packet for what sealing adds (transport mode: only ESP's header and IV).
 const HEADROOM: usize = 64;
@@ -61,8 +61,13 @@ impl Signalling {
     /// through the node's SA); the bytes to send.
     pub fn seal(&mut self, home: Ipv6Addr, o: &Outgoing, now: Time) -> Result<&[u8], DropReason> {
         let h = *self.out.get(&home).ok_or(DropReason::NoSa)?;
-        let ext = o.extension_bytes(wire::mip6::IPPROTO_MH).map_err(|_| DropReason::Malformed)?;
-        let len = 40 + ext.len() + o.mh.len();
+        // The home agent answers a mobile node away from home through a type 2 routing header
+        // (§9.5.4), written straight into the buffer; other extensions are rare enough to build.
+        let ext_len = match o.extension {
+            Extension::RoutingHeader2(_) => ROUTING_HEADER_2_LEN,
+            _ => o.extension_bytes(IPPROTO_MH).map_err(|_| DropReason::Malformed)?.len(),
+        };
+        let len = 40 + ext_len + o.mh.len();
         let payload = u16::try_from(len - 40).map_err(|_| DropReason::Malformed)?;
         self.buf.set_window(HEADROOM, len).map_err(|_| DropReason::NoRoom)?;
         let p = self.buf.as_mut_slice();
@@ -72,11 +77,16 @@ impl Signalling {
         p[7] = 64;
         p[8..24].copy_from_slice(&o.src.octets());
         p[24..40].copy_from_slice(&o.dst.octets());
-        p[40..40 + ext.len()].copy_from_slice(&ext);
-        p[40 + ext.len()..].copy_from_slice(&o.mh);
-        debug_assert!(
-            !matches!(o.extension, Extension::RoutingHeader2(_)) || p[6] == IPPROTO_ROUTING
-        );
+        let (ext, mh) = p[40..].split_at_mut(ext_len);
+        match o.extension {
+            Extension::RoutingHeader2(home) => RoutingHeader2::new(IPPROTO_MH, home)
+                .emit(ext)
+                .map_err(|_| DropReason::Malformed)?,
+            _ => ext.copy_from_slice(
+                &o.extension_bytes(IPPROTO_MH).map_err(|_| DropReason::Malformed)?,
+            ),
+        }
+        mh.copy_from_slice(&o.mh);
         self.engine.protect_with(&[h], &mut self.buf, now)?;
         Ok(self.buf.as_slice())
     }
