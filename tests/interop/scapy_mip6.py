@@ -13,6 +13,8 @@ RFC 3776 §3), and:
   3. sends an unprotected BU: no BA, `unprotected` counted (RFC 3776 §4.1);
   4. sends a BU with an old sequence number in fresh ESP: BA status 135 (RFC 6275 §9.5.1);
   5. de-registers (lifetime 0): BA status 0, the binding cache is empty again.
+Then a BU claiming one mobile node's home address in the other's SA (wrong_sa) and a forged ESP
+packet (esp_integrity_failed) are refused without an answer.
 A pcap taken in the home agent's namespace is dissected by tshark, ESP decrypted with the
 signalling SAs (selectors: home address and home agent): every BU and BA must be there, none
 malformed, and no ICMPv6 Parameter Problem may leave the home agent (the kernel is kept away from
@@ -300,6 +302,33 @@ def mobile_node(mn, link, sock, hipsec):
     check("%s de-register: binding gone" % mn["name"], not mine, json.dumps(st["binding_cache"]))
 
 
+def wrongly_protected(link, sock, hipsec):
+    """RFC 3776 §4.1: a BU counts only in the SA of the mobile node whose home address it claims,
+    and only if its ESP verifies."""
+    one, two = MOBILE_NODES
+    st = status(sock, hipsec)
+    # The first mobile node's home address in the second one's SA (sequence numbers past the
+    # ones that SA has seen, so the replay window lets it through to the check).
+    sa = scapy_sa(two, "in")
+    sa.seq_num = 100
+    link.send(bytes(sa.encrypt(binding_update(one, 10, 100))))
+    rs = link.replies(one["coa"])
+    after = status(sock, hipsec)
+    check("BU in another mobile node's SA: no answer, wrong_sa counted",
+          not rs and after["refused"]["wrong_sa"] == st["refused"]["wrong_sa"] + 1
+          and after["binding_cache"]["count"] == 0, "%d replies, %s" % (len(rs), after["refused"]))
+    # A forged one: the right SA, one bit of the ciphertext flipped.
+    sa = scapy_sa(one, "in")
+    sa.seq_num = 100
+    forged = bytearray(bytes(sa.encrypt(binding_update(one, 10, 100))))
+    forged[-20] ^= 1
+    link.send(bytes(forged))
+    rs = link.replies(one["coa"])
+    st = status(sock, hipsec)
+    check("forged ESP: no answer, esp_integrity_failed counted",
+          not rs and st["refused"].get("esp_integrity_failed", 0) == 1, "%d replies, %s" % (len(rs), st["refused"]))
+
+
 def tshark_check(pcap):
     args = ["tshark", "-n", "-r", pcap, "-o", "esp.enable_encryption_decode:TRUE"]
     for mn in MOBILE_NODES:
@@ -321,7 +350,12 @@ def tshark_check(pcap):
     bad = [r for r in rows if r["_ws.malformed"]]
     check("tshark: no malformed packets", not bad, str(bad))
     undecrypted = [r for r in rows if r["esp.spi"] and not r["mip6.mhtype"]]
-    check("tshark: every ESP packet decrypts to a Mobility Header", not undecrypted, str(undecrypted))
+    # Not the forged one, nor the one in the second node's SA claiming the first's home address
+    # (tshark's esp_sa selectors name the home address, as the SA's do: RFC 3776 §4.1).
+    spis = sorted(r["esp.spi"] for r in undecrypted)
+    want = sorted(["0x%08x" % MOBILE_NODES[1]["spi_in"], "0x%08x" % MOBILE_NODES[0]["spi_in"]])
+    check("tshark: every ESP packet decrypts to a Mobility Header but the forged and wrong-SA ones",
+          spis == want, str(undecrypted))
     # Only the home agent's kernel could send one here (the mobile node's drops the RH2 first).
     pp = [r for r in rows if r["icmpv6.type"] == "4"]
     check("no ICMPv6 Parameter Problem from the home agent", not pp, str(pp))
@@ -367,6 +401,7 @@ def main():
         link = Link()
         for mn in MOBILE_NODES:
             mobile_node(mn, link, sock, a.hipsec)
+        wrongly_protected(link, sock, a.hipsec)
         st = status(sock, a.hipsec)
         check("status: binding cache empty, two registrations and two de-registrations",
               st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 2
@@ -381,7 +416,8 @@ def main():
         reasons = sorted(e["reason"] for e in events if e.get("event") == "binding-refused")
         check("hipsec monitor: binding-created, -deleted and -refused events",
               kinds.count("binding-created") == 2 and kinds.count("binding-deleted") == 2
-              and reasons == sorted(["esp_replayed", "unprotected", "out_of_window"] * 2), str(events))
+              and reasons == sorted(["esp_replayed", "unprotected", "out_of_window"] * 2
+                                    + ["wrong_sa", "esp_integrity_failed"]), str(events))
     finally:
         if node is not None and node.poll() is None:
             node.terminate()
