@@ -14,7 +14,7 @@ RFC 3776 §3), and:
   4. sends a BU with an old sequence number in fresh ESP: BA status 135 (RFC 6275 §9.5.1);
   5. de-registers (lifetime 0): BA status 0, the binding cache is empty again.
 Then a BU claiming one mobile node's home address in the other's SA (wrong_sa) and a forged ESP
-packet (esp_integrity_failed) are refused without an answer.
+packet (esp_integrity_failed) are refused without an answer, and a registration of 4 s expires.
 A pcap taken in the home agent's namespace is dissected by tshark, ESP decrypted with the
 signalling SAs (selectors: home address and home agent): every BU and BA must be there, none
 malformed, and no ICMPv6 Parameter Problem may leave the home agent (the kernel is kept away from
@@ -329,6 +329,25 @@ def wrongly_protected(link, sock, hipsec):
           not rs and st["refused"].get("esp_integrity_failed", 0) == 1, "%d replies, %s" % (len(rs), st["refused"]))
 
 
+def expiry(link, sock, hipsec):
+    """A registration of one lifetime unit (4 s) leaves the cache by itself (RFC 6275 §10.3.1)."""
+    mn = MOBILE_NODES[0]
+    sa_in, sa_out = scapy_sa(mn, "in"), scapy_sa(mn, "out")
+    sa_in.seq_num = 200
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 5, 1))))
+    ba = check_ba(mn, link, sa_out, 5, 0, "short registration")
+    if ba is not None:
+        check("short registration: 1 unit granted", ba.mhtime == 1, str(ba.mhtime))
+    st = status(sock, hipsec)
+    for _ in range(40):
+        st = status(sock, hipsec)
+        if st["binding_cache"]["count"] == 0:
+            break
+        time.sleep(0.25)
+    check("short registration: expired within 10 s", st["binding_cache"]["count"] == 0
+          and st["bindings"]["expired"] == 1, json.dumps(st["bindings"]))
+
+
 def tshark_check(pcap):
     args = ["tshark", "-n", "-r", pcap, "-o", "esp.enable_encryption_decode:TRUE"]
     for mn in MOBILE_NODES:
@@ -345,8 +364,10 @@ def tshark_check(pcap):
     bus = [r for r in rows if r["mip6.mhtype"] == "5"]
     bas = [r for r in rows if r["mip6.mhtype"] == "6"]
     n = len(MOBILE_NODES)
-    check("tshark: every BU dissected (5 per mobile node)", len(bus) == 5 * n, "%d BUs" % len(bus))
-    check("tshark: every BA dissected (3 per mobile node)", len(bas) == 3 * n, "%d BAs" % len(bas))
+    check("tshark: every BU dissected (5 per mobile node, 1 short registration)",
+          len(bus) == 5 * n + 1, "%d BUs" % len(bus))
+    check("tshark: every BA dissected (3 per mobile node, 1 short registration)",
+          len(bas) == 3 * n + 1, "%d BAs" % len(bas))
     bad = [r for r in rows if r["_ws.malformed"]]
     check("tshark: no malformed packets", not bad, str(bad))
     undecrypted = [r for r in rows if r["esp.spi"] and not r["mip6.mhtype"]]
@@ -402,10 +423,12 @@ def main():
         for mn in MOBILE_NODES:
             mobile_node(mn, link, sock, a.hipsec)
         wrongly_protected(link, sock, a.hipsec)
+        expiry(link, sock, a.hipsec)
         st = status(sock, a.hipsec)
-        check("status: binding cache empty, two registrations and two de-registrations",
-              st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 2
-              and st["bindings"]["deregistered"] == 2, json.dumps(st["bindings"]))
+        check("status: binding cache empty; three registrations, two de-registered, one expired",
+              st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 3
+              and st["bindings"]["deregistered"] == 2 and st["bindings"]["expired"] == 1,
+              json.dumps(st["bindings"]))
         human = sh(a.hipsec, "status", sock).stdout
         check("hipsec status shows the home agent and its refusals",
               "home agent 2001:db8:1::1" in human and "esp_replayed" in human, human)
@@ -415,7 +438,8 @@ def main():
         kinds = [e.get("event") for e in events]
         reasons = sorted(e["reason"] for e in events if e.get("event") == "binding-refused")
         check("hipsec monitor: binding-created, -deleted and -refused events",
-              kinds.count("binding-created") == 2 and kinds.count("binding-deleted") == 2
+              kinds.count("binding-created") == 3 and kinds.count("binding-deleted") == 3
+              and [e.get("why") for e in events if e.get("event") == "binding-deleted"].count("expired") == 1
               and reasons == sorted(["esp_replayed", "unprotected", "out_of_window"] * 2
                                     + ["wrong_sa", "esp_integrity_failed"]), str(events))
     finally:
