@@ -173,7 +173,7 @@ impl HomeAgentRuntime {
             return;
         };
         let Some(p) = frame.get(..inb.len) else { return };
-        let decision = match inb.next_header {
+        let (decision, sa_home) = match inb.next_header {
             IPPROTO_ESP => match self.sigs.open(p, now) {
                 Ok((sa, plain)) => {
                     // Transport mode restored the packet with the MH where ESP was.
@@ -215,7 +215,7 @@ impl HomeAgentRuntime {
                 return;
             }
         };
-        self.decided(&inb, decision.0, decision.1, now);
+        self.decided(&inb, decision, sa_home, now);
     }
 
     fn decided(
