@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh clone on a Debian machine (root for apt; no root needed when
 # the tools are already there). Installs what it needs, runs every check, exits non-zero on failure.
 #   formatting, clippy -D warnings, rustdoc -D warnings, unit/integration/property tests,
-#   the scapy cross-check (tests/interop), and every fuzz target for FUZZ_SECONDS (default 30).
+#   the scapy cross-checks (tests/interop: ESP/AH, and a scapy Mobile IPv6 mobile node against the
+#   home agent in network namespaces), and every fuzz target for FUZZ_SECONDS (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Cross-checks hipsec's ESP/AH with scapy (tests/interop/scapy_esp.py): creates or reuses a venv
-# with scapy + cryptography, builds hipsec (or uses $HIPSEC_BIN), runs every case.
+# Cross-checks hipsec with scapy: its ESP/AH (tests/interop/scapy_esp.py), then its Mobile IPv6
+# home agent against a scapy mobile node in network namespaces (tests/interop/scapy_mip6.py;
+# SKIPPED without root). Creates or reuses a venv with scapy + cryptography, builds hipsec (or
+# uses $HIPSEC_BIN), runs every case; exits non-zero if either script fails.
 # Usage: tests/interop/run.sh [scapy_esp.py args, e.g. -k "esp aes128gcm"]
 #   VENV=path      venv to create/reuse (default .venv at the repository root)
 #   HIPSEC_BIN=p   use this hipsec binary instead of `cargo build --release -p hipsec`
@@ -19,4 +21,5 @@ if [ -z "${HIPSEC_BIN:-}" ]; then
     HIPSEC_BIN="$root/target/release/hipsec"
 fi
 export HIPSEC_BIN
-exec "$venv/bin/python" "$root/tests/interop/scapy_esp.py" "$@"
+"$venv/bin/python" "$root/tests/interop/scapy_esp.py" "$@"
+exec "$venv/bin/python" "$root/tests/interop/scapy_mip6.py"

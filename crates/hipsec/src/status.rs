@@ -69,6 +69,9 @@ pub fn render(doc: &Value) -> String {
     if let Some(hip) = doc.get("hip").filter(|v| !v.is_null()) {
         render_hip(&mut o, hip);
     }
+    if let Some(ha) = doc.get("home_agent").filter(|v| !v.is_null()) {
+        render_home_agent(&mut o, ha);
+    }
     let drops: Vec<(&String, u64)> = doc["drops"]
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k, num(v))).collect())
@@ -176,6 +179,47 @@ fn render_ike(o: &mut String, ike: &Value, sas_now: &[Value]) {
                 num(&ch["policies"]),
                 num(&ch["installed_s"])
             );
+        }
+    }
+}
+
+/// The Mobile IPv6 home agent: the binding cache (count and a sample), what it did, and the
+/// refusals by reason that happened (all of them with --json).
+fn render_home_agent(o: &mut String, ha: &Value) {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("-").to_string();
+    let bc = &ha["binding_cache"];
+    let b = &ha["bindings"];
+    let _ = writeln!(
+        o,
+        "
+home agent {} on {} for {}: {} bindings of {} ({} mobile nodes configured); created {}, updated {}, de-registered {}, expired {}",
+        s(ha, "address"),
+        s(ha, "interface"),
+        s(ha, "home_prefix"),
+        num(&bc["count"]),
+        num(&bc["capacity"]),
+        num(&ha["mobile_nodes"]),
+        num(&b["created"]),
+        num(&b["updated"]),
+        num(&b["deregistered"]),
+        num(&b["expired"])
+    );
+    for e in bc["sample"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let _ = writeln!(
+            o,
+            "  {:<39} -> {:<39} seq {:>5}  spi {}  expires in {} s",
+            s(e, "home_address"),
+            s(e, "care_of_address"),
+            num(&e["sequence"]),
+            s(e, "spi"),
+            num(&e["expires_in_s"])
+        );
+    }
+    if let Some(r) = ha["refused"].as_object() {
+        let total: u64 = r.values().map(num).sum();
+        let _ = writeln!(o, "  refused: {total}");
+        for (k, v) in r.iter().filter(|(_, v)| num(v) > 0) {
+            let _ = writeln!(o, "    {k:<36} {:>10}", num(v));
         }
     }
 }

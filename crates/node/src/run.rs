@@ -21,6 +21,7 @@ use crate::keying::ike::sockets::IkeSockets;
 use crate::keying::manual;
 use crate::keying::manual::build_engine_for;
 use crate::keying::manual::wire_overhead;
+use crate::keying::mip6::HomeAgentRuntime;
 use crate::keying::plane::{ControlPlane, EndpointDefaults, WorkerPort};
 use crate::log::{self, Level, log_event};
 use ipsec::Time;
@@ -162,6 +163,18 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             let driver = HipDriver::new(host, h.clone(), local, esp_port, c.export_hip_keys)
                 .map_err(|e| NodeError::Io { what: "[hip]".into(), source: io::Error::other(e) })?;
             Some(HipRuntime::new(driver, socket))
+        }
+    };
+    // The Mobile IPv6 home agent: its link socket, raw sender and nftables table (docs/mip6.md).
+    let home_agent = match &c.home_agent {
+        None => None,
+        Some(h) => {
+            let rt = HomeAgentRuntime::open(h).map_err(|e| NodeError::Io {
+                what: "[home-agent]".into(),
+                source: io::Error::other(e),
+            })?;
+            log_event!(Level::Info, "home-agent", "address" => h.address.to_string(), "interface" => h.interface, "mobile_nodes" => h.mobile_nodes.len());
+            Some(rt)
         }
     };
     if tuning.big_buffers {
@@ -324,6 +337,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     }
     if let Some(hip) = hip {
         thread = thread.with_hip(hip);
+    }
+    if let Some(ha) = home_agent {
+        thread = thread.with_home_agent(ha);
     }
     let r = run_all(workers, thread, stop).map_err(io_err("data path"));
     drop(control);

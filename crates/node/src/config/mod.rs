@@ -7,6 +7,7 @@ pub mod connection;
 pub mod error;
 pub mod filter;
 pub mod hip;
+pub mod home_agent;
 pub mod host_identity;
 pub mod keys;
 pub mod policy;
@@ -59,6 +60,8 @@ pub struct NodeConfig {
     pub connections: Vec<connection::ConnectionConf>,
     /// HIP (`[hip]`): our identity file and the peers we know.
     pub hip: Option<hip::HipConf>,
+    /// Mobile IPv6 home agent (`[home-agent]`): its address, home prefix and mobile nodes.
+    pub home_agent: Option<home_agent::HomeAgentConf>,
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
@@ -155,6 +158,8 @@ struct RawFile {
     #[serde(default)]
     secrets: std::collections::BTreeMap<String, connection::RawSecret>,
     hip: Option<Spanned<hip::RawHip>>,
+    #[serde(rename = "home-agent")]
+    home_agent: Option<Spanned<home_agent::RawHomeAgent>>,
 }
 
 #[derive(Deserialize)]
@@ -320,9 +325,12 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             Some(hip::parse(&ctx, h.get_ref(), local)?)
         }
     };
+    let home_agent =
+        raw.home_agent.as_ref().map(|h| home_agent::parse(&ctx, h.get_ref())).transpose()?;
     Ok(NodeConfig {
         file: PathBuf::from(file),
         hip,
+        home_agent,
         interface,
         transport,
         bypass_device,

@@ -45,6 +45,13 @@ pub fn event_json(e: &Event) -> Option<Value> {
     Some(v)
 }
 
+/// An event from a keying driver (Mobile IPv6 bindings, ...) with its `time`, as
+/// [`event_json`] stamps the lanes' events.
+pub fn stamped(mut v: Value) -> Value {
+    v["time"] = json!(crate::log::rfc3339_ms(SystemTime::now()));
+    v
+}
+
 impl Monitors {
     /// Adds a client; it gets a first line saying it is subscribed.
     pub fn add(&mut self, s: UnixStream) {

@@ -13,6 +13,7 @@ use crate::datapath::filter_stage::{self, SharedFilter};
 use crate::datapath::mailbox::{Event, PuntKind};
 use crate::keying::hip::runtime::HipRuntime;
 use crate::keying::ike::runtime::IkeRuntime;
+use crate::keying::mip6::HomeAgentRuntime;
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use ipsec::Time;
@@ -44,6 +45,8 @@ pub struct ControlThread<'a> {
     ike: Option<IkeRuntime>,
     /// The HIP driver and its socket, when the config has `[hip]`.
     hip: Option<HipRuntime>,
+    /// The Mobile IPv6 home agent and its link socket, when the config has `[home-agent]`.
+    home_agent: Option<HomeAgentRuntime>,
 }
 
 impl<'a> ControlThread<'a> {
@@ -66,6 +69,7 @@ impl<'a> ControlThread<'a> {
             monitors: Monitors::default(),
             ike: None,
             hip: None,
+            home_agent: None,
         }
     }
 
@@ -83,6 +87,13 @@ impl<'a> ControlThread<'a> {
         self
     }
 
+    /// Adds the Mobile IPv6 home agent: its link socket joins the poll set, its binding
+    /// expiry runs on every tick, and its binding events go to `hipsec monitor`.
+    pub fn with_home_agent(mut self, ha: HomeAgentRuntime) -> Self {
+        self.home_agent = Some(ha);
+        self
+    }
+
     /// Serves until `stop` is set.
     pub fn run(&mut self, stop: &AtomicBool) {
         // The control socket first (if any), then the metrics listener, then IKE's port 500.
@@ -93,11 +104,13 @@ impl<'a> ControlThread<'a> {
             .chain(self.metrics.iter().map(|m| m.fd()))
             .chain(self.ike.iter().map(|i| i.fd()))
             .chain(self.hip.iter().map(|h| h.fd()))
+            .chain(self.home_agent.iter().map(|h| h.fd()))
             .chain(self.plane.wake_fd())
             .collect();
         let metrics_at = self.socket.iter().count();
         let ike_at = metrics_at + self.metrics.iter().count();
         let hip_at = ike_at + self.ike.iter().count();
+        let ha_at = hip_at + self.hip.iter().count();
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
@@ -117,6 +130,16 @@ impl<'a> ControlThread<'a> {
                     hip.read_socket(&mut self.plane);
                 }
                 hip.tick(&mut self.plane);
+            }
+            if let Some(ha) = &mut self.home_agent {
+                ha.want_events = !self.monitors.is_empty();
+                if ready.get(ha_at) == Some(&true) {
+                    ha.read_socket();
+                }
+                ha.tick();
+                for v in ha.take_events() {
+                    self.monitors.send(&monitor::stamped(v));
+                }
             }
             if let Some(m) = self.metrics.filter(|_| ready.get(metrics_at) == Some(&true)) {
                 // The same snapshot as `status`, so metrics and status never disagree.
@@ -148,6 +171,9 @@ impl<'a> ControlThread<'a> {
         }
         if let Some(hip) = &self.hip {
             v["hip"] = hip.status();
+        }
+        if let Some(ha) = &self.home_agent {
+            v["home_agent"] = ha.status();
         }
         v
     }

@@ -5,4 +5,5 @@
 pub mod hip;
 pub mod ike;
 pub mod manual;
+pub mod mip6;
 pub mod plane;

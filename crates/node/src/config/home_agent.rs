@@ -1,0 +1,213 @@
+//! `[home-agent]`: this node as a Mobile IPv6 home agent (RFC 6275 §10) for the mobile nodes
+//! listed, each with the pair of ESP transport-mode SAs that protect its Binding Updates and our
+//! Binding Acknowledgements (RFC 3776 §4.1, §5; docs/mip6.md).
+//!
+//! ```toml
+//! [home-agent]
+//! interface = "eth0"                  # the link Binding Updates arrive on (AF_PACKET)
+//! address = "2001:db8:1::1"           # the home agent's address (BU destination, BA source)
+//! home-prefix = "2001:db8:1::/64"     # home addresses must be on it (§10.3.1)
+//! max-lifetime = 600                  # seconds granted at most (§10.3.1), rounded down to 4 s
+//! capacity = 100000                   # binding cache entries at most (BA 130 beyond)
+//!
+//! [[home-agent.mobile-node]]
+//! home-address = "2001:db8:1::100"
+//! [home-agent.mobile-node.sa-in]      # its BUs to us: an [[sa]] table of docs/sa-file.md
+//! src = "2001:db8:1::100"             # the home address (RFC 3776 §4.1: the SA's selector)
+//! dst = "2001:db8:1::1"               # our address
+//! proto = "esp"
+//! mode = "transport"
+//! spi = "0x1000"
+//! enc = "aes128cbc"
+//! auth = "sha1"
+//! enc-key = "0x..."
+//! auth-key = "0x..."
+//! [home-agent.mobile-node.sa-out]     # our BAs to it: src and dst the other way round
+//! ```
+
+use super::error::{ConfigError, Ctx};
+use super::safile::{self, Options, RawSa};
+use ipsec::spd::Prefix;
+use ipsec::{Mode, SaParams};
+use serde::Deserialize;
+use std::net::{IpAddr, Ipv6Addr};
+use toml::Spanned;
+
+/// Default largest lifetime granted: 600 s (150 units of 4 s, §6.1.7).
+pub const DEFAULT_MAX_LIFETIME_SECS: u32 = 600;
+/// Default binding cache size.
+pub const DEFAULT_CAPACITY: usize = 100_000;
+
+/// The `[home-agent]` section, checked.
+#[derive(Debug, Clone)]
+pub struct HomeAgentConf {
+    /// The interface Binding Updates arrive on.
+    pub interface: String,
+    /// The home agent's address.
+    pub address: Ipv6Addr,
+    /// The home prefix.
+    pub home_prefix: Ipv6Addr,
+    /// Its length.
+    pub home_prefix_len: u8,
+    /// Longest lifetime granted, in 4-second units (§6.1.7).
+    pub max_lifetime_units: u16,
+    /// Most bindings held.
+    pub capacity: usize,
+    /// The mobile nodes served.
+    pub mobile_nodes: Vec<MobileNodeConf>,
+}
+
+/// One mobile node: its home address and its signalling SAs.
+#[derive(Debug, Clone)]
+pub struct MobileNodeConf {
+    /// The home address (§6.3).
+    pub home_address: Ipv6Addr,
+    /// The ESP transport-mode SA its Binding Updates come in (home address → us).
+    pub sa_in: SaParams,
+    /// The SA our Binding Acknowledgements go out in (us → home address).
+    pub sa_out: SaParams,
+    /// Line of its `[[home-agent.mobile-node]]` header.
+    pub line: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawHomeAgent {
+    interface: Spanned<String>,
+    address: Spanned<String>,
+    home_prefix: Spanned<String>,
+    max_lifetime: Option<Spanned<i64>>,
+    capacity: Option<Spanned<i64>>,
+    #[serde(default)]
+    mobile_node: Vec<Spanned<RawMobileNode>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawMobileNode {
+    home_address: Spanned<String>,
+    sa_in: Spanned<RawSa>,
+    sa_out: Spanned<RawSa>,
+}
+
+fn v6(ctx: &Ctx<'_>, s: &Spanned<String>, field: &'static str) -> Result<Ipv6Addr, ConfigError> {
+    s.get_ref()
+        .trim()
+        .parse()
+        .map_err(|_| ctx.err(s.span(), field, format!("{:?} is not an IPv6 address", s.get_ref())))
+}
+
+pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHomeAgent) -> Result<HomeAgentConf, ConfigError> {
+    let name = r.interface.get_ref();
+    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
+        return Err(ctx.err(r.interface.span(), "interface", "want a device name of 1..=15 bytes"));
+    }
+    let address = v6(ctx, &r.address, "address")?;
+    let prefix: Prefix = r
+        .home_prefix
+        .get_ref()
+        .parse()
+        .map_err(|e| ctx.err(r.home_prefix.span(), "home-prefix", e))?;
+    let IpAddr::V6(home_prefix) = prefix.addr else {
+        return Err(ctx.err(r.home_prefix.span(), "home-prefix", "want an IPv6 prefix"));
+    };
+    let max_secs = match &r.max_lifetime {
+        None => DEFAULT_MAX_LIFETIME_SECS,
+        // The BA's Lifetime is 16 bits of 4-second units (§6.1.8).
+        Some(m) => u32::try_from(*m.get_ref())
+            .ok()
+            .filter(|s| (4..=262_140).contains(s))
+            .ok_or_else(|| ctx.err(m.span(), "max-lifetime", "want 4..=262140 seconds"))?,
+    };
+    let capacity = match &r.capacity {
+        None => DEFAULT_CAPACITY,
+        Some(c) => usize::try_from(*c.get_ref())
+            .ok()
+            .filter(|c| (1..=10_000_000).contains(c))
+            .ok_or_else(|| ctx.err(c.span(), "capacity", "want 1..=10000000 bindings"))?,
+    };
+    let mut mobile_nodes: Vec<MobileNodeConf> = Vec::with_capacity(r.mobile_node.len());
+    for m in &r.mobile_node {
+        let mn = mobile_node(ctx, m, address)?;
+        let raw = m.get_ref();
+        if mobile_nodes.iter().any(|o| o.home_address == mn.home_address) {
+            return Err(ctx.err(raw.home_address.span(), "home-address", "listed twice"));
+        }
+        let taken = mobile_nodes.iter().any(|o| o.sa_in.spi == mn.sa_in.spi);
+        if taken {
+            return Err(ctx.err(
+                raw.sa_in.get_ref().spi.span(),
+                "spi",
+                format!("{} is the sa-in of another mobile node", mn.sa_in.spi),
+            ));
+        }
+        mobile_nodes.push(mn);
+    }
+    Ok(HomeAgentConf {
+        interface: name.clone(),
+        address,
+        home_prefix,
+        home_prefix_len: prefix.len,
+        max_lifetime_units: (max_secs / wire::mip6::LIFETIME_UNIT_SECS) as u16,
+        capacity,
+        mobile_nodes,
+    })
+}
+
+/// One `[[home-agent.mobile-node]]`: its SAs are `[[sa]]` tables (safile, with integrity
+/// required), ESP in transport mode between its home address and us (RFC 3776 §4.1).
+fn mobile_node(
+    ctx: &Ctx<'_>,
+    m: &Spanned<RawMobileNode>,
+    ha: Ipv6Addr,
+) -> Result<MobileNodeConf, ConfigError> {
+    let r = m.get_ref();
+    let home_address = v6(ctx, &r.home_address, "home-address")?;
+    let mut pair = Vec::with_capacity(2);
+    for (sa, field, src, dst) in
+        [(&r.sa_in, "sa-in", home_address, ha), (&r.sa_out, "sa-out", ha, home_address)]
+    {
+        let e = safile::entry(ctx, sa, Options::NODE)?;
+        let raw = sa.get_ref();
+        for (what, span) in [("direction", &raw.direction), ("name", &raw.name)] {
+            if let Some(s) = span {
+                return Err(ctx.err(s.span(), what, format!("not used in {field}")));
+            }
+        }
+        if let Some(l) = &raw.lane {
+            return Err(ctx.err(l.span(), "lane", format!("not used in {field}")));
+        }
+        if let Some(p) = &raw.peer {
+            return Err(ctx.err(p.span(), "peer", format!("not used in {field}")));
+        }
+        if !matches!(e.params.protocol, ipsec::Protocol::Esp(_)) {
+            return Err(ctx.err(sa.span(), "proto", format!("{field}: RFC 3776 wants esp")));
+        }
+        if e.params.mode != Mode::Transport || e.beet {
+            return Err(ctx.err(sa.span(), "mode", format!("{field}: RFC 3776 wants transport")));
+        }
+        if e.params.src != IpAddr::V6(src) {
+            return Err(ctx.err(
+                raw.src.span(),
+                "src",
+                format!("{field} goes from {src} (RFC 3776 §4.1: home address and home agent)"),
+            ));
+        }
+        if e.params.dst != IpAddr::V6(dst) {
+            return Err(ctx.err(
+                raw.dst.span(),
+                "dst",
+                format!("{field} goes to {dst} (RFC 3776 §4.1: home address and home agent)"),
+            ));
+        }
+        pair.push(e.params);
+    }
+    let (Some(sa_out), Some(sa_in)) = (pair.pop(), pair.pop()) else {
+        return Err(ctx.err(m.span(), "mobile-node", "needs sa-in and sa-out"));
+    };
+    Ok(MobileNodeConf { home_address, sa_in, sa_out, line: ctx.header_line(m.span().start) })
+}
+
+#[cfg(test)]
+#[path = "home_agent_tests.rs"]
+mod tests;

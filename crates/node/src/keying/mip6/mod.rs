@@ -1,0 +1,311 @@
+//! The Mobile IPv6 home agent in the node (issue 13): the `mip6` crate's sans-IO
+//! [`mip6::HomeAgent`] fed with Binding Updates read off the link, answered with Binding
+//! Acknowledgements sealed in the mobile node's SA. Read RFC 6275 §9.3.1, §9.5.1, §10.3 and
+//! RFC 3776 §3–§5 first; docs/mip6.md has the configuration.
+//!
+//! A Binding Update is `IPv6 (care-of → home agent) | Destination Options (Home Address) | ESP
+//! (transport) | Mobility Header` (RFC 3776 §3). Per packet, on the control thread:
+//! 1. [`socket::LinkSocket`] hands over the IPv6 packet in a batch (recvmmsg(2));
+//!    [`nft::KernelSilencer`] has kept the kernel from answering it with Parameter Problem;
+//! 2. [`packet::parse`] notes the Home Address option (§9.3.1) without acting on it;
+//! 3. [`signalling::Signalling::open`] verifies and decrypts the ESP with the SA its SPI
+//!    names — on the packet as sent, as RFC 3776 §3 orders — and so knows the home address
+//!    that SA was set up for (a replayed or forged packet stops here, counted as `esp_*`);
+//! 4. [`mip6::HomeAgent::handle`] checks the option's home address against the SA's and runs
+//!    §9.5.1/§10.3.1 on the binding cache;
+//! 5. the Binding Acknowledgement goes back to the care-of address with a type 2 routing
+//!    header (§6.4, §9.5.4), sealed with the mobile node's outbound SA, by
+//!    [`socket::RawSender`].
+//!
+//! Expiry runs on the control thread's tick (`expire`, about once a second).
+
+pub mod nft;
+pub mod packet;
+pub mod signalling;
+pub mod socket;
+mod status;
+
+use crate::config::home_agent::HomeAgentConf;
+use crate::log::{Level, log_event};
+use crate::sys::{Datagram, MMSG_MAX, recv_mmsg};
+use ipsec::Time;
+use mip6::{Binding, BindingChange, Decision, HomeAgent, HomeAgentConfig, InboundMh};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::time::Instant;
+use wire::mip6::{IPPROTO_MH, MAX_LEN};
+
+/// Datagrams read per recvmmsg(2).
+const BATCH: usize = 32;
+/// Bytes per receive buffer: the largest Mobility Header with its headers and ESP.
+const FRAME: usize = MAX_LEN + 256;
+const IPPROTO_ESP: u8 = 50;
+
+/// The node's own counters (the binding counters are the `mip6` crate's).
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct LinkCounters {
+    /// Packets the link socket delivered.
+    pub received: u64,
+    /// Packets whose IPv6 or Destination Options header did not parse.
+    pub not_parsed: u64,
+    /// Packets with neither ESP nor a Mobility Header after the options.
+    pub not_mobility: u64,
+    /// Binding Acknowledgements and Errors sent.
+    pub sent: u64,
+    /// Replies the raw socket refused.
+    pub send_failed: u64,
+    /// Replies that could not be sealed (no outbound SA for the home address).
+    pub not_sealed: u64,
+}
+
+/// The home agent with its sockets, SAs and clock: what the control thread holds.
+#[derive(Debug)]
+pub struct HomeAgentRuntime {
+    conf: HomeAgentConf,
+    ha: HomeAgent,
+    sigs: signalling::Signalling,
+    link: socket::LinkSocket,
+    sender: socket::RawSender,
+    _silencer: nft::KernelSilencer,
+    start: Instant,
+    bufs: Vec<Vec<u8>>,
+    got: Vec<Datagram>,
+    counters: LinkCounters,
+    /// ESP drops by `ipsec::DropReason` name (`esp_replayed`, `esp_integrity_failed`, ...).
+    esp_refused: BTreeMap<&'static str, u64>,
+    /// Monitor events not yet collected (only while someone listens).
+    events: Vec<Value>,
+    /// Whether `hipsec monitor` clients listen (events are built only then).
+    pub want_events: bool,
+    next_expire_s: u64,
+}
+
+impl HomeAgentRuntime {
+    /// Opens the sockets, installs the nftables rule and builds the SAs.
+    pub fn open(conf: &HomeAgentConf) -> Result<HomeAgentRuntime, String> {
+        let start = Instant::now();
+        let sigs = signalling::Signalling::new(&conf.mobile_nodes, Time(0))?;
+        let link = socket::LinkSocket::open(&conf.interface, conf.address)
+            .map_err(|e| format!("AF_PACKET socket on {}: {e}", conf.interface))?;
+        let sender = socket::RawSender::open().map_err(|e| format!("raw IPv6 socket: {e}"))?;
+        let silencer = nft::KernelSilencer::install(conf.address)
+            .map_err(|e| format!("nftables table {}: {e}", nft::TABLE))?;
+        let mut ha = HomeAgent::new(HomeAgentConfig {
+            address: conf.address,
+            home_prefix: conf.home_prefix,
+            home_prefix_len: conf.home_prefix_len,
+            max_lifetime_units: conf.max_lifetime_units,
+            capacity: conf.capacity,
+        });
+        ha.serve_only(conf.mobile_nodes.iter().map(|m| m.home_address));
+        Ok(HomeAgentRuntime {
+            conf: conf.clone(),
+            ha,
+            sigs,
+            link,
+            sender,
+            _silencer: silencer,
+            start,
+            bufs: vec![vec![0; FRAME]; BATCH.min(MMSG_MAX)],
+            got: vec![Datagram::default(); BATCH.min(MMSG_MAX)],
+            counters: LinkCounters::default(),
+            esp_refused: BTreeMap::new(),
+            events: Vec::new(),
+            want_events: false,
+            next_expire_s: 1,
+        })
+    }
+
+    /// The link socket, for poll(2).
+    pub fn fd(&self) -> RawFd {
+        self.link.fd()
+    }
+
+    fn now(&self) -> Time {
+        Time(self.start.elapsed().as_micros() as u64)
+    }
+
+    /// Everything waiting on the link socket, a batch per recvmmsg(2).
+    pub fn read_socket(&mut self) {
+        let mut bufs = std::mem::take(&mut self.bufs);
+        loop {
+            let n = {
+                let k = bufs.len().min(BATCH);
+                let mut views: [&mut [u8]; BATCH] = Default::default();
+                for (v, b) in views.iter_mut().zip(bufs.iter_mut()) {
+                    *v = b.as_mut_slice();
+                }
+                match recv_mmsg(self.link.fd(), &mut views[..k], &mut self.got) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        log_event!(Level::Warn, "mip6-recv-failed", "why" => e.to_string());
+                        0
+                    }
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            let now = self.now();
+            for i in 0..n {
+                let (len, cut) = (self.got[i].len, self.got[i].truncated);
+                self.counters.received += 1;
+                if cut {
+                    self.counters.not_parsed += 1;
+                    continue;
+                }
+                if let Some(frame) = bufs.get(i).and_then(|b| b.get(..len)) {
+                    self.packet(frame, now);
+                }
+            }
+            if n < bufs.len() {
+                break;
+            }
+        }
+        self.bufs = bufs;
+    }
+
+    /// One packet: steps 2–5 of the module documentation.
+    fn packet(&mut self, frame: &[u8], now: Time) {
+        let Ok(inb) = packet::parse(frame) else {
+            self.counters.not_parsed += 1;
+            return;
+        };
+        let Some(p) = frame.get(..inb.len) else { return };
+        let (decision, sa_home) = match inb.next_header {
+            IPPROTO_ESP => match self.sigs.open(p, now) {
+                Ok((sa, plain)) => {
+                    // Transport mode restored the packet with the MH where ESP was.
+                    let nh_at = if inb.offset == 40 { 6 } else { 40 };
+                    if plain.get(nh_at) != Some(&IPPROTO_MH) {
+                        self.counters.not_mobility += 1;
+                        return;
+                    }
+                    let mh = plain.get(inb.offset..).unwrap_or_default();
+                    let m = InboundMh {
+                        src: inb.src,
+                        dst: inb.dst,
+                        home_address_option: inb.home_address,
+                        sa: Some(sa),
+                        mh,
+                    };
+                    (self.ha.handle(&m, now), Some(sa.home_address))
+                }
+                Err(reason) => {
+                    let name = reason.name();
+                    *self.esp_refused.entry(name).or_insert(0) += 1;
+                    self.refused_event(&inb, "esp_", name);
+                    return;
+                }
+            },
+            IPPROTO_MH => {
+                let mh = p.get(inb.offset..).unwrap_or_default();
+                let m = InboundMh {
+                    src: inb.src,
+                    dst: inb.dst,
+                    home_address_option: inb.home_address,
+                    sa: None,
+                    mh,
+                };
+                (self.ha.handle(&m, now), None)
+            }
+            _ => {
+                self.counters.not_mobility += 1;
+                return;
+            }
+        };
+        self.decided(&inb, decision, sa_home, now);
+    }
+
+    fn decided(
+        &mut self,
+        inb: &packet::Inbound,
+        d: Decision,
+        sa_home: Option<std::net::Ipv6Addr>,
+        now: Time,
+    ) {
+        let reply = match d {
+            Decision::Accepted { change, reply } => {
+                self.change_event(change, now);
+                reply
+            }
+            Decision::Rejected { reason, reply } => {
+                self.refused_event(inb, "", status::refusal_name(reason));
+                Some(reply)
+            }
+            Decision::Dropped(reason) => {
+                self.refused_event(inb, "", status::refusal_name(reason));
+                None
+            }
+        };
+        let (Some(reply), Some(home)) = (reply, sa_home) else { return };
+        match self.sigs.seal(home, &reply, now) {
+            Ok(bytes) => match self.sender.send(reply.dst, bytes) {
+                Ok(()) => self.counters.sent += 1,
+                Err(e) => {
+                    self.counters.send_failed += 1;
+                    log_event!(Level::Warn, "mip6-send-failed", "to" => reply.dst.to_string(), "why" => e.to_string());
+                }
+            },
+            Err(_) => self.counters.not_sealed += 1,
+        }
+    }
+
+    fn change_event(&mut self, change: BindingChange, now: Time) {
+        let (kind, b) = match change {
+            BindingChange::Created(b) => ("binding-created", b),
+            BindingChange::Updated { new, .. } => ("binding-updated", new),
+            BindingChange::Deleted(b) => ("binding-deleted", b),
+            BindingChange::NothingToDelete => return,
+        };
+        self.binding_event(kind, &b, now, None);
+    }
+
+    fn binding_event(&mut self, kind: &str, b: &Binding, now: Time, why: Option<&str>) {
+        log_event!(Level::Debug, kind, "home_address" => b.home_address.to_string(), "care_of" => b.care_of_address.to_string());
+        if self.want_events {
+            let mut v = status::binding_json(b, now);
+            v["event"] = Value::from(kind);
+            if let Some(w) = why {
+                v["why"] = Value::from(w);
+            }
+            self.events.push(v);
+        }
+    }
+
+    /// A refusal: `prefix` and `reason` make its name (`esp_replayed`, `unprotected`, ...);
+    /// nothing is built unless the log level or a monitor wants it.
+    fn refused_event(&mut self, inb: &packet::Inbound, prefix: &str, reason: &str) {
+        log_event!(Level::Debug, "binding-refused", "from" => inb.src.to_string(), "reason" => format!("{prefix}{reason}"));
+        if self.want_events {
+            self.events.push(serde_json::json!({
+                "event": "binding-refused", "reason": format!("{prefix}{reason}"),
+                "src": inb.src.to_string(),
+                "home_address": inb.home_address.map(|h| h.to_string()),
+            }));
+        }
+    }
+
+    /// Expires bindings about once a second.
+    pub fn tick(&mut self) {
+        let now = self.now();
+        if now.0 / 1_000_000 < self.next_expire_s {
+            return;
+        }
+        self.next_expire_s = now.0 / 1_000_000 + 1;
+        for b in self.ha.expire(now) {
+            self.binding_event("binding-deleted", &b, now, Some("expired"));
+        }
+    }
+
+    /// Monitor events since the last call.
+    pub fn take_events(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The `home_agent` part of `status`.
+    pub fn status(&self) -> Value {
+        status::status(self, self.now())
+    }
+}

@@ -1,0 +1,65 @@
+//! Keeps the kernel's IPv6 stack away from the packets the home agent reads off the link
+//! (`super::socket`). A kernel without `CONFIG_IPV6_MIP6` meets the Home Address option
+//! (type 201, action bits 11) in its Destination Options processing, after the input hook, and
+//! answers ICMPv6 Parameter Problem (RFC 8200 §4.2); the mobile node would see that next to our
+//! Binding Acknowledgement. An nftables table of our own drops, at prerouting, every IPv6
+//! packet to the home agent's address that starts with a Destination Options header (the
+//! AF_PACKET tap has copied it by then). The table goes when the home agent stops.
+
+use std::io::{self, Write};
+use std::net::Ipv6Addr;
+use std::process::{Command, Stdio};
+
+/// The table's name (family ip6); one home agent per network namespace.
+pub const TABLE: &str = "hipsec_mip6";
+
+/// The installed table; dropping it deletes the table.
+#[derive(Debug)]
+pub struct KernelSilencer {
+    installed: bool,
+}
+
+fn nft(script: &str) -> io::Result<()> {
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(script.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("nft: {}", String::from_utf8_lossy(&out.stderr).trim())))
+    }
+}
+
+/// The rules for `addr` (a table made afresh: a previous run's leftover is replaced).
+pub fn script(addr: Ipv6Addr) -> String {
+    format!(
+        "table ip6 {TABLE}\ndelete table ip6 {TABLE}\n\
+         table ip6 {TABLE} {{\n  chain prerouting {{\n    \
+         type filter hook prerouting priority raw; policy accept;\n    \
+         ip6 daddr {addr} ip6 nexthdr 60 counter drop comment \"mobile ipv6 binding updates: read by hipsec from the link\"\n  \
+         }}\n}}\n"
+    )
+}
+
+impl KernelSilencer {
+    /// Installs the table for the home agent's address.
+    pub fn install(addr: Ipv6Addr) -> io::Result<KernelSilencer> {
+        nft(&script(addr))?;
+        Ok(KernelSilencer { installed: true })
+    }
+}
+
+impl Drop for KernelSilencer {
+    fn drop(&mut self) {
+        if self.installed {
+            let _ = nft(&format!("delete table ip6 {TABLE}\n"));
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The mobile nodes' signalling SAs (RFC 3776 §4.1): ESP in transport mode between each home
+//! address and the home agent, in an `ipsec::Engine` of their own on the control thread (the
+//! data path's lanes never see Mobility Headers, which reach us by the link socket). Inbound
+//! SAs are found by SPI, as any SAD does (RFC 4301 §4.4.2), and name the home address their
+//! selectors protect; outbound SAs are found by home address.
+
+use crate::config::home_agent::MobileNodeConf;
+use ipsec::{DropReason, Engine, PacketBuf, Processed, SaHandle, Time};
+use mip6::{Extension, Outgoing, SaIdentity};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
+use wire::mip6::{IPPROTO_MH, ROUTING_HEADER_2_LEN, RoutingHeader2};
+
+/// Room in front of a packet for what sealing adds (transport mode: only ESP's header and IV).
+const HEADROOM: usize = 64;
+/// Largest packet handled (a Mobility Header is at most 2048 octets, wire::mip6::MAX_LEN).
+const CAPACITY: usize = 4096;
+
+/// The SAs and the buffer they work in.
+#[derive(Debug)]
+pub struct Signalling {
+    engine: Engine,
+    /// Inbound SPI → the home address its selector names.
+    homes: HashMap<u32, Ipv6Addr>,
+    /// Home address → outbound SA.
+    out: HashMap<Ipv6Addr, SaHandle>,
+    buf: PacketBuf,
+}
+
+impl Signalling {
+    /// Builds every mobile node's pair (the config has checked them once already).
+    pub fn new(nodes: &[MobileNodeConf], now: Time) -> Result<Signalling, String> {
+        let mut engine = Engine::new(crypto::default_provider());
+        let mut homes = HashMap::new();
+        let mut out = HashMap::new();
+        for n in nodes {
+            let at = |e: ipsec::EngineError| format!("mobile node {}: {e}", n.home_address);
+            engine.add_inbound(&n.sa_in, now).map_err(at)?;
+            let h = engine.add_outbound(&n.sa_out, now).map_err(at)?;
+            homes.insert(n.sa_in.spi.0, n.home_address);
+            out.insert(n.home_address, h);
+        }
+        Ok(Signalling { engine, homes, out, buf: PacketBuf::new(CAPACITY, HEADROOM) })
+    }
+
+    /// Verifies and decrypts the ESP of `packet` (ESP at the Destination Options header's end,
+    /// RFC 3776 §3) in place of a copy: on success the buffer holds the packet without ESP
+    /// (Next Header restored) and the SA's identity is returned.
+    pub fn open(&mut self, packet: &[u8], now: Time) -> Result<(SaIdentity, &[u8]), DropReason> {
+        self.buf.load(packet, HEADROOM).map_err(|_| DropReason::Malformed)?;
+        let spi = match self.engine.inbound(&mut self.buf, now)? {
+            Processed::Decapsulated { spi, .. } => spi,
+            _ => return Err(DropReason::NotIpsec),
+        };
+        let home_address = *self.homes.get(&spi.0).ok_or(DropReason::NoSa)?;
+        Ok((SaIdentity { spi, home_address }, self.buf.as_slice()))
+    }
+
+    /// Builds `o` as an IPv6 packet (type 2 routing header, RFC 6275 §6.4) and seals it with
+    /// the outbound SA of `home` (RFC 3776 §4.1: the Binding Acknowledgement goes back
+    /// through the node's SA); the bytes to send.
+    pub fn seal(&mut self, home: Ipv6Addr, o: &Outgoing, now: Time) -> Result<&[u8], DropReason> {
+        let h = *self.out.get(&home).ok_or(DropReason::NoSa)?;
+        // The home agent answers a mobile node away from home through a type 2 routing header
+        // (§9.5.4), written straight into the buffer; other extensions are rare enough to build.
+        let ext_len = match o.extension {
+            Extension::RoutingHeader2(_) => ROUTING_HEADER_2_LEN,
+            _ => o.extension_bytes(IPPROTO_MH).map_err(|_| DropReason::Malformed)?.len(),
+        };
+        let len = 40 + ext_len + o.mh.len();
+        let payload = u16::try_from(len - 40).map_err(|_| DropReason::Malformed)?;
+        self.buf.set_window(HEADROOM, len).map_err(|_| DropReason::NoRoom)?;
+        let p = self.buf.as_mut_slice();
+        p[..4].copy_from_slice(&[0x60, 0, 0, 0]);
+        p[4..6].copy_from_slice(&payload.to_be_bytes());
+        p[6] = o.first_next_header();
+        p[7] = 64;
+        p[8..24].copy_from_slice(&o.src.octets());
+        p[24..40].copy_from_slice(&o.dst.octets());
+        let (ext, mh) = p[40..].split_at_mut(ext_len);
+        match o.extension {
+            Extension::RoutingHeader2(home) => RoutingHeader2::new(IPPROTO_MH, home)
+                .emit(ext)
+                .map_err(|_| DropReason::Malformed)?,
+            _ => ext.copy_from_slice(
+                &o.extension_bytes(IPPROTO_MH).map_err(|_| DropReason::Malformed)?,
+            ),
+        }
+        mh.copy_from_slice(&o.mh);
+        self.engine.protect_with(&[h], &mut self.buf, now)?;
+        Ok(self.buf.as_slice())
+    }
+
+    /// The inbound SAs' drop counters and per-SA state (replay window top, packets), by home
+    /// address: for `status`, never keys.
+    pub fn status(&self) -> serde_json::Value {
+        let sas: Vec<serde_json::Value> = self
+            .engine
+            .inbound_sas()
+            .map(|sa| {
+                let home = self.homes.get(&sa.spi().0).map(|h| h.to_string());
+                serde_json::json!({
+                    "direction": "in", "spi": sa.spi().to_string(), "home_address": home,
+                    "replay_top": sa.replay().top().0, "packets": sa.usage().packets,
+                })
+            })
+            .chain(self.engine.outbound_sas().map(|sa| {
+                let (_, dst) = sa.addrs();
+                serde_json::json!({
+                    "direction": "out", "spi": sa.spi().to_string(),
+                    "home_address": ip_string(dst), "seq_out": sa.last_seq_out().0,
+                })
+            }))
+            .collect();
+        serde_json::json!({ "sas": sas })
+    }
+}
+
+fn ip_string(a: IpAddr) -> String {
+    a.to_string()
+}
