@@ -1,0 +1,265 @@
+//! Grouped horizontal bar charts drawn with `plotters` (SVG backend): one row per group, one bar
+//! per series, the value written at the bar's end. The value axis turns logarithmic when the
+//! values span a decade or more, so 10 Mbit/s bars stay visible beside 10 Gbit/s ones.
+
+use super::svg::Group;
+use crate::error::LabError;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Series colours: the seed in grey, ours in blue, then a colour-blind-safe palette.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+];
+const SEED_GREY: RGBColor = RGBColor(0x9a, 0x9a, 0x9a);
+
+/// Pixels per character of the 12 px sans-serif labels (a generous average, so labels fit).
+const CHAR_W: f64 = 6.4;
+/// Longest row label drawn; longer ones are cut with "…".
+const MAX_LABEL_CHARS: usize = 60;
+/// Width of the plotting area, px.
+const PLOT_W: u32 = 560;
+/// Height of one bar, px.
+const BAR_H: u32 = 14;
+
+/// How the value axis is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    /// Chosen when every value is positive and the largest is at least 10× the smallest.
+    Log,
+}
+
+/// The scale for `values`: logarithmic when they are all positive and span a decade or more.
+pub fn scale_for(values: &[f64]) -> Scale {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() || finite.iter().any(|v| *v <= 0.0) {
+        return Scale::Linear;
+    }
+    let (lo, hi) = finite.iter().fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    if hi / lo >= 10.0 { Scale::Log } else { Scale::Linear }
+}
+
+fn cut(label: &str) -> String {
+    if label.chars().count() <= MAX_LABEL_CHARS {
+        label.to_string()
+    } else {
+        let mut s: String = label.chars().take(MAX_LABEL_CHARS - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// An axis tick without trailing zeros: 0.1, 1, 2.5, 1000.
+fn tick(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        return format!("{v:.0e}");
+    }
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+/// Text width estimate, px, for the 12 px labels.
+fn text_w(s: &str) -> u32 {
+    (s.chars().count() as f64 * CHAR_W).ceil() as u32
+}
+
+/// plotters draws SVG text at size / 1.24: this gives text of `px` pixels.
+fn font(px: f64) -> FontDesc<'static> {
+    ("sans-serif", px * 1.24).into_font()
+}
+
+/// The seed's series ("seed", "seed Ethernet", ...) in grey, ours in the palette's order.
+fn colour(series: &[String], name: &str) -> RGBColor {
+    if name.starts_with("seed") {
+        return SEED_GREY;
+    }
+    let k = series.iter().filter(|s| !s.starts_with("seed")).position(|s| s == name).unwrap_or(0);
+    PALETTE[k % PALETTE.len()]
+}
+
+fn series_of(groups: &[Group]) -> Vec<String> {
+    let mut s: Vec<String> = Vec::new();
+    for (_, bars) in groups {
+        for (name, _, _) in bars {
+            if !s.contains(name) {
+                s.push(name.clone());
+            }
+        }
+    }
+    s
+}
+
+fn draw_err(e: impl std::fmt::Display) -> LabError {
+    LabError::parse("chart (drawing)", e.to_string())
+}
+
+/// A grouped horizontal bar chart as SVG text; `unit` labels the value axis.
+pub fn bar_chart(title: &str, unit: &str, groups: &[Group]) -> Result<String, LabError> {
+    let series = series_of(groups);
+    let values: Vec<f64> = groups.iter().flat_map(|(_, b)| b.iter().map(|(_, v, _)| *v)).collect();
+    let scale = scale_for(&values);
+    let labels: Vec<String> = groups.iter().map(|(l, _)| cut(l)).collect();
+    let label_w = labels.iter().map(|l| text_w(l)).max().unwrap_or(40).max(40) + 14;
+    let row_h = BAR_H * series.len().max(1) as u32 + 10;
+    let legend_h = 22;
+    let (top, bottom) = (34 + legend_h, 52);
+    let height = top + row_h * groups.len().max(1) as u32 + bottom;
+    let width = label_w + PLOT_W + 80;
+    let axis = match scale {
+        Scale::Log => format!("{unit} (log scale)"),
+        Scale::Linear => unit.to_string(),
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        root.draw(&Text::new(title.to_string(), (10, 8), font(15.0).style(FontStyle::Bold)))
+            .map_err(draw_err)?;
+        // Legend on one line under the title.
+        let mut x = label_w as i32;
+        for name in &series {
+            root.draw(&Rectangle::new([(x, 32), (x + 12, 44)], colour(&series, name).filled()))
+                .map_err(draw_err)?;
+            root.draw(&Text::new(name.clone(), (x + 16, 32), font(12.0))).map_err(draw_err)?;
+            x += 16 + text_w(name) as i32 + 18;
+        }
+        let area = root.margin(top, 0, 0, 80);
+        let rows = groups.len().max(1) as f64;
+        let mut cb = ChartBuilder::on(&area);
+        cb.x_label_area_size(bottom).y_label_area_size(label_w);
+        let finite = values.iter().copied().filter(|v| v.is_finite());
+        let (lo, hi) = finite.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+        let (lo, hi) = if lo > hi { (0.0, 1.0) } else { (lo, hi) };
+        let ctx = Ctx { groups, series: &series, labels: &labels, axis: &axis, row_h, rows };
+        match scale {
+            Scale::Log => {
+                let lo = 10f64.powf(lo.log10().floor());
+                let hi = 10f64.powf((hi * 1.5).log10().ceil());
+                let chart =
+                    cb.build_cartesian_2d((lo..hi).log_scale(), 0.0..rows).map_err(draw_err)?;
+                draw(chart, &root, lo, &ctx)?;
+            }
+            Scale::Linear => {
+                let lo = lo.min(0.0) * 1.1;
+                let hi = if hi <= 0.0 { 1.0 } else { hi * 1.2 };
+                let chart = cb.build_cartesian_2d(lo..hi, 0.0..rows).map_err(draw_err)?;
+                draw(chart, &root, 0.0, &ctx)?;
+            }
+        }
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// What `draw` needs besides the chart.
+struct Ctx<'a> {
+    groups: &'a [Group],
+    series: &'a [String],
+    labels: &'a [String],
+    axis: &'a str,
+    row_h: u32,
+    rows: f64,
+}
+
+/// Mesh, bars, value labels and row labels on a chart whose x axis is `X`; bars start at `base`.
+fn draw<'b, XR>(
+    mut chart: ChartContext<'b, SVGBackend<'b>, Cartesian2d<XR, RangedCoordf64>>,
+    root: &DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    base: f64,
+    c: &Ctx<'_>,
+) -> Result<(), LabError>
+where
+    XR: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc(c.axis)
+        .x_labels(8)
+        .x_label_formatter(&|v| tick(*v))
+        .axis_desc_style(font(13.0))
+        .label_style(font(12.0))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+        .draw()
+        .map_err(draw_err)?;
+    let n = c.series.len().max(1) as f64;
+    let pad = 5.0 / f64::from(c.row_h);
+    let bar = (1.0 - 2.0 * pad) / n;
+    for (g, (_, bars)) in c.groups.iter().enumerate() {
+        // Row 0 at the top: y runs upwards in plotters.
+        let row_top = c.rows - g as f64;
+        for (name, v, _) in bars {
+            let k = c.series.iter().position(|s| s == name).unwrap_or(0);
+            let y1 = row_top - pad - bar * k as f64;
+            let y0 = y1 - bar;
+            let text = super::markdown::num(*v);
+            let shown = v.is_finite() && (*v > base || base == 0.0);
+            if shown {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(base, y0), (*v, y1)],
+                        colour(c.series, name).filled(),
+                    )))
+                    .map_err(draw_err)?;
+            }
+            let at = if shown { (*v).max(base) } else { base };
+            let (px, py) = chart.backend_coord(&(at, (y0 + y1) / 2.0));
+            let style = font(11.0)
+                .color(&RGBColor(0x33, 0x33, 0x33))
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            root.draw(&Text::new(text, (px + 4, py), style)).map_err(draw_err)?;
+        }
+        let (_, py) = chart.backend_coord(&(base, row_top - 0.5));
+        let px0 = chart.plotting_area().get_pixel_range().0.start;
+        let right = TextStyle::from(font(12.0)).pos(Pos::new(HPos::Right, VPos::Center));
+        root.draw(&Text::new(c.labels[g].clone(), (px0 - 8, py), right)).map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_scale_when_values_span_decades() {
+        assert_eq!(scale_for(&[9.5, 94.3, 17929.0]), Scale::Log);
+        assert_eq!(scale_for(&[8.7, 9.5]), Scale::Linear);
+        assert_eq!(scale_for(&[-6.4, 0.8, 37.8]), Scale::Linear);
+        assert_eq!(scale_for(&[]), Scale::Linear);
+    }
+
+    #[test]
+    fn every_bar_is_drawn_on_a_log_axis() {
+        let g = |l: &str, v: f64| (l.to_string(), vec![("ours".to_string(), v, 0.0)]);
+        let svg = bar_chart(
+            "throughput",
+            "Mbit/s",
+            &[g("10mbit", 9.49), g("100mbit", 94.3), g("unlimited", 17929.0)],
+        )
+        .expect("chart");
+        assert!(svg.contains("log scale"), "{svg}");
+        // Background, legend swatch and three bars; each bar at least a few pixels wide.
+        let widths: Vec<f64> = svg
+            .split("<rect")
+            .skip(1)
+            .filter_map(|r| r.split("width=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert!(widths.len() >= 5, "{widths:?}");
+        assert!(widths.iter().all(|w| *w >= 5.0), "a bar vanished: {widths:?}");
+        for l in ["10mbit", "100mbit", "unlimited", "9.49", "94.3", "17929"] {
+            assert!(svg.contains(l), "{l} missing");
+        }
+    }
+}
