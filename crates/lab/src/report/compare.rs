@@ -71,12 +71,18 @@ impl Comparison {
                 sig3(q)
             ),
             Some(_) => format!("ours is 0 {u} where the seed has {} {u}", num(self.seed)),
-            None => format!(
-                "ours is {} {u}, the seed's {} {u}: a difference of {} {u}, no ratio across the sign",
-                num(o),
-                num(self.seed),
-                num(o - self.seed)
-            ),
+            None if self.seed == 0.0 => format!("ours is {} {u} where the seed has 0", num(o)),
+            None => {
+                let points = if u == "%" { "percentage points".to_string() } else { u.clone() };
+                format!(
+                    "ours is {}{} {u}, the seed's {}{} {u}: opposite directions, {} {points} apart (no ratio across the sign)",
+                    if o > 0.0 { "+" } else { "" },
+                    num(o),
+                    if self.seed > 0.0 { "+" } else { "" },
+                    num(self.seed),
+                    num((o - self.seed).abs())
+                )
+            }
         };
         match &self.why {
             Some(w) => format!("{plain}; {w}"),
