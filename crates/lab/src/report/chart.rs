@@ -144,8 +144,11 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[Group]) -> Result<String, La
             Scale::Log => {
                 let lo = 10f64.powf(lo.log10().floor());
                 let hi = 10f64.powf((hi * 1.5).log10().ceil());
-                let chart =
-                    cb.build_cartesian_2d((lo..hi).log_scale(), 0.0..rows).map_err(draw_err)?;
+                // A labelled tick at every power of ten, the axis' ends included.
+                let decades = (hi / lo).log10().round() as i32;
+                let ticks: Vec<f64> = (0..=decades).map(|i| lo * 10f64.powi(i)).collect();
+                let x = (lo..hi).log_scale().with_key_points(ticks);
+                let chart = cb.build_cartesian_2d(x, 0.0..rows).map_err(draw_err)?;
                 draw(chart, &root, lo, &ctx)?;
             }
             Scale::Linear => {
