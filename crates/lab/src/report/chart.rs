@@ -9,14 +9,18 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Series colours: the seed in grey, ours in blue, then a colour-blind-safe palette.
-const PALETTE: [RGBColor; 6] = [
+/// Series colours (Tableau 10): ours in blue first; the seed's series are grey.
+const PALETTE: [RGBColor; 10] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
     RGBColor(0x76, 0xb7, 0xb2),
     RGBColor(0x59, 0xa1, 0x4f),
     RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0x2f, 0x4b, 0x7c),
 ];
 const SEED_GREY: RGBColor = RGBColor(0x9a, 0x9a, 0x9a);
 
@@ -33,18 +37,38 @@ const BAR_H: u32 = 14;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
     Linear,
-    /// Chosen when every value is positive and the largest is at least 10× the smallest.
+    /// Chosen when no value is negative and the largest positive one is at least 10× the
+    /// smallest; a zero is then drawn as its label alone (it has no place on a log axis).
     Log,
 }
 
-/// The scale for `values`: logarithmic when they are all positive and span a decade or more.
+/// The scale for `values`: logarithmic when none is negative and the positive ones span a
+/// decade or more.
 pub fn scale_for(values: &[f64]) -> Scale {
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.is_empty() || finite.iter().any(|v| *v <= 0.0) {
+    if finite.iter().any(|v| *v < 0.0) {
         return Scale::Linear;
     }
-    let (lo, hi) = finite.iter().fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
-    if hi / lo >= 10.0 { Scale::Log } else { Scale::Linear }
+    let positive = finite.iter().filter(|v| **v > 0.0);
+    let (lo, hi) = positive.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    if lo <= hi && hi / lo >= 10.0 { Scale::Log } else { Scale::Linear }
+}
+
+/// The legend's swatches laid out in lines no wider than `width`: (x, line) per series.
+fn legend_layout(series: &[String], x0: u32, width: u32) -> (Vec<(u32, u32)>, u32) {
+    let (mut x, mut line) = (x0, 0);
+    let mut out = Vec::new();
+    for name in series {
+        // Capitals and '+' run wider than the labels' average character.
+        let w = 16 + text_w(name) * 6 / 5 + 16;
+        if x > x0 && x + w > width {
+            x = x0;
+            line += 1;
+        }
+        out.push((x, line));
+        x += w;
+    }
+    (out, line + 1)
 }
 
 fn cut(label: &str) -> String {
@@ -110,10 +134,11 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[Group]) -> Result<String, La
     let labels: Vec<String> = groups.iter().map(|(l, _)| cut(l)).collect();
     let label_w = labels.iter().map(|l| text_w(l)).max().unwrap_or(40).max(40) + 14;
     let row_h = BAR_H * series.len().max(1) as u32 + 10;
-    let legend_h = 22;
+    let width = label_w + PLOT_W + 80;
+    let (legend, legend_lines) = legend_layout(&series, label_w, width - 10);
+    let legend_h = 18 * legend_lines + 4;
     let (top, bottom) = (34 + legend_h, 52);
     let height = top + row_h * groups.len().max(1) as u32 + bottom;
-    let width = label_w + PLOT_W + 80;
     let axis = match scale {
         Scale::Log => format!("{unit} (log scale)"),
         Scale::Linear => unit.to_string(),
@@ -124,13 +149,12 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[Group]) -> Result<String, La
         root.fill(&WHITE).map_err(draw_err)?;
         root.draw(&Text::new(title.to_string(), (10, 8), font(15.0).style(FontStyle::Bold)))
             .map_err(draw_err)?;
-        // Legend on one line under the title.
-        let mut x = label_w as i32;
-        for name in &series {
-            root.draw(&Rectangle::new([(x, 32), (x + 12, 44)], colour(&series, name).filled()))
+        // The legend under the title, in as many lines as it needs.
+        for (name, (x, line)) in series.iter().zip(&legend) {
+            let (x, y) = (*x as i32, 32 + 18 * *line as i32);
+            root.draw(&Rectangle::new([(x, y), (x + 12, y + 12)], colour(&series, name).filled()))
                 .map_err(draw_err)?;
-            root.draw(&Text::new(name.clone(), (x + 16, 32), font(12.0))).map_err(draw_err)?;
-            x += 16 + text_w(name) as i32 + 18;
+            root.draw(&Text::new(name.clone(), (x + 16, y), font(12.0))).map_err(draw_err)?;
         }
         let area = root.margin(top, 0, 0, 80);
         let rows = groups.len().max(1) as f64;
@@ -142,6 +166,7 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[Group]) -> Result<String, La
         let ctx = Ctx { groups, series: &series, labels: &labels, axis: &axis, row_h, rows };
         match scale {
             Scale::Log => {
+                let lo = values.iter().copied().filter(|v| *v > 0.0).fold(hi, f64::min);
                 let lo = 10f64.powf(lo.log10().floor());
                 let hi = 10f64.powf((hi * 1.5).log10().ceil());
                 // A labelled tick at every power of ten, the axis' ends included.
@@ -241,6 +266,18 @@ mod tests {
         assert_eq!(scale_for(&[8.7, 9.5]), Scale::Linear);
         assert_eq!(scale_for(&[-6.4, 0.8, 37.8]), Scale::Linear);
         assert_eq!(scale_for(&[]), Scale::Linear);
+        // A failed run's 0 Mbit/s does not force a linear axis on the others.
+        assert_eq!(scale_for(&[0.0, 95.3, 4541.0]), Scale::Log);
+        assert_eq!(scale_for(&[0.0, 0.0]), Scale::Linear);
+    }
+
+    #[test]
+    fn a_long_legend_wraps_within_the_chart() {
+        let names: Vec<String> =
+            (0..7).map(|i| format!("ESP AES-CBC+HMAC-SHA1 mode {i}")).collect();
+        let (pos, lines) = legend_layout(&names, 100, 700);
+        assert!(lines > 1);
+        assert!(pos.iter().zip(&names).all(|((x, _), n)| x + 16 + text_w(n) * 6 / 5 <= 700));
     }
 
     #[test]
