@@ -22,7 +22,9 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(0x9c, 0x75, 0x5f),
     RGBColor(0x2f, 0x4b, 0x7c),
 ];
-const SEED_GREY: RGBColor = RGBColor(0x9a, 0x9a, 0x9a);
+/// The seed's series in greys, told apart by shade.
+const SEED_GREYS: [RGBColor; 3] =
+    [RGBColor(0x9a, 0x9a, 0x9a), RGBColor(0xc8, 0xc8, 0xc8), RGBColor(0x66, 0x66, 0x66)];
 
 /// Pixels per character of the 12 px sans-serif labels (a generous average, so labels fit).
 const CHAR_W: f64 = 6.4;
@@ -91,6 +93,15 @@ fn tick(v: f64) -> String {
     if s == "-0" { "0".into() } else { s.to_string() }
 }
 
+/// A bar's value: counts as integers, others with about three significant digits.
+fn value_label(v: f64) -> String {
+    if v.is_finite() && v == v.round() && v.abs() < 1e9 {
+        format!("{v:.0}")
+    } else {
+        super::markdown::num(v)
+    }
+}
+
 /// Text width estimate, px, for the 12 px labels.
 fn text_w(s: &str) -> u32 {
     (s.chars().count() as f64 * CHAR_W).ceil() as u32
@@ -103,11 +114,13 @@ fn font(px: f64) -> FontDesc<'static> {
 
 /// The seed's series ("seed", "seed Ethernet", ...) in grey, ours in the palette's order.
 fn colour(series: &[String], name: &str) -> RGBColor {
-    if name.starts_with("seed") {
-        return SEED_GREY;
-    }
-    let k = series.iter().filter(|s| !s.starts_with("seed")).position(|s| s == name).unwrap_or(0);
-    PALETTE[k % PALETTE.len()]
+    let seed = name.starts_with("seed");
+    let k = series
+        .iter()
+        .filter(|s| s.starts_with("seed") == seed)
+        .position(|s| s == name)
+        .unwrap_or(0);
+    if seed { SEED_GREYS[k % SEED_GREYS.len()] } else { PALETTE[k % PALETTE.len()] }
 }
 
 fn series_of(groups: &[Group]) -> Vec<String> {
@@ -231,7 +244,7 @@ where
             let k = c.series.iter().position(|s| s == name).unwrap_or(0);
             let y1 = row_top - pad - bar * k as f64;
             let y0 = y1 - bar;
-            let text = super::markdown::num(*v);
+            let text = value_label(*v);
             let shown = v.is_finite() && (*v > base || base == 0.0);
             if shown {
                 chart
