@@ -3,7 +3,8 @@
 # the tools are already there). Installs what it needs, runs every check, exits non-zero on failure.
 #   formatting, clippy -D warnings, rustdoc -D warnings, unit/integration/property tests,
 #   the scapy cross-checks (tests/interop: ESP/AH, and a scapy Mobile IPv6 mobile node against the
-#   home agent in network namespaces), and every fuzz target for FUZZ_SECONDS (default 30).
+#   home agent in network namespaces), the lab report in headless Chromium
+#   (scripts/report-check.sh), and every fuzz target for FUZZ_SECONDS (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
@@ -12,7 +13,7 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "system packages"
 need_apt=()
-for tool in tshark:tshark tcpdump:tcpdump iperf3:iperf3 nft:nftables ip:iproute2; do
+for tool in tshark:tshark tcpdump:tcpdump iperf3:iperf3 nft:nftables ip:iproute2 chromium:chromium; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
@@ -51,17 +52,24 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
-step "python venv (scapy, cryptography) for the cross-checks the tests run"
+step "python venv (scapy, cryptography, playwright) for the cross-checks the tests run"
 # Before cargo test: the tests that cross-check against scapy/cryptography (ESP, IKEv2 wire
 # and key schedule) skip without it.
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -c 'import scapy, cryptography' 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check scapy cryptography
+.venv/bin/python -c 'import scapy, cryptography, playwright' 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check scapy cryptography playwright
 
 step "cargo test"
 # The lab's node test drives the real binary: build it before the tests run.
 cargo build -p hipsec --quiet
 cargo test --workspace
+
+step "lab report in headless Chromium"
+# Re-renders a committed results folder from its JSON, opens its pages, saves screenshots there.
+report_dir="$(mktemp -d)"
+cp -r docs/results/2026-11-25/hip-bex-full-b4962dc "$report_dir/"
+HIPSEC_BIN="$PWD/target/debug/hipsec" bash scripts/report-check.sh "$report_dir/hip-bex-full-b4962dc"
+rm -rf "$report_dir"
 
 step "scapy cross-check"
 cargo build --release -p hipsec --quiet

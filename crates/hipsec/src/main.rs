@@ -144,14 +144,19 @@ links, tc tbf for link rates), drives real traffic through the stack with a buil
 engine (TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR; iperf3 as a cross-check), measures throughput,
 RTT, CPU and service demand (CPU µs per KB), and prints every figure beside the seed's published
 one (../shared/reference/seed-figures.toml). Results: Markdown on the terminal and in the results
-folder, JSON with every sample and the machine description, SVG plots and an HTML page.
+folder, JSON with every sample and the machine description, SVG charts, and pages for a browser:
+report.html per scenario (HTML tables, our figures beside the seed's, charts) and index.html over
+the scenarios of the folder.
 
-With no subcommand it runs every available scenario on its defaults (--quick). Needs root.
+With no subcommand it runs every available scenario on its defaults (--quick) into
+lab-results/UNIXTIME/SCENARIO and writes lab-results/UNIXTIME/index.html. Needs root.
+`hipsec lab report DIR` re-renders the pages of a results folder from its JSON.
 
 Examples:
   hipsec lab
   hipsec lab list
-  hipsec lab run ipsec-netperf --full --link 100mbit --out results/";
+  hipsec lab run ipsec-netperf --full --link 100mbit --out results/
+  hipsec lab report lab-results/1795600000";
 
 const MONITOR_HELP: &str = "\
 Stream a running node's events as JSON lines until Ctrl-C (as `ip xfrm monitor` does for the
@@ -383,7 +388,30 @@ enum LabCommand {
         #[command(flatten)]
         opts: lab::RunOptions,
     },
+    /// Re-render a results folder's pages from its report.json files (runs nothing).
+    #[command(long_about = LAB_REPORT_HELP)]
+    Report {
+        /// A scenario's results folder, or a folder of them (searched 3 levels deep).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
+
+const LAB_REPORT_HELP: &str = "\
+Re-render the report of a results folder from its JSON, without running anything: for every
+report.json at or below DIR (up to 3 levels: DIR, DIR/SCENARIO, DIR/DATE/SCENARIO) it rewrites
+report.md, the SVG charts and report.html (the scenario's page: HTML tables, our figures beside the
+seed's with the ratio ours ÷ seed read in words, charts with log axes where values span decades),
+and writes DIR/index.html linking every scenario found. report.json itself is never changed.
+
+Use it after changing the report code, or to get pages for results written by an older hipsec.
+Open DIR/index.html in a browser. A report.json that does not parse is an error naming the file
+and the field.
+
+Examples:
+  hipsec lab report lab-results/1795600000
+  hipsec lab report docs/results/2026-11-25/hip-bex-full-b4962dc
+  hipsec lab report docs/results        # one index over every kept run";
 
 /// The lab's protected modes run on hipsec nodes started from this very binary (`hipsec run`).
 fn node_hook() -> Result<lab::NodeHook, String> {
@@ -404,6 +432,14 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
         Some(LabCommand::Run { scenario, opts }) => {
             lab::run_with(&scenario, &opts, &node_hook()?).map(|_| ()).map_err(|e| e.to_string())
         }
+        Some(LabCommand::Report { dir }) => {
+            let done = lab::pages::render_dir(&dir).map_err(|e| e.to_string())?;
+            for s in &done.scenarios {
+                println!("rendered {}", s.join(lab::report::html::PAGE_FILE).display());
+            }
+            println!("index: {}", done.index.display());
+            Ok(())
+        }
         None => {
             let available: Vec<_> = lab::list().into_iter().filter(|s| s.available).collect();
             eprintln!(
@@ -412,10 +448,16 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
                 available.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
             );
             let hook = node_hook()?;
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let root = PathBuf::from(format!("lab-results/{stamp}"));
             for s in available {
-                lab::run_with(s.name, &lab::RunOptions::default(), &hook)
-                    .map_err(|e| e.to_string())?;
+                let opts = lab::RunOptions { out: Some(root.join(s.name)), ..Default::default() };
+                lab::run_with(s.name, &opts, &hook).map_err(|e| e.to_string())?;
             }
+            let done = lab::pages::render_dir(&root).map_err(|e| e.to_string())?;
+            println!("The report: {} (open it in a browser)", done.index.display());
             Ok(())
         }
     }

@@ -5,6 +5,7 @@ pub mod cap;
 pub mod cpu;
 pub mod error;
 pub mod node;
+pub mod pages;
 pub mod report;
 pub mod sys;
 pub mod tcpdump;

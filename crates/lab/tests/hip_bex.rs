@@ -63,10 +63,17 @@ fn base_exchanges_are_timed_from_the_wire() {
         assert!(text.contains(label), "row {label} missing:\n{text}");
     }
     let dir = std::env::temp_dir().join(format!("hlab-hipbex-test-{}", std::process::id()));
-    let files = report.write_all(&dir).expect("report written");
+    let files = lab::pages::write_scenario(&report, &dir).expect("report written");
     common::assert_written(
         &files,
-        &["report.md", "report.json", "bex_phases.svg", "puzzle_sweep.svg", "index.html"],
+        &[
+            "report.md",
+            "report.json",
+            "bex_phases.svg",
+            "puzzle_sweep.svg",
+            "report.html",
+            "index.html",
+        ],
     );
     let _ = std::fs::remove_dir_all(&dir);
     common::assert_no_namespaces_left(&names_before);

@@ -61,10 +61,17 @@ fn one_point_rekeys_without_losing_a_packet() {
     assert!(pt["child_rekey_delay_s"].as_f64().is_some(), "no CHILD rekey delay");
     assert_eq!(n("no_sa"), 0, "packets dropped for lack of an SA: {}", pt["drops"]);
     let dir = std::env::temp_dir().join(format!("hlab-rekey-test-{}", std::process::id()));
-    let files = report.write_all(&dir).expect("report written");
+    let files = lab::pages::write_scenario(&report, &dir).expect("report written");
     common::assert_written(
         &files,
-        &["report.md", "report.json", "session_throughput.svg", "rekey_delay.svg", "index.html"],
+        &[
+            "report.md",
+            "report.json",
+            "session_throughput.svg",
+            "rekey_delay.svg",
+            "report.html",
+            "index.html",
+        ],
     );
     let _ = std::fs::remove_dir_all(&dir);
     common::assert_no_namespaces_left(&names_before);

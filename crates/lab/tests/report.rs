@@ -139,7 +139,7 @@ fn writes_markdown_json_svg_html_and_reads_them_back() {
     assert!(seed.table.is_none() && seed.note.contains("not available"));
     let r = report(seed);
     let dir = std::env::temp_dir().join(format!("hlab-report-test-{}", std::process::id()));
-    let files = r.write_all(&dir).expect("write");
+    let files = lab::pages::write_scenario(&r, &dir).expect("write");
     let names: Vec<String> = files
         .iter()
         .filter_map(|f| f.file_name())
@@ -151,6 +151,7 @@ fn writes_markdown_json_svg_html_and_reads_them_back() {
         "throughput.svg",
         "transactions.svg",
         "service_demand.svg",
+        "report.html",
         "index.html",
     ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
@@ -162,7 +163,15 @@ fn writes_markdown_json_svg_html_and_reads_them_back() {
     assert!(md.contains("ESP AES-128-GCM: pending: needs the hipsec node (issue 3)"));
     let svg = std::fs::read_to_string(dir.join("throughput.svg")).expect("svg");
     assert!(svg.starts_with("<svg") && svg.contains("<rect") && svg.trim_end().ends_with("</svg>"));
-    let html = std::fs::read_to_string(dir.join("index.html")).expect("html");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
     assert!(html.contains("<svg") && html.contains("&lt;html&gt;"));
+    assert!(html.contains("<table id=\"cases\"") && !html.contains("<pre>"), "{html}");
+    let index = std::fs::read_to_string(dir.join("index.html")).expect("index");
+    assert!(index.contains("report.html") && index.contains("ipsec-netperf"), "{index}");
+    // `hipsec lab report DIR` from the JSON alone gives the same page.
+    std::fs::remove_file(dir.join("report.html")).expect("rm");
+    let done = lab::pages::render_dir(&dir).expect("re-render");
+    assert_eq!(done.scenarios, vec![dir.clone()]);
+    assert_eq!(std::fs::read_to_string(dir.join("report.html")).expect("again"), html);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,10 @@
 //! The run's record: every sample, per-case summaries and CPU, the iperf3 cross-check, pending
-//! modes, the seed's figures and a machine description; written as JSON, Markdown, SVG and HTML.
+//! modes, the seed's figures and a machine description; written as JSON, Markdown and SVG here, as
+//! HTML pages by [`html`] (through `crate::pages`, which knows each scenario's seed figures).
 
+pub mod chart;
+pub mod compare;
+pub mod html;
 pub mod markdown;
 pub mod svg;
 
@@ -264,8 +268,10 @@ impl Report {
 
     /// Parses a report written by `to_json`; rejects other schemas.
     pub fn from_json(text: &str) -> Result<Report, LabError> {
-        let r: Report = serde_json::from_str(text)
-            .map_err(|e| LabError::parse("report JSON", e.to_string()))?;
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let r: Report = serde_path_to_error::deserialize(de).map_err(|e| {
+            LabError::parse(format!("report JSON field {}", e.path()), e.inner().to_string())
+        })?;
         if r.schema != SCHEMA {
             return Err(LabError::parse(
                 "report JSON field schema",
@@ -278,7 +284,30 @@ impl Report {
     pub fn read(path: &Path) -> Result<Report, LabError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| LabError::io(format!("reading {}", path.display()), e))?;
-        Report::from_json(&text)
+        Report::from_json(&text).map_err(|e| match e {
+            LabError::Parse { field, reason } => {
+                LabError::Parse { field: format!("{}: {field}", path.display()), reason }
+            }
+            other => other,
+        })
+    }
+
+    /// The scenario-specific `extra` as `T` (None when the report has none); an error names the
+    /// field that does not fit.
+    pub fn extra_as<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, LabError> {
+        let Some(v) = &self.extra else { return Ok(None) };
+        serde_path_to_error::deserialize(v).map(Some).map_err(|e| {
+            LabError::parse(format!("report JSON field extra.{}", e.path()), e.inner().to_string())
+        })
+    }
+
+    /// A number of the seed's table at `path` (e.g. `["times_ms", "A1", "t1"]`).
+    pub fn seed_num(&self, path: &[&str]) -> Option<f64> {
+        let mut v = self.seed.as_ref()?.table.as_ref()?;
+        for k in path {
+            v = v.get(*k)?;
+        }
+        v.as_f64()
     }
 
     /// Fills `ratio_vs_none` from the "none" case with the same family, link, test and sizes.
@@ -304,7 +333,8 @@ impl Report {
         }
     }
 
-    /// Writes report.md, report.json, the SVG plots and index.html into `dir`; returns the files.
+    /// Writes report.md, report.json and the SVG plots into `dir`; returns the files.
+    /// (`crate::pages::write_scenario` adds the HTML pages.)
     pub fn write_all(&self, dir: &Path) -> Result<Vec<PathBuf>, LabError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::io(format!("creating {}", dir.display()), e))?;
@@ -318,11 +348,9 @@ impl Report {
         };
         put("report.md", &markdown::render(self))?;
         put("report.json", &self.to_json()?)?;
-        let plots = svg::plots(self);
-        for (name, text) in &plots {
+        for (name, text) in &svg::plots(self)? {
             put(name, text)?;
         }
-        put("index.html", &svg::html(self, &plots))?;
         Ok(files)
     }
 }

@@ -5,6 +5,7 @@
 use crate::error::LabError;
 use crate::node::ModeHook;
 use crate::report::Report;
+use crate::report::compare::Comparison;
 use crate::traffic::TrafficBin;
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,6 +24,12 @@ pub trait Scenario: Sync {
     /// Runs the profile `opts` asks for and returns the report, not yet written. `hook` sets up
     /// the protected modes (hipsec nodes); a mode it cannot set up is reported as pending.
     fn run(&self, opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError>;
+    /// Each number the seed published beside our figure for it, read from a report this
+    /// scenario wrote (its `seed` table and `extra`); the HTML page draws them. A report whose
+    /// `extra` does not parse gives an error naming the field.
+    fn comparisons(&self, _report: &Report) -> Result<Vec<Comparison>, LabError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Options of `hipsec lab run SCENARIO`.

@@ -123,7 +123,7 @@ pub fn run_with(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("lab-results/{name}-{}", report.started_unix_s)));
-    let files = report.write_all(&out_dir)?;
+    let files = crate::pages::write_scenario(&report, &out_dir)?;
     let markdown = crate::report::markdown::render(&report);
     if opts.json {
         println!("{}", report.to_json()?);

@@ -16,6 +16,7 @@
 //! "filter off" is the same tunnel with no filter, measured first and last (their mean is the
 //! base of every change).
 
+pub mod compare;
 pub mod nft;
 pub mod plan;
 pub mod sweep;
@@ -57,6 +58,13 @@ impl Scenario for FilterRules {
 
     fn run(&self, opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
         run(opts, hook)
+    }
+
+    fn comparisons(
+        &self,
+        report: &Report,
+    ) -> Result<Vec<crate::report::compare::Comparison>, LabError> {
+        compare::comparisons(report)
     }
 }
 

@@ -175,7 +175,7 @@ type SeedLine<'a> = (&'a str, Option<f64>, Option<usize>, Metric, f64);
 type Metric = fn(&FilterRow) -> Option<f64>;
 
 /// Mean over both tests of `f` for an implementation at `rules` (None: all rule counts > 0).
-fn avg_change(
+pub(super) fn avg_change(
     rows: &[FilterRow],
     imp: Implementation,
     rules: Option<usize>,

@@ -14,6 +14,7 @@
 
 pub mod bex;
 pub mod capture;
+pub mod compare;
 pub mod device_table;
 pub mod devices;
 pub mod hosts;
@@ -56,6 +57,13 @@ impl Scenario for HipBex {
         // The HIP hosts are started here, from the hipsec binary itself: ModeHook has no HIP
         // method (yet), and this scenario needs nodes restarted per run.
         run_plan(opts, hosts::locate_hipsec().as_deref(), &plan(opts)?)
+    }
+
+    fn comparisons(
+        &self,
+        report: &Report,
+    ) -> Result<Vec<crate::report::compare::Comparison>, LabError> {
+        compare::comparisons(report)
     }
 }
 

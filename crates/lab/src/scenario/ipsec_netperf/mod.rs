@@ -2,6 +2,8 @@
 //! — host, IPsec end to end between the hosts, netperf's four tests over IPv4 and IPv6, unlimited
 //! and 100 Mbit/s links. Protected modes plug in through `ModeHook` (the hipsec node, issue 3).
 
+pub mod compare;
+
 use crate::error::LabError;
 use crate::node::{Mode, ModeHook};
 use crate::report::{
@@ -37,6 +39,13 @@ impl Scenario for IpsecNetperf {
 
     fn run(&self, opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
         run(opts, hook)
+    }
+
+    fn comparisons(
+        &self,
+        report: &Report,
+    ) -> Result<Vec<crate::report::compare::Comparison>, LabError> {
+        Ok(compare::comparisons(report))
     }
 }
 

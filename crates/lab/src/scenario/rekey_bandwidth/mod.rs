@@ -15,6 +15,7 @@
 //! to CPU-bound; the uncapped series shows where ours lies.
 
 pub mod capture;
+pub mod compare;
 pub mod point;
 pub mod table;
 
@@ -59,6 +60,13 @@ impl Scenario for RekeyBandwidth {
 
     fn run(&self, opts: &RunOptions, hook: &dyn ModeHook) -> Result<Report, LabError> {
         run(opts, hook)
+    }
+
+    fn comparisons(
+        &self,
+        report: &Report,
+    ) -> Result<Vec<crate::report::compare::Comparison>, LabError> {
+        compare::comparisons(report)
     }
 }
 
