@@ -4,6 +4,7 @@
 pub mod cap;
 pub mod cpu;
 pub mod error;
+pub mod execute;
 pub mod node;
 pub mod pages;
 pub mod report;
@@ -15,5 +16,6 @@ pub mod traffic;
 pub use error::LabError;
 pub mod scenario;
 
+pub use execute::{RunSummary, run, run_with};
 pub use node::{EspCarrier, NodeHook};
-pub use scenario::{RunOptions, RunSummary, ScenarioInfo, list, run, run_with};
+pub use scenario::{RunOptions, ScenarioInfo, list};

@@ -2,8 +2,12 @@
 //! per series, the value written at the bar's end. The value axis turns logarithmic when the
 //! values span a decade or more, so 10 Mbit/s bars stay visible beside 10 Gbit/s ones.
 
-use super::svg::Group;
 use crate::error::LabError;
+
+/// A bar: series (mode) name, value, 95 % CI half-width.
+pub type Bar = (String, f64, f64);
+/// A group of bars under one label.
+pub type Group = (String, Vec<Bar>);
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;

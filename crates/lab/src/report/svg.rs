@@ -4,10 +4,7 @@
 use super::{Case, Report};
 use crate::error::LabError;
 
-/// A bar: series (mode) name, value, 95 % CI half-width.
-pub type Bar = (String, f64, f64);
-/// A group of bars under one label.
-pub type Group = (String, Vec<Bar>);
+pub use super::chart::{Bar, Group};
 
 fn groups(
     r: &Report,
