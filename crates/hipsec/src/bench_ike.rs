@@ -254,7 +254,7 @@ pub(crate) fn crypto_reference(
     cr::measure(&inputs, trials, trial)
 }
 
-fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
+pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
     let load_at_start = load_avg();
     remove_stale(PREFIX);
     let proposal = format!("aes128gcm16-prfsha256-{}", a.group);

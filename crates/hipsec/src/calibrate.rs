@@ -105,8 +105,21 @@ fn counter(v: &serde_json::Value, k: &str) -> f64 {
     v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as f64
 }
 
-/// One carrier's I/O per packet from a tunnel run: (CPU − engine) / packets handled.
-fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String), String> {
+/// What a tunnel run's two nodes did: the engine's share of their CPU (ns, from the suite's
+/// costs at the sizes the counters show), the packets they handled (each read from the TUN or
+/// the carrier once), their CPU (ns) and the data packets' size.
+pub(crate) struct TunnelWork {
+    pub(crate) engine_ns: f64,
+    pub(crate) handled: f64,
+    pub(crate) cpu_ns: f64,
+    pub(crate) data_bytes: f64,
+}
+
+/// [`TunnelWork`] of a run.
+pub(crate) fn tunnel_work(
+    r: &bench_tunnel::Report,
+    suite: &SuiteCost,
+) -> Result<TunnelWork, String> {
     let [a, b] = [0, 1].map(|i| r.nodes.get(i));
     let (Some(a), Some(b)) = (a, b) else { return Err("the tunnel run reported no nodes".into()) };
     let (ca, cb) = (&a.node_counters, &b.node_counters);
@@ -125,12 +138,19 @@ fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String),
     if handled < 1000.0 {
         return Err(format!("the {} tunnel carried only {handled} packets", r.transport));
     }
-    let cpu_ns = (a.cpu_s + b.cpu_s) * 1e9;
-    let io = ((cpu_ns - engine_ns) / handled).max(0.0);
+    Ok(TunnelWork { engine_ns, handled, cpu_ns: (a.cpu_s + b.cpu_s) * 1e9, data_bytes: data })
+}
+
+/// One carrier's I/O per packet from a tunnel run: (CPU − engine) / packets handled.
+fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String), String> {
+    let w = tunnel_work(r, suite)?;
+    let io = ((w.cpu_ns - w.engine_ns) / w.handled).max(0.0);
     let note = format!(
-        "{:.2} Gbit/s, {handled:.0} packets, {:.2} CPU s, data packets of {data:.0} bytes",
+        "{:.2} Gbit/s, {:.0} packets, {:.2} CPU s, data packets of {:.0} bytes",
         r.tunnel.gbps,
-        a.cpu_s + b.cpu_s
+        w.handled,
+        w.cpu_ns / 1e9,
+        w.data_bytes
     );
     Ok((io, note))
 }

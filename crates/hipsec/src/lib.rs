@@ -19,6 +19,7 @@ pub mod ike_cli;
 pub mod pcap;
 pub mod size_cli;
 pub mod status;
+pub mod validate;
 /// The SA file of the pcap tools: the same parser as the node config's `[[sa]]` tables.
 pub use node::safile;
 pub mod wireshark;

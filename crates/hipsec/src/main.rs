@@ -381,6 +381,9 @@ enum LabCommand {
     /// Measure this machine's costs (ESP suites, carriers, filter, IKEv2, HIP, binding
     /// updates, memory per SA) and write the profile `hipsec size --profile` reads.
     Calibrate(hipsec::calibrate::CalibrateArgs),
+    /// Check a profile against real runs: tunnels with other suites and carriers, and IKEv2
+    /// handshakes; predicted CPU beside measured (within 20 % is the target).
+    Validate(hipsec::validate::ValidateArgs),
     /// Run one scenario.
     Run {
         /// Scenario name (see `hipsec lab list`).
@@ -429,6 +432,7 @@ fn run_lab(a: LabArgs) -> Result<(), String> {
             Ok(())
         }
         Some(LabCommand::Calibrate(c)) => hipsec::calibrate::run(&c),
+        Some(LabCommand::Validate(v)) => hipsec::validate::run(&v),
         Some(LabCommand::Run { scenario, opts }) => {
             lab::run_with(&scenario, &opts, &node_hook()?).map(|_| ()).map_err(|e| e.to_string())
         }
