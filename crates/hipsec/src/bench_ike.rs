@@ -236,13 +236,19 @@ pub(crate) fn crypto_reference(
     trial: Duration,
 ) -> Result<CryptoOnly, String> {
     let config = initiator_config(&format!("aes128gcm16-prfsha256-{group}"))?;
+    cr::measure(&reference_inputs(&config)?, trials, trial)
+}
+
+/// What the crypto-only reference computes on: the initiator's real IKE_SA_INIT (its size is
+/// what the AUTH's PRF reads) and the configured suites.
+fn reference_inputs(config: &ike::Config) -> Result<Inputs, String> {
     let remote: SocketAddr = "192.0.2.2:500".parse().map_err(|_| "address")?;
     let ep = ike::Endpoints { local: "192.0.2.1:50000".parse().map_err(|_| "address")?, remote };
     let (_, msg1) = ike::initiator::start(config.clone(), crypto::default_provider(), ep, 0)
         .map_err(|e| format!("initiator config: {e}"))?;
     let suite = *config.ike_suites.first().ok_or("no IKE suite")?;
     let esp = config.child_suites.first().ok_or("no ESP suite")?.esp;
-    let inputs = Inputs {
+    Ok(Inputs {
         suite,
         esp,
         psk: PSK.as_bytes().to_vec(),
@@ -250,8 +256,7 @@ pub(crate) fn crypto_reference(
         id_r: Id::fqdn(ID_R),
         msg2: msg1.clone(),
         msg1,
-    };
-    cr::measure(&inputs, trials, trial)
+    })
 }
 
 pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report, String> {
@@ -264,20 +269,7 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
     // The reference first, alone on this core (nothing else of ours runs yet).
     let local: SocketAddr = "192.0.2.1:0".parse().map_err(|_| "address")?;
     let remote: SocketAddr = "192.0.2.2:500".parse().map_err(|_| "address")?;
-    let ep = ike::Endpoints { local: "192.0.2.1:50000".parse().map_err(|_| "address")?, remote };
-    let (_, msg1) = ike::initiator::start(config.clone(), crypto::default_provider(), ep, 0)
-        .map_err(|e| format!("initiator config: {e}"))?;
-    let suite = *config.ike_suites.first().ok_or("no IKE suite")?;
-    let esp = config.child_suites.first().ok_or("no ESP suite")?.esp;
-    let inputs = Inputs {
-        suite,
-        esp,
-        psk: PSK.as_bytes().to_vec(),
-        id_i: Id::fqdn(ID_I),
-        id_r: Id::fqdn(ID_R),
-        msg2: msg1.clone(),
-        msg1,
-    };
+    let inputs = reference_inputs(&config)?;
     eprintln!("bench ike: crypto-only reference (2 × 1 s on one core, again after the load) …");
     let mut crypto_only = cr::measure(&inputs, 2, Duration::from_secs(1))?;
     eprintln!(
