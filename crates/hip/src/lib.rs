@@ -15,6 +15,7 @@ pub mod hit;
 pub mod identity;
 pub mod keymat;
 pub mod puzzle;
+pub mod rekey;
 mod signed;
 pub mod suite;
 pub mod update;

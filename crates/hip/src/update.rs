@@ -59,6 +59,8 @@ pub struct UpdateIn {
     pub echo_request: Option<Vec<u8>>,
     /// An echo response (to our request).
     pub echo_response: Option<Vec<u8>>,
+    /// Its ESP_INFO: a rekey when the old and new SPI differ (`crate::rekey`).
+    pub esp_info: Option<EspInfo>,
 }
 
 /// M's first UPDATE: our new locator `new`, update ID `seq`, from `src` (the new address) to
@@ -137,6 +139,7 @@ pub fn read(est: &Established, bytes: &[u8], src: IpAddr, dst: IpAddr) -> Result
         locators,
         echo_request: get!(m, EchoRequestSigned).map(|e| e.data.clone()),
         echo_response: get!(m, EchoResponseSigned).map(|e| e.data.clone()),
+        esp_info: get!(m, EspInfo).cloned(),
     })
 }
 

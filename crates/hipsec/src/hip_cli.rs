@@ -15,9 +15,14 @@ pub enum HipCommand {
     /// End the association with a peer: CLOSE, answered by CLOSE_ACK (RFC 7401 §6.14); its
     /// SAs go, and for a known peer the next packet to its HIT starts a new base exchange.
     Close(CloseArgs),
+    /// Rekey the ESP SA pair with a peer by UPDATE, new keys from the association's KEYMAT
+    /// (RFC 7402 §6.8): make before break, the old inbound SA retired 2 s after the switch.
+    /// `hipsec status` shows the new SPIs and the `rekeys` counter. Example:
+    ///   hipsec hip rekey /run/hipsec.sock 2001:2e:aa54:d2b5:c6bd:f79e:1f1c:5f2c
+    Rekey(CloseArgs),
 }
 
-/// `hipsec hip close SOCKET HIT`.
+/// `hipsec hip close|rekey SOCKET HIT`.
 #[derive(Debug, Args)]
 pub struct CloseArgs {
     /// The node's control socket.
@@ -59,8 +64,9 @@ pub fn run(c: &HipCommand) -> Result<(), String> {
             }
             Ok(())
         }
-        HipCommand::Close(a) => {
-            let v = ctl::request(&a.socket, &json!({"op": "hip-close", "hit": a.hit}))?;
+        HipCommand::Close(a) | HipCommand::Rekey(a) => {
+            let op = if matches!(c, HipCommand::Close(_)) { "hip-close" } else { "hip-rekey" };
+            let v = ctl::request(&a.socket, &json!({"op": op, "hit": a.hit}))?;
             match v["error"].as_str() {
                 Some(e) => Err(e.to_string()),
                 None => {

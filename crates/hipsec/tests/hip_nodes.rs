@@ -266,6 +266,66 @@ fn two_hosts_reach_each_other_by_hit() {
     }
 }
 
+/// Rekeying by UPDATE (RFC 7402 §6.8) while pings flow every 10 ms: A rekeys, then B, then A
+/// again; each time both ends move to new SPIs (make before break: every ping is answered,
+/// nothing is dropped for want of an SA or as a replay), the `rekeys` counters agree, and the
+/// association still carries traffic afterwards.
+#[test]
+fn the_esp_pair_is_rekeyed_under_traffic() {
+    if !common::netns_ready(&[]) {
+        return;
+    }
+    let h = Hosts::start(0, true);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(h.ping(2, "0.1"), 2, "{}", h.log(0));
+    let drops = |i: usize, k: &str| h.status(i)["drops"][k].as_u64().unwrap_or(0);
+    let before: Vec<u64> = [(0, "no_sa"), (1, "no_sa"), (0, "replayed"), (1, "replayed")]
+        .map(|(i, k)| drops(i, k))
+        .into();
+    let spis = |i: usize| {
+        let a = &h.status(i)["hip"]["associations"][0];
+        (
+            a["spi_in"].as_str().unwrap_or_default().to_string(),
+            a["spi_out"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let got = std::thread::scope(|s| {
+        let pings = s.spawn(|| h.ping(300, "0.01"));
+        for (k, who) in [0usize, 1, 0].into_iter().enumerate() {
+            std::thread::sleep(Duration::from_millis(600));
+            let (old_a, old_b) = (spis(0), spis(1));
+            let peer = &h.hits[1 - who];
+            let c = Command::new(BIN)
+                .args(["hip", "rekey"])
+                .arg(h.sock(who))
+                .arg(peer)
+                .output()
+                .unwrap();
+            assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while h.status(0)["hip"]["counters"]["rekeys"] != k as u64 + 1
+                || h.status(1)["hip"]["counters"]["rekeys"] != k as u64 + 1
+            {
+                assert!(Instant::now() < deadline, "rekey {k}:\n{}\n{}", h.status(0), h.status(1));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let (new_a, new_b) = (spis(0), spis(1));
+            assert!(new_a.0 != old_a.0 && new_a.1 != old_a.1, "{old_a:?} -> {new_a:?}");
+            // A's inbound SPI is B's outbound one, and the other way.
+            assert_eq!((new_a.0.clone(), new_a.1.clone()), (new_b.1.clone(), new_b.0.clone()));
+            assert_ne!(new_b, old_b);
+        }
+        pings.join().unwrap()
+    });
+    assert_eq!(got, 300, "every ping answered across three rekeys\n{}\n{}", h.log(0), h.log(1));
+    let after: Vec<u64> = [(0, "no_sa"), (1, "no_sa"), (0, "replayed"), (1, "replayed")]
+        .map(|(i, k)| drops(i, k))
+        .into();
+    assert_eq!(before, after, "drops for want of an SA or as replays during the rekeys");
+    assert_eq!(h.status(0)["hip"]["counters"]["rekey_failed"], 0);
+    assert!(h.ping(3, "0.1") >= 3, "traffic on the third pair");
+}
+
 /// A Responder that does not know the Initiator's HIT (and keeps the default accept = "known")
 /// answers its I1 (statelessly, as to anyone) but refuses its I2 before any Diffie-Hellman:
 /// no association, nothing gets through, and the refusal is counted.

@@ -127,6 +127,11 @@ pub enum Request {
     },
     /// The ESP keys of the HIP associations as tshark `esp_sa` lines (debug switch only).
     HipKeys,
+    /// Rekey the ESP pair with this HIT by UPDATE (RFC 7402 §6.8).
+    HipRekey {
+        /// The peer's HIT.
+        hit: hip::HostIdentityTag,
+    },
 }
 
 /// A request that could not be read: which field, and what is wrong.
@@ -161,7 +166,7 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys"
         | "hip-keys" => &[],
         "initiate" | "terminate" => &["connection"],
-        "hip-close" => &["hit"],
+        "hip-close" | "hip-rekey" => &["hit"],
         "rekey" => &["connection", "ike"],
         "sa-add" => &["sas", "succeeds"],
         "sa-update" | "sa-del" => &["sas"],
@@ -183,14 +188,14 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
         "policy-list" => Request::PolicyList,
         "ike-keys" => Request::IkeKeys,
         "hip-keys" => Request::HipKeys,
-        "hip-close" => {
+        "hip-close" | "hip-rekey" => {
             let hit = o
                 .get("hit")
                 .and_then(Value::as_str)
                 .ok_or_else(|| err("hit", "want a HIT"))?
                 .parse()
                 .map_err(|e: String| err("hit", e))?;
-            Request::HipClose { hit }
+            if op == "hip-close" { Request::HipClose { hit } } else { Request::HipRekey { hit } }
         }
         "initiate" | "terminate" | "rekey" => {
             let connection = o

@@ -132,4 +132,8 @@ fn hip_close_names_a_bad_hit() {
     assert_eq!(e.field, "hit");
     let ok = parse(br#"{"op":"hip-close","hit":"2001:22::1"}"#).unwrap();
     assert!(matches!(ok, Request::HipClose { .. }));
+    let e = parse(br#"{"op":"hip-rekey","hit":"nope"}"#).unwrap_err();
+    assert_eq!(e.field, "hit");
+    let ok = parse(br#"{"op":"hip-rekey","hit":"2001:22::1"}"#).unwrap();
+    assert!(matches!(ok, Request::HipRekey { .. }));
 }

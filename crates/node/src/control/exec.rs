@@ -174,7 +174,8 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
         | Request::Rekey { .. }
         | Request::IkeKeys
         | Request::HipKeys
-        | Request::HipClose { .. } => Err(PlaneError::other("not an SA or policy request")),
+        | Request::HipClose { .. }
+        | Request::HipRekey { .. } => Err(PlaneError::other("not an SA or policy request")),
     }
 }
 

@@ -259,6 +259,13 @@ impl<'a> ControlThread<'a> {
                         Err(e) => json!({ "error": e }),
                     },
                 },
+                Request::HipRekey { hit } => match &mut self.hip {
+                    None => json!({ "error": "this node has no [hip]" }),
+                    Some(hip) => match hip.rekey(hit) {
+                        Ok(()) => json!({ "ok": true, "rekeying": hit.to_string() }),
+                        Err(e) => json!({ "error": e }),
+                    },
+                },
                 Request::HipKeys => match &self.hip {
                     None => json!({ "error": "this node has no [hip]" }),
                     Some(hip) => match hip.wireshark_keys() {
@@ -324,6 +331,7 @@ fn op_name(r: &Request) -> &'static str {
         Request::IkeKeys => "ike-keys",
         Request::HipKeys => "hip-keys",
         Request::HipClose { .. } => "hip-close",
+        Request::HipRekey { .. } => "hip-rekey",
     }
 }
 

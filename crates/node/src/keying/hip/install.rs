@@ -6,6 +6,7 @@ use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::plane::SaSpec;
 use hip::HostIdentityTag;
 use hip::bex::Established;
+use hip::esp::EspKeys;
 use ipsec::spd::{Prefix, Selector};
 use ipsec::{Lifetime, Mode, Protocol, SaParams, Spi};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -21,10 +22,16 @@ fn hit_addr(h: &HostIdentityTag) -> IpAddr {
 
 /// The inbound and outbound SAs of an association.
 pub fn specs(e: &Established, peer: SocketAddr) -> (SaSpec, SaSpec) {
+    pair(e, &e.esp, peer)
+}
+
+/// The inbound and outbound SAs of `keys` between the association's HITs (its first pair, or
+/// one a rekey made, `super::rekey`).
+pub fn pair(e: &Established, keys: &EspKeys, peer: SocketAddr) -> (SaSpec, SaSpec) {
     let (me, them) = (hit_addr(&e.local_hit), hit_addr(&e.peer.hit()));
     let params = |spi: u32, src, dst, enc: &[u8], auth: &[u8]| SaParams {
         spi: Spi(spi),
-        protocol: Protocol::Esp(e.esp.suite),
+        protocol: Protocol::Esp(keys.suite),
         mode: Mode::Transport,
         src,
         dst,
@@ -37,14 +44,14 @@ pub fn specs(e: &Established, peer: SocketAddr) -> (SaSpec, SaSpec) {
     };
     let name = |d: &str| Some(format!("hip-{}-{d}", e.peer.hit()));
     let inbound = SaSpec {
-        params: params(e.esp.spi_in, them, me, &e.esp.enc_in, &e.esp.auth_in),
+        params: params(keys.spi_in, them, me, &keys.enc_in, &keys.auth_in),
         lane: 0,
         endpoint: Some(peer),
         beet: true,
         name: name("in"),
     };
     let outbound = SaSpec {
-        params: params(e.esp.spi_out, me, them, &e.esp.enc_out, &e.esp.auth_out),
+        params: params(keys.spi_out, me, them, &keys.enc_out, &keys.auth_out),
         lane: 0,
         endpoint: Some(peer),
         beet: true,

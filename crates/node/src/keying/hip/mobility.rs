@@ -106,6 +106,11 @@ impl HipDriver {
                 return Vec::new();
             }
         };
+        if let Some(out) = self.on_rekey_update(plane, sender, &u) {
+            return out;
+        }
+        let Some(a) = self.assocs.get_mut(&sender) else { return Vec::new() };
+        let State::Established { est, .. } = &a.state else { return Vec::new() };
         let mut out = Vec::new();
         if a.announcing.as_ref().is_some_and(|(id, ..)| u.acks.contains(id)) {
             a.announcing = None;

@@ -10,6 +10,7 @@
 mod close;
 pub mod install;
 mod mobility;
+mod rekey;
 pub mod runtime;
 pub mod socket;
 pub mod solver;
@@ -75,6 +76,8 @@ struct Assoc {
     announcing: Option<(u32, Vec<u8>, u64, u32)>,
     /// A locator the peer announced, being checked: (address, echo nonce).
     verifying: Option<(IpAddr, Vec<u8>)>,
+    /// A rekey of the ESP pair under way (`rekey.rs`).
+    rekey: Option<rekey::Rekey>,
     state: State,
     initiator: bool,
     started_us: u64,
@@ -111,6 +114,10 @@ pub struct HipCounters {
     pub locator_changes: u64,
     /// Associations ended by CLOSE (either side).
     pub closed: u64,
+    /// ESP pairs rekeyed by UPDATE (RFC 7402 §6.8), either side.
+    pub rekeys: u64,
+    /// Rekeys that failed or timed out (the old pair stays).
+    pub rekey_failed: u64,
     /// I2s from HITs that are not configured peers (refused with `accept = "known"`).
     pub unknown_peer: u64,
     /// The last I1's processing time (T1 of seed 001: I1 in, R1 out), microseconds.
@@ -247,6 +254,7 @@ impl HipDriver {
                         local,
                         announcing: None,
                         verifying: None,
+                        rekey: None,
                         state: State::I1Sent(s),
                         initiator: true,
                         started_us: now_us,
@@ -422,6 +430,7 @@ impl HipDriver {
                         local: self.here,
                         announcing: None,
                         verifying: None,
+                        rekey: None,
                         state,
                         initiator: false,
                         started_us: now_us,
@@ -528,6 +537,7 @@ impl HipDriver {
             }
         }
         let mut out = self.moves(now_us);
+        out.extend(self.rekey_timers(now_us));
         let mut gone = Vec::new();
         for (hit, a) in &mut self.assocs {
             if now_us < a.resend_at_us {

@@ -72,6 +72,13 @@ impl HipRuntime {
         Ok(())
     }
 
+    /// `hipsec hip rekey HIT`.
+    pub fn rekey(&mut self, peer: hip::HostIdentityTag) -> Result<(), String> {
+        let out = self.driver.rekey(peer)?;
+        self.send(out);
+        Ok(())
+    }
+
     /// An acquire from the data path.
     pub fn acquire(&mut self, policy: PolicyId) {
         let now = self.now_us();

@@ -27,6 +27,9 @@ impl HipDriver {
                     }
                     State::Closing { .. } => v["state"] = json!("CLOSING"),
                 }
+                if let Some(step) = super::rekey::pending(a) {
+                    v["rekey"] = json!(step);
+                }
                 if let (true, Some(us)) = (a.initiator, a.bex_us) {
                     v["base_exchange_us"] = json!(us);
                 }
