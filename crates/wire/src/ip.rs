@@ -166,6 +166,32 @@ pub fn ones_complement_sum(data: &[u8], initial: u16) -> u16 {
     t as u16
 }
 
+/// The running sum of the IPv6 pseudo-header (RFC 8200 §8.1) of an upper-layer packet of `len`
+/// octets with next header `next_header`, for [`ones_complement_sum`]'s `initial`.
+pub fn ipv6_pseudo_header_sum(
+    src: std::net::Ipv6Addr,
+    dst: std::net::Ipv6Addr,
+    len: usize,
+    next_header: u8,
+) -> u16 {
+    let mut ph = [0u8; 40];
+    ph[..16].copy_from_slice(&src.octets());
+    ph[16..32].copy_from_slice(&dst.octets());
+    ph[32..36].copy_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+    ph[39] = next_header;
+    ones_complement_sum(&ph, 0)
+}
+
+/// The Internet checksum of `packet` after a pseudo-header whose sum is `pseudo`, computed as
+/// if the 2-octet checksum field at the even offset `at` were zero (how HIP, RFC 7401 §5.1.1,
+/// and the Mobility Header, RFC 6275 §6.1.1, define theirs). Both pieces start on even offsets,
+/// so the 16-bit words keep their alignment.
+pub fn checksum_without_field(pseudo: u16, packet: &[u8], at: usize) -> u16 {
+    let mut s = ones_complement_sum(packet.get(..at.min(packet.len())).unwrap_or_default(), pseudo);
+    s = ones_complement_sum(packet.get(at + 2..).unwrap_or_default(), s);
+    !s
+}
+
 /// The Internet checksum (RFC 1071) of `data`.
 pub fn internet_checksum(data: &[u8]) -> u16 {
     !ones_complement_sum(data, 0)

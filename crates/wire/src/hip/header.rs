@@ -17,7 +17,7 @@ use super::param::{ParamRepr, Params, RawParam};
 use super::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
 use crate::WireError;
 use crate::cursor::{Reader, Writer};
-use crate::ip::ones_complement_sum;
+use crate::ip::{checksum_without_field, ipv6_pseudo_header_sum, ones_complement_sum};
 
 /// IP protocol number of HIP (RFC 7401 §5.1: 139), used in the checksum's pseudo-header.
 pub const IPPROTO_HIP: u8 = 139;
@@ -299,12 +299,7 @@ fn pseudo_header_sum(src: IpAddr, dst: IpAddr, len: usize) -> u16 {
                 IpAddr::V4(a) => a.to_ipv6_mapped(),
                 IpAddr::V6(a) => a,
             };
-            let mut ph = [0u8; 40];
-            ph[..16].copy_from_slice(&v6(src).octets());
-            ph[16..32].copy_from_slice(&v6(dst).octets());
-            ph[32..36].copy_from_slice(&(len as u32).to_be_bytes());
-            ph[39] = IPPROTO_HIP;
-            ones_complement_sum(&ph, 0)
+            ipv6_pseudo_header_sum(v6(src), v6(dst), len, IPPROTO_HIP)
         }
     }
 }
@@ -312,12 +307,7 @@ fn pseudo_header_sum(src: IpAddr, dst: IpAddr, len: usize) -> u16 {
 /// The checksum (§5.1.1) of the HIP `packet` sent from `src` to `dst`: the Internet checksum
 /// over the pseudo-header and the packet, computed as if the Checksum field were zero.
 pub fn compute_checksum(src: IpAddr, dst: IpAddr, packet: &[u8]) -> u16 {
-    let mut s = pseudo_header_sum(src, dst, packet.len());
-    // Skip the 2-octet Checksum field at offset 4; both pieces start on even offsets, so the
-    // 16-bit words keep their alignment.
-    s = ones_complement_sum(packet.get(..4.min(packet.len())).unwrap_or_default(), s);
-    s = ones_complement_sum(packet.get(6..).unwrap_or_default(), s);
-    !s
+    checksum_without_field(pseudo_header_sum(src, dst, packet.len()), packet, 4)
 }
 
 /// Writes the checksum (§5.1.1) into `packet` (at least [`HEADER_LEN`] octets).

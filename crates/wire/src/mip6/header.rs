@@ -16,7 +16,7 @@ use std::net::Ipv6Addr;
 
 use super::{IPPROTO_MH, MAX_LEN, MIN_LEN, MhType};
 use crate::WireError;
-use crate::ip::ones_complement_sum;
+use crate::ip::{checksum_without_field, ipv6_pseudo_header_sum, ones_complement_sum};
 
 /// Offset of the Message Data (after Payload Proto, Header Len, MH Type, Reserved, Checksum).
 pub const MESSAGE_DATA_OFFSET: usize = 6;
@@ -91,12 +91,7 @@ impl<T: AsRef<[u8]>> MhPacket<T> {
 
 /// The running sum of the IPv6 pseudo-header (§6.1.1, RFC 8200 §8.1) for next header 135.
 fn pseudo_header_sum(src: Ipv6Addr, dst: Ipv6Addr, len: usize) -> u16 {
-    let mut ph = [0u8; 40];
-    ph[..16].copy_from_slice(&src.octets());
-    ph[16..32].copy_from_slice(&dst.octets());
-    ph[32..36].copy_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
-    ph[39] = IPPROTO_MH;
-    ones_complement_sum(&ph, 0)
+    ipv6_pseudo_header_sum(src, dst, len, IPPROTO_MH)
 }
 
 /// The Checksum (§6.1.1) of the Mobility Header `mh` from `src` to `dst`: the Internet checksum
@@ -104,11 +99,7 @@ fn pseudo_header_sum(src: Ipv6Addr, dst: Ipv6Addr, len: usize) -> u16 {
 /// the home address when a Home Address option is present; `dst` the home address when a type 2
 /// routing header is present.
 pub fn compute_checksum(src: Ipv6Addr, dst: Ipv6Addr, mh: &[u8]) -> u16 {
-    let mut s = pseudo_header_sum(src, dst, mh.len());
-    // Skip the Checksum at offset 4; both pieces start on even offsets.
-    s = ones_complement_sum(mh.get(..4.min(mh.len())).unwrap_or_default(), s);
-    s = ones_complement_sum(mh.get(6..).unwrap_or_default(), s);
-    !s
+    checksum_without_field(pseudo_header_sum(src, dst, mh.len()), mh, 4)
 }
 
 /// Writes the Checksum (§6.1.1) into the Mobility Header `mh` (at least 8 octets).
