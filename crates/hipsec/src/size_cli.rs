@@ -101,19 +101,7 @@ pub fn workload(a: &SizeArgs) -> Result<Workload, String> {
         (Some(n), _) => examples::example(n)
             .ok_or_else(|| format!("--example {n}: not one of {}", examples::NAMES.join(", ")))?,
         (None, Some(f)) => Workload::from_json(&read(f, "workload")?).map_err(|e| e.to_string())?,
-        (None, None) => {
-            let mut w = examples::example("gateway-10g")
-                .ok_or_else(|| "the built-in examples are missing".to_string())?;
-            w.name = "workload".into();
-            w.throughput_gbps = 0.0;
-            w.bidirectional = false;
-            w.tunnels = 1;
-            w.child_rekey_s = None;
-            w.ike_rekey_s = None;
-            w.filter_rules = 0;
-            w.link_gbps = None;
-            w
-        }
+        (None, None) => Workload { tunnels: 1, ..examples::base("workload") },
     };
     if let Some(v) = a.gbps {
         w.throughput_gbps = v;

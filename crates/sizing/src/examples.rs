@@ -5,7 +5,9 @@ use crate::workload::{PacketMix, Workload};
 /// Names of the examples.
 pub const NAMES: [&str; 3] = ["gateway-10g", "road-warriors", "home-agent"];
 
-fn base(name: &str) -> Workload {
+/// An empty workload named `name` (no traffic, no tunnels, AES-GCM in UDP, IMIX): what the
+/// examples start from, and `hipsec size` without an example or a file.
+pub fn base(name: &str) -> Workload {
     Workload {
         name: name.into(),
         throughput_gbps: 0.0,
