@@ -40,8 +40,8 @@ pub struct CalibrateArgs {
     /// Shorter loops (about a minute in all instead of three): noisier figures.
     #[arg(long)]
     pub quick: bool,
-    /// Skip the two-node tunnel run (needs root, namespaces and iperf3); the carriers' I/O
-    /// is then missing and the profile sizes only the engine, filter and handshakes.
+    /// Skip the runs with nodes in namespaces (root, iperf3): the carriers' I/O is then
+    /// missing, and IKEv2 comes from the crypto reference alone.
     #[arg(long)]
     pub no_tunnel: bool,
     /// Only these ESP suites (comma-separated; default: every suite the engine has).
@@ -203,17 +203,59 @@ fn filter_cost(quick: bool) -> FilterCost {
     FilterCost { per_packet_ns: ns(0), per_rule_ns: ((ns(1) - ns(0)) / 999.0).max(0.0) }
 }
 
-fn ike_cost(quick: bool, bytes_per_sa_install_us: f64) -> Result<IkeCost, String> {
+/// IKEv2: with a responder node (`nodes`), its CPU per complete setup under `hipsec bench
+/// ike`'s generator; the rekeys from the crypto reference scaled by the same ratio of the
+/// node's CPU to one end's crypto (messages, sockets and installs cost alike in both).
+/// Without nodes, the crypto reference alone (it under-predicts a node ~3×: `validate`).
+fn ike_cost(
+    quick: bool,
+    nodes: bool,
+    bytes_per_sa_install_us: f64,
+    sources: &mut BTreeMap<String, String>,
+) -> Result<IkeCost, String> {
     progress("IKEv2 crypto reference (x25519)");
     let trial = Duration::from_millis(if quick { 300 } else { 1000 });
     let c = bench_ike::crypto_reference("x25519", 2, trial)?;
     // One end's share of a setup; a CREATE_CHILD_SA with PFS makes a DH key and agrees, and
     // derives keys; an IKE rekey also runs SKEYSEED.
     let install = 2.0 * bytes_per_sa_install_us;
+    let crypto_setup = c.us_per_setup / 2.0 + install;
+    let mut scale = 1.0;
+    if nodes {
+        progress("IKEv2 handshakes against a responder node (x25519, PSK, 32 in flight)");
+        let args = bench_ike::BenchIkeArgs {
+            seconds: if quick { 1 } else { 3 },
+            rounds: 1,
+            concurrency: 32,
+            group: "x25519".into(),
+            no_delete: false,
+            json: true,
+        };
+        let r = bench_ike::measure(&args, &Arc::new(AtomicBool::new(false)))?;
+        if r.responder_us_per_setup > 0.0 {
+            scale = r.responder_us_per_setup / crypto_setup;
+        }
+        sources.insert(
+            "ike".into(),
+            format!(
+                "hipsec bench ike --concurrency 32 --seconds {}: {:.0} setups/s, responder {:.1} µs \
+                 per setup ({scale:.2}× one end's crypto); rekeys = crypto reference × that ratio",
+                args.seconds, r.setups_per_s, r.responder_us_per_setup
+            ),
+        );
+    } else {
+        sources.insert(
+            "ike".into(),
+            "hipsec bench ike's crypto-only reference (x25519, PSK), one end's half, + SA \
+             installs (no node run: --no-tunnel)"
+                .into(),
+        );
+    }
     Ok(IkeCost {
-        ike_sa_setup_us: c.us_per_setup / 2.0 + install,
-        child_rekey_us: c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us / 2.0 + install,
-        ike_rekey_us: c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us,
+        ike_sa_setup_us: crypto_setup * scale,
+        child_rekey_us: (c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us / 2.0 + install)
+            * scale,
+        ike_rekey_us: (c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us) * scale,
     })
 }
 
@@ -282,12 +324,7 @@ pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
     };
     let filter = filter_cost(args.quick);
     sources.insert("filter".into(), "filter::bench at 1 and 1,000 rules, no flow cache".into());
-    let ike = ike_cost(args.quick, 1e6 / rate.max(1.0))?;
-    sources.insert(
-        "ike".into(),
-        "hipsec bench ike's crypto-only reference (x25519, PSK), one end's half, + SA installs"
-            .into(),
-    );
+    let ike = ike_cost(args.quick, !args.no_tunnel, 1e6 / rate.max(1.0), &mut sources)?;
     let hip = hip_cost(args.quick)?;
     sources.insert("hip".into(), "hipsec bench hip phases at K = 0; puzzle at K = 12".into());
     let mip6 = mip6_cost(&suites)?;
