@@ -14,6 +14,7 @@ pub mod esp;
 pub mod hit;
 pub mod identity;
 pub mod keymat;
+pub mod notify;
 pub mod puzzle;
 pub mod rekey;
 mod signed;

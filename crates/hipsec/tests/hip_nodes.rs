@@ -328,7 +328,8 @@ fn the_esp_pair_is_rekeyed_under_traffic() {
 
 /// A Responder that does not know the Initiator's HIT (and keeps the default accept = "known")
 /// answers its I1 (statelessly, as to anyone) but refuses its I2 before any Diffie-Hellman:
-/// no association, nothing gets through, and the refusal is counted.
+/// no association, nothing gets through, the refusal is counted, and a signed NOTIFY
+/// (BLOCKED_BY_POLICY) tells the Initiator.
 #[test]
 fn an_unknown_hit_is_refused() {
     if !common::netns_ready(&[]) {
@@ -342,6 +343,18 @@ fn an_unknown_hit_is_refused() {
     assert!(b["hip"]["counters"]["r1_sent"].as_u64().unwrap_or(0) >= 1, "{b}");
     assert_eq!(b["hip"]["associations"].as_array().map(Vec::len), Some(0), "{b}");
     assert_eq!(h.status(0)["hip"]["associations"][0]["state"], "I2-SENT");
+    // B told A why (RFC 7401 §5.3.6), signed: A counts it and changes nothing.
+    assert!(b["hip"]["counters"]["notify_sent"].as_u64().unwrap_or(0) >= 1, "{b}");
+    let a = h.status(0);
+    assert!(a["hip"]["counters"]["notify_received"].as_u64().unwrap_or(0) >= 1, "{a}");
+    let last = &a["hip"]["last_notify"];
+    assert_eq!(
+        last["kinds"][0].as_str().map(|k| k.contains("BLOCKED_BY_POLICY")),
+        Some(true),
+        "{a}"
+    );
+    assert_eq!(last["verified"], true, "{a}");
+    assert_eq!(last["peer_hit"], h.hits[1].as_str());
 }
 
 /// Mobility: A (on a wildcard local address) moves from 192.0.2.1 to 192.0.2.11 in the middle

@@ -10,6 +10,7 @@
 mod close;
 pub mod install;
 mod mobility;
+mod notify;
 mod rekey;
 pub mod runtime;
 pub mod socket;
@@ -27,7 +28,7 @@ use hip::{HostIdentityTag, LocalHost};
 use ipsec::spd_table::PolicyId;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use wire::hip::{Packet, PacketType};
+use wire::hip::{NotifyType, Packet, PacketType};
 
 /// HIP's policy ids: apart from the config's, IKE's (1 << 40) and the command line's.
 const POLICY_BASE: PolicyId = 1 << 41;
@@ -114,6 +115,10 @@ pub struct HipCounters {
     pub locator_changes: u64,
     /// Associations ended by CLOSE (either side).
     pub closed: u64,
+    /// NOTIFYs we sent (refusals the peer is told of, at most [`notify::PER_SECOND`] a second).
+    pub notify_sent: u64,
+    /// NOTIFYs received (informational, RFC 7401 §6.13; the last one in `last_notify`).
+    pub notify_received: u64,
     /// ESP pairs rekeyed by UPDATE (RFC 7402 §6.8), either side.
     pub rekeys: u64,
     /// Rekeys that failed or timed out (the old pair stays).
@@ -155,6 +160,8 @@ pub struct HipDriver {
     next_move_check_us: u64,
     /// The puzzle search's lanes (`[hip] puzzle-threads`).
     solver: solver::Solver,
+    /// NOTIFYs: the rate limit's window and the last one received.
+    notify: notify::NotifyState,
 }
 
 impl std::fmt::Debug for HipDriver {
@@ -182,6 +189,7 @@ impl HipDriver {
             .map_err(|e| e.to_string())?;
         let solver = solver::Solver::new(conf.puzzle_threads);
         Ok(HipDriver {
+            notify: notify::NotifyState::default(),
             solver,
             host,
             responder,
@@ -323,6 +331,10 @@ impl HipDriver {
                 self.on_close_ack(plane, sender, from, bytes);
                 Vec::new()
             }
+            PacketType::NOTIFY => {
+                self.on_notify(from, bytes);
+                Vec::new()
+            }
             _ => {
                 self.counters.unhandled += 1;
                 Vec::new()
@@ -402,7 +414,7 @@ impl HipDriver {
                 from,
                 format!("HIT {sender} is not a [[hip.peer]] (accept = \"known\")"),
             );
-            return Vec::new();
+            return self.notify(sender, from, NotifyType::BLOCKED_BY_POLICY, now_us);
         }
         let (r, t3) = timed(|| self.responder.on_i2(&self.host, bytes, from, self.here));
         match r {

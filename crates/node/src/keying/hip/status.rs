@@ -47,6 +47,7 @@ impl HipDriver {
             "puzzle_k": self.responder.puzzle_k(),
             "r1_generation": self.responder.generation(),
             "counters": self.counters,
+            "last_notify": self.last_notify(),
             "associations": assocs,
         })
     }
