@@ -7,7 +7,7 @@
 //! Here: two namespaces on a veth ([`home`]): the mobile nodes' foreign link with the load
 //! generator (`hipsec-traffic mip6`, `crate::mip6gen`) playing thousands of mobile nodes, and a
 //! hipsec node with `[home-agent]` listing them all. Per suite, `runs` generator runs against a
-//! fresh home agent ([`plan`]); the report with the seed's figures beside ours ([`table`],
+//! fresh home agent ([`mod@plan`]); the report with the seed's figures beside ours ([`table`],
 //! [`compare`]). The correspondent node and forwarding are not part of it yet.
 
 pub mod compare;
