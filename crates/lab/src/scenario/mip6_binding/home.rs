@@ -98,6 +98,11 @@ impl HomeLink {
         std::fs::write(&nft, rules)
             .map_err(|e| LabError::io(format!("writing {}", nft.display()), e))?;
         topo.exec("mn", "nft", &["-f", &nft.to_string_lossy()])?;
+        // Neighbour discovery both ways before any measurement: the kernel holds only a few
+        // packets per unresolved neighbour (RFC 4861 §7.2.2) and drops the rest, which lost a
+        // first run's opening Binding Updates and Acknowledgements.
+        topo.exec("mn", "ping", &["-6", "-c", "1", "-W", "2", &HA_LINK.to_string()])?;
+        topo.exec("ha", "ping", &["-6", "-c", "1", "-W", "2", &MN_LINK.to_string()])?;
         Ok(HomeLink { topo, exe: exe.to_path_buf(), dir, node: None })
     }
 
@@ -152,6 +157,14 @@ impl HomeLink {
             }
             if t0.elapsed() > START_TIMEOUT {
                 return Err(self.node_error(format!("no control socket after {START_TIMEOUT:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The control socket can answer before the home agent's link socket and nftables
+        // table are in place; its status has a `home_agent` part once they are.
+        while self.status().map_or(true, |v| v.get("binding_cache").is_none()) {
+            if t0.elapsed() > START_TIMEOUT {
+                return Err(self.node_error("no home_agent in its status".into()));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
