@@ -218,7 +218,14 @@ impl HomeLink {
         let ha_cpu_s = self.ha_cpu_s() - cpu0;
         let generator: GenResult = serde_json::from_str(out.trim())
             .map_err(|e| LabError::parse("hipsec-traffic mip6 output", e.to_string()))?;
-        Ok(RunOutcome { generator, home_agent: self.status()?, ha_cpu_s, wall_s })
+        // The counters only: the status also lists every signalling SA (megabytes per run).
+        let st = self.status()?;
+        let home_agent = serde_json::json!({
+            "bindings": st["bindings"], "refused": st["refused"], "link": st["link"],
+            "binding_cache_count": st["binding_cache"]["count"],
+            "binding_cache_memory_bytes": st["binding_cache"]["memory_bytes"],
+        });
+        Ok(RunOutcome { generator, home_agent, ha_cpu_s, wall_s })
     }
 }
 

@@ -122,8 +122,13 @@ pub struct SuiteFigures {
     pub esp_only_per_s: f64,
     /// `created_per_s` / `esp_only_per_s`.
     pub ratio_to_esp_only: f64,
-    /// Home agent CPU µs per Binding Update it answered (register and ramp together).
+    /// Home agent CPU µs per Binding Update its link socket delivered (register and ramp
+    /// together; the home agent's own `link.received` count).
     pub ha_cpu_us_per_bu: f64,
+    /// Share of the BUs sent that never reached the home agent's link socket (lost on the way
+    /// in: its receive queue overflowed); the rest of the ramp's losses are BAs the generator
+    /// could not take in time.
+    pub ha_missed_share: f64,
     /// Generator CPU µs per Binding Update sent.
     pub gen_cpu_us_per_bu: f64,
 }
@@ -199,6 +204,14 @@ pub fn summarise(suite: Suite, plan: &Plan, runs: &[RunOutcome]) -> SuiteFigures
         esp_only_per_s,
         ratio_to_esp_only: if esp_only_per_s > 0.0 { created_per_s / esp_only_per_s } else { 0.0 },
         ha_cpu_us_per_bu: median(runs.iter().map(|o| per(o.ha_cpu_s, answered(o))).collect()),
+        ha_missed_share: median(
+            runs.iter()
+                .map(|o| {
+                    let sent = sent(o);
+                    if sent > 0 { 1.0 - answered(o) as f64 / sent as f64 } else { 0.0 }
+                })
+                .collect(),
+        ),
         gen_cpu_us_per_bu: median(runs.iter().map(|o| per(o.generator.cpu_s, sent(o))).collect()),
     }
 }

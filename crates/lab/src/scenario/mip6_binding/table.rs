@@ -50,7 +50,9 @@ pub fn sections(r: &Results, seed: &SeedFigures) -> Vec<Section> {
          accepted BAs over first BU sent → last BA received. *Peak lossless*: the highest accepted rate \
          of the open-loop ramp at a step losing at most {:.1} % of its BAs (those BUs refresh existing \
          bindings). *ESP open alone*: the same kind of BU opened by an `ipsec` engine in the generator \
-         process, no sockets — the machine's ESP packet rate for the suite; *ratio* = entries/s ÷ that.",
+         process, no sockets — the machine's ESP packet rate for the suite; *ratio* = entries/s ÷ that. \
+         The register phase's BU→BA latency is mostly queueing (up to the window of BUs ahead of each); \
+         the ramp's latencies at lossless rates show the path itself.",
         r.plan.runs,
         r.plan.nodes,
         r.plan.window,
@@ -115,6 +117,15 @@ pub fn reading(r: &Results, seed: &SeedFigures) -> String {
             k(a.esp_only_per_s),
             if a.created_per_s > 0.0 { a.esp_only_per_s / a.created_per_s } else { 0.0 },
             a.ha_cpu_us_per_bu
+        );
+        let _ = writeln!(
+            out,
+            "- Where the ramp's BAs go missing: {:.1} % of all BUs sent with AES-CBC never reached the home agent's \
+             socket (its receive queue overflowed); the rest of the losses are BAs that came back later than the \
+             generator's next BU from the same node, or that the generator — one thread sealing every BU and opening \
+             every BA on the same two shared cores — did not read in time. The generator's CPU per BU is {:.2} µs.",
+            a.ha_missed_share * 100.0,
+            a.gen_cpu_us_per_bu
         );
     }
     if let (Some(a), Some(d)) = (
