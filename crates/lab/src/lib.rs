@@ -5,6 +5,7 @@ pub mod cap;
 pub mod cpu;
 pub mod error;
 pub mod execute;
+pub mod mip6gen;
 pub mod node;
 pub mod pages;
 pub mod report;

@@ -19,7 +19,7 @@ pub mod keying;
 pub mod log;
 pub mod netns;
 pub mod run;
-mod sys;
+pub mod sys;
 
 pub use config::safile;
 pub use datapath::tuning::Tuning;

@@ -372,3 +372,33 @@ pub fn send_mmsg(
     let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
 }
+
+/// Sends datagram i, `parts[i]`, to `dsts[i]` (up to [`MMSG_MAX`] of them) in one
+/// sendmmsg(2): [`send_mmsg`] with a destination per datagram (the home agent's Binding
+/// Acknowledgements go to as many care-of addresses). Returns how many the kernel took (an
+/// error only when the first one fails).
+#[allow(unsafe_code)]
+pub fn send_mmsg_to(
+    fd: RawFd,
+    dsts: &[socket2::SockAddr],
+    parts: &[io::IoSlice<'_>],
+) -> io::Result<usize> {
+    let n = parts.len().min(dsts.len()).min(MMSG_MAX);
+    if n == 0 {
+        return Ok(0);
+    }
+    // SAFETY: mmsghdr is plain data for which all-zero bytes are a valid value.
+    let mut msgs: [libc::mmsghdr; MMSG_MAX] = unsafe { std::mem::zeroed() };
+    for ((m, p), d) in msgs.iter_mut().zip(&parts[..n]).zip(&dsts[..n]) {
+        m.msg_hdr.msg_name = d.as_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_namelen = d.len();
+        // IoSlice is ABI-compatible with iovec; sendmmsg(2) only reads through it.
+        m.msg_hdr.msg_iov = (p as *const io::IoSlice<'_>).cast_mut().cast();
+        m.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: the first `n` mmsghdrs point at their destination address (`dsts[i]`, read
+    // only) and at one live IoSlice each, which points at a live borrowed buffer of the length
+    // it states; sendmmsg(2) only reads these and keeps no pointer after returning.
+    let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
+}

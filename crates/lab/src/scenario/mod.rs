@@ -1,7 +1,7 @@
 //! Scenarios (one per seed): the registry `hipsec lab list` shows and `crate::execute` runs
 //! from, with `RunOptions` (a `clap::Args` to flatten) and a progress/ETA line.
 //!
-//! Each scenario is a folder (`ipsec_netperf/`, `filter_rules/`, `rekey_bandwidth/`) whose
+//! Each scenario is a folder (`ipsec_netperf/`, `mip6_binding/`, `filter_rules/`, `rekey_bandwidth/`) whose
 //! `mod.rs` implements [`Scenario`] on a unit struct; [`REGISTRY`] lists them, with the planned
 //! ones, in `hipsec lab list` order, and `crate::execute::run_with` dispatches through it. What the scenarios share sits below them:
 //! [`common`] (the trait, `RunOptions`, `Progress`) and `crate::node` (the modes and the hook that
@@ -11,6 +11,7 @@ pub mod common;
 pub mod filter_rules;
 pub mod hip_bex;
 pub mod ipsec_netperf;
+pub mod mip6_binding;
 pub mod rekey_bandwidth;
 
 /// The node pieces scenarios share, re-exported where callers have always found them.
@@ -69,11 +70,7 @@ impl std::fmt::Debug for Entry {
 /// `Planned` line by `Entry::Runs(&its_folder::ItsStruct)`.
 pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&ipsec_netperf::IpsecNetperf),
-    Entry::Planned {
-        name: "mip6-binding",
-        seed: "000",
-        summary: "Mobile IPv6 home agent binding cache (planned)",
-    },
+    Entry::Runs(&mip6_binding::Mip6Binding),
     Entry::Runs(&hip_bex::HipBex),
     Entry::Runs(&filter_rules::FilterRules),
     Entry::Runs(&rekey_bandwidth::RekeyBandwidth),
@@ -104,9 +101,11 @@ mod tests {
             ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
         );
         let available: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
-        assert_eq!(available, ["ipsec-netperf", "hip-bex", "filter-rules", "rekey-bandwidth"]);
-        // A planned scenario is not found (`crate::execute` refuses it by name).
-        assert!(find("mip6-binding").is_none());
+        assert_eq!(
+            available,
+            ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
+        );
+        assert_eq!(find("mip6-binding").map(|s| s.seed()), Some("000"));
         assert_eq!(find("hip-bex").map(|s| s.name()), Some("hip-bex"));
     }
 }

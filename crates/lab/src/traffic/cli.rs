@@ -65,6 +65,9 @@ pub enum TrafficCmd {
         #[arg(long)]
         listen: SocketAddr,
     },
+    /// The Mobile IPv6 load generator (scenario mip6-binding): mobile nodes sending
+    /// ESP-protected Binding Updates to the home agent; prints a JSON `mip6gen::GenResult`.
+    Mip6(crate::mip6gen::GenParams),
     /// Waits until `--server` answers a TCP connection attempt (accepted or refused: either is a
     /// round trip, e.g. through a tunnel), trying `--tries` times `--timeout-ms` each.
     Probe {
@@ -116,6 +119,16 @@ pub fn main_with(cli: TrafficCli) -> i32 {
             })
         }
         TrafficCmd::Sink { listen } => super::sessions::sink(listen).map(|()| String::new()),
+        TrafficCmd::Mip6(p) if p.print_config.is_some() => {
+            let dev = p.print_config.as_deref().unwrap_or_default();
+            Ok(crate::mip6gen::nodes::home_agent_toml(dev, p.nodes, p.suite, p.nodes as usize))
+        }
+        TrafficCmd::Mip6(p) => crate::mip6gen::run::run(&p)
+            .map_err(|e| crate::error::LabError::Traffic { test: "mip6".into(), reason: e })
+            .and_then(|r| {
+                serde_json::to_string(&r)
+                    .map_err(|e| crate::error::LabError::parse("mip6 result", e.to_string()))
+            }),
         TrafficCmd::Probe { server, tries, timeout_ms } => {
             engine::probe(server, tries, Duration::from_millis(timeout_ms))
                 .map(|n| format!("{server} answered after {n} attempt(s)"))

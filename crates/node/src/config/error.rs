@@ -162,13 +162,31 @@ pub enum Problem {
 pub(crate) struct Ctx<'a> {
     pub file: &'a str,
     pub text: &'a str,
+    /// Offsets where each line starts, built on the first position asked for: every
+    /// `[[sa]]` and `[[home-agent.mobile-node]]` records its line, and counting newlines from
+    /// the start each time made a config of thousands of mobile nodes take seconds to load
+    /// (quadratic in its length).
+    line_starts: std::cell::OnceCell<Vec<usize>>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    pub fn new(file: &'a str, text: &'a str) -> Ctx<'a> {
+        Ctx { file, text, line_starts: std::cell::OnceCell::new() }
+    }
+
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let before = self.text.get(..offset.min(self.text.len())).unwrap_or("");
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let offset = offset.min(self.text.len());
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(
+                    self.text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1),
+                )
+                .collect()
+        });
+        // The last line start at or before `offset` (starts[0] = 0 is always one).
+        let line = starts.partition_point(|&s| s <= offset).max(1);
+        let start = starts.get(line - 1).copied().unwrap_or(0);
+        let col = self.text.get(start..offset).map_or(0, |l| l.chars().count()) + 1;
         (line, col)
     }
 

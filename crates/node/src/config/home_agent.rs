@@ -127,13 +127,16 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHomeAgent) -> Result<HomeAgentConf, Co
             .ok_or_else(|| ctx.err(c.span(), "capacity", "want 1..=10000000 bindings"))?,
     };
     let mut mobile_nodes: Vec<MobileNodeConf> = Vec::with_capacity(r.mobile_node.len());
+    // Sets, not scans of the list: a config may list tens of thousands of mobile nodes.
+    let mut homes = std::collections::HashSet::with_capacity(r.mobile_node.len());
+    let mut spis = std::collections::HashSet::with_capacity(r.mobile_node.len());
     for m in &r.mobile_node {
         let mn = mobile_node(ctx, m, address)?;
         let raw = m.get_ref();
-        if mobile_nodes.iter().any(|o| o.home_address == mn.home_address) {
+        if !homes.insert(mn.home_address) {
             return Err(ctx.err(raw.home_address.span(), "home-address", "listed twice"));
         }
-        let taken = mobile_nodes.iter().any(|o| o.sa_in.spi == mn.sa_in.spi);
+        let taken = !spis.insert(mn.sa_in.spi);
         if taken {
             return Err(ctx.err(
                 raw.sa_in.get_ref().spi.span(),

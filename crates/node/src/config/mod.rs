@@ -233,7 +233,7 @@ pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
 
 /// Parses and checks configuration text; `file` names it in error messages.
 pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
-    let ctx = Ctx { file, text };
+    let ctx = Ctx::new(file, text);
     let raw: RawFile = ctx.deserialize()?;
     let interface = interface(&ctx, &raw.interface)?;
     let transport = network(&ctx, raw.network.get_ref())?;

@@ -223,7 +223,7 @@ struct RawPolicies {
 
 /// Reads `[[policy]]` tables given while the node runs.
 pub fn parse_runtime(file: &str, text: &str) -> Result<Vec<RuntimePolicy>, ConfigError> {
-    let ctx = Ctx { file, text };
+    let ctx = Ctx::new(file, text);
     let raw: RawPolicies = ctx.deserialize()?;
     let mut out = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {

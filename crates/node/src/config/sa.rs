@@ -206,7 +206,7 @@ struct RawSas {
 /// `[[sa]]` tables given while the node runs (`hipsec sa add`): the node config's fields, and
 /// the same checks (`direction` required, integrity required, unique keys).
 pub fn parse_runtime(file: &str, text: &str) -> Result<Vec<SaConf>, ConfigError> {
-    let ctx = Ctx { file, text };
+    let ctx = Ctx::new(file, text);
     let raw: RawSas = ctx.deserialize()?;
     parse_all(&ctx, &raw.sa)
 }
@@ -267,7 +267,7 @@ struct RawRef {
 
 /// Reads the SA reference in `r = ...` (an SPI or `{ spi, dst, proto }`).
 pub fn parse_ref(file: &str, text: &str) -> Result<SaRef, ConfigError> {
-    let ctx = Ctx { file, text };
+    let ctx = Ctx::new(file, text);
     let raw: RawRef = ctx.deserialize()?;
     sa_ref(&ctx, &raw.r, "spi")
 }

@@ -126,7 +126,7 @@ pub fn load(path: &Path) -> Result<Vec<SaEntry>, SaFileError> {
 
 /// Parses and checks the text of an SA file; `file` is used in error messages.
 pub fn parse(file: &str, text: &str) -> Result<Vec<SaEntry>, SaFileError> {
-    let ctx = Ctx { file, text };
+    let ctx = Ctx::new(file, text);
     let raw: RawFile = ctx.deserialize()?;
     if raw.sa.is_empty() {
         return Err(SaFileError::Empty { file: file.to_string() });

@@ -15,7 +15,7 @@
 //!    §9.5.1/§10.3.1 on the binding cache;
 //! 5. the Binding Acknowledgement goes back to the care-of address with a type 2 routing
 //!    header (§6.4, §9.5.4), sealed with the mobile node's outbound SA, by
-//!    [`socket::RawSender`].
+//!    [`socket::RawSender`]: queued, and the batch's replies sent by one sendmmsg(2).
 //!
 //! Expiry runs on the control thread's tick (`expire`, about once a second).
 
@@ -159,6 +159,8 @@ impl HomeAgentRuntime {
                     self.packet(frame, now);
                 }
             }
+            // The batch's replies leave together (RFC 6275 §9.5.4: each to its care-of address).
+            self.flush_replies();
             if n < bufs.len() {
                 break;
             }
@@ -241,14 +243,26 @@ impl HomeAgentRuntime {
         };
         let (Some(reply), Some(home)) = (reply, sa_home) else { return };
         match self.sigs.seal(home, &reply, now) {
-            Ok(bytes) => match self.sender.send(reply.dst, bytes) {
-                Ok(()) => self.counters.sent += 1,
-                Err(e) => {
-                    self.counters.send_failed += 1;
-                    log_event!(Level::Warn, "mip6-send-failed", "to" => reply.dst.to_string(), "why" => e.to_string());
+            Ok(bytes) => {
+                if let Some(done) = self.sender.push(reply.dst, bytes) {
+                    self.count_flushed(done);
                 }
-            },
+            }
             Err(_) => self.counters.not_sealed += 1,
+        }
+    }
+
+    /// Sends the queued replies (one sendmmsg(2) per batch instead of a sendto(2) each).
+    fn flush_replies(&mut self) {
+        let done = self.sender.flush();
+        self.count_flushed(done);
+    }
+
+    fn count_flushed(&mut self, (f, err): (socket::Flushed, Option<std::io::Error>)) {
+        self.counters.sent += f.sent;
+        self.counters.send_failed += f.failed;
+        if let Some(e) = err {
+            log_event!(Level::Warn, "mip6-send-failed", "why" => e.to_string());
         }
     }
 
