@@ -63,12 +63,16 @@ pub fn run_with(
 mod tests {
     use super::*;
 
-    /// A planned scenario is refused by name before any namespace or process is touched.
+    /// A name that is not a scenario that runs is refused before any namespace or process is
+    /// touched, and the error lists the ones that do.
     #[test]
-    fn a_planned_scenario_is_refused() {
-        match run_with("mip6-binding", &RunOptions::default(), &PlainOnly) {
+    fn an_unknown_scenario_is_refused() {
+        match run_with("no-such-scenario", &RunOptions::default(), &PlainOnly) {
             Err(LabError::UnknownScenario { known, .. }) => {
-                assert_eq!(known, "ipsec-netperf, hip-bex, filter-rules, rekey-bandwidth");
+                assert_eq!(
+                    known,
+                    "ipsec-netperf, mip6-binding, hip-bex, filter-rules, rekey-bandwidth"
+                );
             }
             other => panic!("expected UnknownScenario, got {other:?}"),
         }
