@@ -115,7 +115,7 @@ pub struct HipCounters {
     pub locator_changes: u64,
     /// Associations ended by CLOSE (either side).
     pub closed: u64,
-    /// NOTIFYs we sent (refusals the peer is told of, at most [`notify::PER_SECOND`] a second).
+    /// NOTIFYs we sent (refusals the peer is told of, at most 10 a second).
     pub notify_sent: u64,
     /// NOTIFYs received (informational, RFC 7401 §6.13; the last one in `last_notify`).
     pub notify_received: u64,
