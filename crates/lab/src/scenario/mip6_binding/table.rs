@@ -75,11 +75,23 @@ pub fn sections(r: &Results, seed: &SeedFigures) -> Vec<Section> {
             );
         }
     }
-    vec![
+    let mut v = Vec::new();
+    if seed.table.is_none() {
+        // Without the seed's file (a checkout without ../shared) the columns show "–": say why.
+        v.push(Section {
+            title: "Seed figures".into(),
+            body: format!(
+                "Seed figures absent ({}): {}. Our figures stand alone.",
+                seed.source, seed.note
+            ),
+        });
+    }
+    v.extend([
         Section { title: "Binding-cache entries per second (seed 000)".into(), body: main },
         Section { title: "Rate ramp (refreshing Binding Updates)".into(), body: ramp },
         Section { title: "Reading".into(), body: reading(r, seed) },
-    ]
+    ]);
+    v
 }
 
 /// The plain-words reading.
