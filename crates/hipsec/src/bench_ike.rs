@@ -40,6 +40,17 @@ pub struct BenchIkeArgs {
     /// Initiators in flight at once (the node asks for cookies above 64 half-open SAs).
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
+    /// Start handshakes at this fixed rate (setups/s) instead of as fast as the responder
+    /// answers: a handshake load below saturation, as a site sees it. --concurrency still caps
+    /// those in flight.
+    #[arg(long, value_name = "SETUPS_PER_S")]
+    pub rate: Option<f64>,
+    /// Pin the responder node (all its threads) to the last CPU and this process (the
+    /// generator) to CPU 0, as `netperf -T` does. On a small VM where a message's wake-up of a
+    /// thread on the other vCPU is charged to the thread, this turns a 70–250 µs spread of the
+    /// responder's CPU per setup into a repeatable figure; calibration and validation pin.
+    #[arg(long)]
+    pub pin: bool,
     /// DH group of the IKE SA: x25519, ecp256 or ecp384.
     #[arg(long, default_value = "x25519")]
     pub group: String,
@@ -84,6 +95,10 @@ pub struct Report {
     pub auth: &'static str,
     /// Initiators in flight.
     pub concurrency: usize,
+    /// The fixed start rate asked for, if any (setups/s).
+    pub rate: Option<f64>,
+    /// Responder and generator pinned to one CPU each (`--pin`).
+    pub pinned: bool,
     /// Each IKE SA deleted once up.
     pub delete: bool,
     /// Cores of the machine.
@@ -195,6 +210,20 @@ fn threads_by_name(pid: u32) -> BTreeMap<String, f64> {
     m
 }
 
+/// Moves every thread of `pid` to one CPU (`taskset -a -p -c`, util-linux); threads it starts
+/// later inherit the mask.
+fn pin_to(pid: u32, cpu: usize) -> Result<(), String> {
+    let out = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .output()
+        .map_err(|e| format!("--pin: taskset: {e} (apt-get install util-linux)"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("--pin: taskset {pid}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
 fn check_args(a: &BenchIkeArgs) -> Result<(), String> {
     if a.seconds == 0 || a.seconds > 3600 {
         return Err(format!("--seconds {}: give 1 to 3600", a.seconds));
@@ -204,6 +233,11 @@ fn check_args(a: &BenchIkeArgs) -> Result<(), String> {
     }
     if a.concurrency == 0 || a.concurrency > 10_000 {
         return Err(format!("--concurrency {}: give 1 to 10000", a.concurrency));
+    }
+    if let Some(r) = a.rate
+        && !(1.0..=1_000_000.0).contains(&r)
+    {
+        return Err(format!("--rate {r}: give 1 to 1000000 setups/s"));
     }
     cr::group(&a.group).map(|_| ())
 }
@@ -280,9 +314,20 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
     let mut topo = Topo::new(PREFIX)?;
     let cfg = responder_config(&topo, &proposal)?;
     let pid = topo.start_node(1, &cfg)?;
+    if a.pin {
+        pin_to(pid, cores.saturating_sub(1))?;
+        pin_to(std::process::id(), 0)?;
+    }
     let counters = Arc::new(Counters::default());
     let done = Arc::new(AtomicBool::new(false));
-    let g = GenConfig { config, local, remote, concurrency: a.concurrency, delete: !a.no_delete };
+    let g = GenConfig {
+        config,
+        local,
+        remote,
+        concurrency: a.concurrency,
+        rate: a.rate,
+        delete: !a.no_delete,
+    };
     let ns = topo.ns[0].clone();
     let (c2, d2) = (Arc::clone(&counters), Arc::clone(&done));
     let worker = std::thread::Builder::new()
@@ -391,6 +436,8 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
         esp_proposal: ESP.into(),
         auth: "psk",
         concurrency: a.concurrency,
+        rate: a.rate,
+        pinned: a.pin,
         delete: !a.no_delete,
         cores,
         load_at_start,
@@ -417,12 +464,13 @@ pub fn render(r: &Report) -> String {
     let c = &r.crypto_only;
     let m = &r.rounds[r.median_round.min(r.rounds.len().saturating_sub(1))];
     let mut s = format!(
-        "hipsec bench ike: {} / ESP {}, {}, {} initiators in flight, {}\n\
+        "hipsec bench ike: {} / ESP {}, {}, {} initiators in flight{}, {}\n\
          load average {:.2} at start, {:.2} at end; {} cores\n\n",
         r.proposal,
         r.esp_proposal,
         r.auth.to_uppercase(),
         r.concurrency,
+        r.rate.map_or(String::new(), |x| format!(" at most, started at {x:.0}/s")),
         if r.delete { "each IKE SA deleted once up" } else { "IKE SAs kept" },
         r.load_at_start,
         r.load_at_end,
@@ -497,6 +545,8 @@ mod tests {
             seconds: 1,
             rounds: 1,
             concurrency: 1,
+            rate: None,
+            pin: false,
             group: "x25519".into(),
             no_delete: false,
             json: false,
@@ -506,6 +556,8 @@ mod tests {
         assert!(e(BenchIkeArgs { seconds: 0, ..ok.clone() }).starts_with("--seconds"));
         assert!(e(BenchIkeArgs { rounds: 0, ..ok.clone() }).starts_with("--rounds"));
         assert!(e(BenchIkeArgs { concurrency: 0, ..ok.clone() }).starts_with("--concurrency"));
+        assert!(e(BenchIkeArgs { rate: Some(0.0), ..ok.clone() }).starts_with("--rate"));
+        assert!(e(BenchIkeArgs { rate: Some(f64::NAN), ..ok.clone() }).starts_with("--rate"));
         assert!(e(BenchIkeArgs { group: "modp768".into(), ..ok }).starts_with("--group"));
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct GenConfig {
     pub(crate) remote: SocketAddr,
     /// Initiators in flight at any time.
     pub(crate) concurrency: usize,
+    /// Start handshakes at this rate (setups/s) rather than one as each finishes.
+    pub(crate) rate: Option<f64>,
     /// DELETE each IKE SA once it is up.
     pub(crate) delete: bool,
 }
@@ -273,7 +275,9 @@ pub(crate) fn run(
     stop: &Arc<AtomicBool>,
 ) -> Result<Option<String>, String> {
     let sock = UdpSocket::bind(g.local).map_err(|e| format!("binding {}: {e}", g.local))?;
-    sock.set_read_timeout(Some(Duration::from_millis(5))).map_err(|e| e.to_string())?;
+    // At a fixed rate the loop must come round often enough to start handshakes on time.
+    let tick = if g.rate.is_some() { 1 } else { 5 };
+    sock.set_read_timeout(Some(Duration::from_millis(tick))).map_err(|e| e.to_string())?;
     let local = sock.local_addr().map_err(|e| e.to_string())?;
     let mut lg = Gen {
         g,
@@ -284,16 +288,19 @@ pub(crate) fn run(
         start: Instant::now(),
         first_error: None,
     };
-    for _ in 0..g.concurrency {
-        lg.spawn()?;
+    if g.rate.is_none() {
+        for _ in 0..g.concurrency {
+            lg.spawn()?;
+        }
     }
+    let mut started = 0u64;
     let mut buf = vec![0u8; 65_535];
     let mut last_timers = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         match lg.sock.recv_from(&mut buf) {
             Ok((n, from)) if from == g.remote => {
                 let bytes = buf[..n].to_vec();
-                if lg.datagram(&bytes)? {
+                if lg.datagram(&bytes)? && g.rate.is_none() {
                     lg.spawn()?;
                 }
             }
@@ -305,10 +312,23 @@ pub(crate) fn run(
                 ) => {}
             Err(e) => return Err(format!("receiving: {e}")),
         }
+        if let Some(rate) = g.rate {
+            let due = (lg.start.elapsed().as_secs_f64() * rate) as u64;
+            while started < due && lg.slots.len() < g.concurrency {
+                lg.spawn()?;
+                started += 1;
+            }
+            // With every slot busy the responder is saturated: starts that are late are
+            // skipped, not bunched up later (the measured rate then says so).
+            started = started.max(due);
+        }
         if last_timers.elapsed() >= Duration::from_millis(20) {
             last_timers = Instant::now();
-            for _ in 0..lg.timers() {
-                lg.spawn()?;
+            let gave_up = lg.timers();
+            if g.rate.is_none() {
+                for _ in 0..gave_up {
+                    lg.spawn()?;
+                }
             }
         }
     }

@@ -222,12 +222,13 @@ impl Topo {
     }
 
     /// One iperf3 TCP transfer from A to `dst` (an address of B); returns iperf3's JSON.
+    /// `mss`: the TCP maximum segment size (iperf3 -M), for smaller packets than the path's.
     pub(crate) fn iperf(
         &mut self,
         dst: &str,
         seconds: u32,
         congestion: &str,
-        parallel: u32,
+        (parallel, mss): (u32, Option<u16>),
         stop: &AtomicBool,
     ) -> Result<Value, String> {
         let server = Command::new("ip")
@@ -242,6 +243,7 @@ impl Topo {
         let mut client = Command::new("ip")
             .args(["netns", "exec", &self.ns[0], "iperf3", "-c", dst, "-J"])
             .args(["-t", &seconds.to_string(), "-C", congestion, "-P", &parallel.to_string()])
+            .args(mss.map(|m| ["-M".to_string(), m.to_string()]).into_iter().flatten())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -64,6 +64,14 @@ pub struct BenchTunnelArgs {
     /// call per packet). Example: hipsec bench tunnel --transport both --rounds 5
     #[arg(long, value_enum, default_value = "udp")]
     pub transport: TransportArg,
+    /// TCP maximum segment size of the transfers (iperf3 -M, 88..=1400): smaller packets at
+    /// the same byte rate, so the per-packet costs weigh more. Default: the path's.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(88..=1400))]
+    pub mss: Option<u16>,
+    /// Give both nodes a `[filter]` of this many rules, none matching the tunnel's traffic
+    /// (the filter-rules lab scenario's rule set). 0: no filter.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub filter_rules: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -128,6 +136,9 @@ pub struct NodeCpu {
     pub node_counters: Value,
     /// Its non-zero drop counters.
     pub drops: Value,
+    /// Its `[filter]` status (rules, passed, blocked), when it ran one (`--filter-rules`).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub filter: Value,
     /// Scheduling class of each data-path worker ("fifo" or "other", `[data-path]`).
     pub scheduling: Vec<String>,
 }
@@ -145,6 +156,10 @@ pub struct Report {
     pub queues: u32,
     /// Parallel TCP streams.
     pub parallel: u32,
+    /// TCP MSS asked of iperf3 (None: the path's).
+    pub mss: Option<u16>,
+    /// Filter rules each node checked (0: no filter).
+    pub filter_rules: u32,
     /// Seconds of each transfer.
     pub seconds: u32,
     /// The nodes' `HIPSEC_NODE_TUNING` (empty: every speed-up on).
@@ -219,7 +234,7 @@ fn measure(
     dst: Ipv4Addr,
     seconds: u32,
     congestion: &str,
-    parallel: u32,
+    flows: (u32, Option<u16>),
     stop: &AtomicBool,
     around: &mut dyn FnMut(bool),
 ) -> Result<PathResult, String> {
@@ -229,7 +244,7 @@ fn measure(
     }
     let (b0, t0) = machine_jiffies();
     around(true);
-    let v = topo.iperf(&dst.to_string(), seconds, congestion, parallel, stop)?;
+    let v = topo.iperf(&dst.to_string(), seconds, congestion, flows, stop)?;
     around(false);
     let (b1, t1) = machine_jiffies();
     let end = &v["end"];
@@ -279,9 +294,30 @@ fn start_nodes(
                 p
             }
         };
+        let path = if args.filter_rules > 0 { with_filter(topo, &path, args)? } else { path };
         *pid = topo.start_node(side, &path)?;
     }
     Ok(pids)
+}
+
+/// `config` with a `[filter]` of `--filter-rules` rules (the filter-rules lab scenario's: none
+/// matches the tunnel's traffic, so every packet meets all of them and passes by default).
+fn with_filter(
+    topo: &Topo,
+    config: &std::path::Path,
+    args: &BenchTunnelArgs,
+) -> Result<std::path::PathBuf, String> {
+    let rules = topo.dir.join("rules.txt");
+    if !rules.exists() {
+        let text = lab::scenario::filter_rules::plan::rules_text(args.filter_rules as usize);
+        std::fs::write(&rules, text).map_err(|e| format!("{}: {e}", rules.display()))?;
+    }
+    let mut t =
+        std::fs::read_to_string(config).map_err(|e| format!("{}: {e}", config.display()))?;
+    t += &format!("\n[filter]\nrules = \"{}\"\nengine = \"classifier\"\n", rules.display());
+    let out = config.with_extension("filter.toml");
+    std::fs::write(&out, t).map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(out)
 }
 
 /// The raw-carrier config from the ESP-in-UDP one `Topo::config` writes: the same SAs and
@@ -332,7 +368,7 @@ fn measure_tunnel(
         Ipv4Addr::new(10, 99, 0, 2),
         args.seconds,
         congestion,
-        args.parallel,
+        (args.parallel, args.mss),
         stop,
         &mut |b| {
             for (i, &pid) in pids.iter().enumerate() {
@@ -424,6 +460,14 @@ fn report(
                 threads: t.threads[i].clone(),
                 node_counters: st["node"].clone(),
                 drops: Value::Object(drops),
+                // Per-rule hits left out: thousands of zeros.
+                filter: match &st["filter"] {
+                    Value::Null => Value::Null,
+                    f => serde_json::json!({
+                        "engine": f["engine"], "rules": f["rules"],
+                        "passed": f["passed"], "blocked": f["blocked"],
+                    }),
+                },
                 scheduling: st["workers"]
                     .as_array()
                     .map(|ws| {
@@ -441,6 +485,8 @@ fn report(
         congestion: congestion.to_string(),
         queues: args.queues,
         parallel: args.parallel,
+        mss: args.mss,
+        filter_rules: args.filter_rules,
         seconds: args.seconds,
         node_tuning: std::env::var("HIPSEC_NODE_TUNING").unwrap_or_default(),
         load_at_start: load,
@@ -500,7 +546,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
             Ipv4Addr::new(192, 0, 2, 2),
             args.seconds,
             &congestion,
-            args.parallel,
+            (args.parallel, args.mss),
             stop,
             &mut |_| {},
         )?;

@@ -678,7 +678,8 @@ Needs root; removes its namespaces on exit and on Ctrl-C.
 
 Example:
   hipsec bench ike
-  hipsec bench ike --seconds 10 --concurrency 32 --group ecp256 --json")]
+  hipsec bench ike --seconds 10 --concurrency 32 --group ecp256 --json
+  hipsec bench ike --rate 2000        # a fixed handshake rate below saturation")]
     Ike(hipsec::bench_ike::BenchIkeArgs),
     /// The HIP base exchange in process: phase costs per puzzle K and the I1 flood rate.
     #[command(long_about = "\

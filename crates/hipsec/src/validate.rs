@@ -1,9 +1,10 @@
 //! `hipsec lab validate`: does the profile predict what the node really costs? (issue 14 item 3)
 //!
 //! Each check runs real work on this machine — two nodes in namespaces carrying iperf3 TCP
-//! through the tunnel (`hipsec bench tunnel`) with other suites and carriers than the one
-//! calibration ran, and IKEv2 handshakes against a real responder node (`hipsec bench ike`) —
-//! (calibration ran 32 handshakes in flight, this 8: another rate of the same work),
+//! through the tunnel (`hipsec bench tunnel`) with other suites, carriers, packet sizes (TCP
+//! MSS) and filter rule counts than the one calibration ran, and IKEv2 handshakes against a
+//! real responder node (`hipsec bench ike --pin`) at other loads than calibration's 32 in
+//! flight: 8 in flight, and fixed rates of 8,000 and 2,000 setups/s —
 //! then predicts the CPU the nodes used from the profile alone and the work the run reports
 //! (packets and their sizes from the nodes' counters; handshakes completed), the way `hipsec
 //! size` adds costs. Predicted beside measured, and the error; a check misses when the error is
@@ -58,31 +59,57 @@ fn check(run: String, work: String, predicted: f64, measured: f64, unit: &'stati
     Check { run, work, predicted, measured, error, within: error.abs() <= TOLERANCE, unit }
 }
 
-/// The tunnel runs: a suite and a carrier each.
-const TUNNELS: [(&str, bench_tunnel::TransportArg); 4] = [
-    ("aes256gcm", bench_tunnel::TransportArg::Udp),
-    ("chacha20poly1305", bench_tunnel::TransportArg::Udp),
-    ("aes128cbc-sha256", bench_tunnel::TransportArg::Udp),
-    ("aes128gcm", bench_tunnel::TransportArg::Raw),
-];
-
-fn tunnel_check(
-    p: &Profile,
-    suite: &str,
+/// One tunnel run: what varies from calibration's (aes128gcm over both carriers, full-size
+/// packets, no filter).
+#[derive(Debug, Clone, Copy)]
+struct TunnelRun {
+    suite: &'static str,
     transport: bench_tunnel::TransportArg,
-    seconds: u32,
-) -> Result<Check, String> {
-    let carrier = match transport {
+    /// TCP MSS (smaller packets: per-packet costs weigh more than per-byte ones).
+    mss: Option<u16>,
+    /// Filter rules in both nodes.
+    rules: u32,
+}
+
+const fn plain(suite: &'static str, transport: bench_tunnel::TransportArg) -> TunnelRun {
+    TunnelRun { suite, transport, mss: None, rules: 0 }
+}
+
+/// The tunnel runs: other suites, carriers, packet sizes and rule counts.
+const TUNNELS: [TunnelRun; 8] = {
+    use bench_tunnel::TransportArg::{Raw, Udp};
+    [
+        plain("aes256gcm", Udp),
+        plain("chacha20poly1305", Udp),
+        plain("aes128cbc-sha256", Udp),
+        plain("aes128gcm", Raw),
+        TunnelRun { mss: Some(536), ..plain("aes128gcm", Udp) },
+        TunnelRun { mss: Some(1000), ..plain("aes128cbc-sha256", Udp) },
+        TunnelRun { rules: 1000, ..plain("aes128gcm", Udp) },
+        TunnelRun { rules: 10_000, ..plain("aes128gcm", Udp) },
+    ]
+};
+
+fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
+    let carrier = match t.transport {
         bench_tunnel::TransportArg::Raw => "raw",
         _ => "udp",
     };
+    let suite = t.suite;
     let cost = p.suites.get(suite).ok_or_else(|| format!("the profile has no suite {suite}"))?;
     let io = p
         .carriers
         .get(carrier)
         .ok_or_else(|| format!("the profile has no carrier {carrier} (calibrated --no-tunnel?)"))?;
     let tun = p.carriers.get("tun").ok_or("the profile has no tun carrier")?;
-    eprintln!("validate: {suite} over {carrier}, {seconds} s of iperf3 TCP …");
+    let mut name = format!("bench tunnel --suite {suite} --transport {carrier}");
+    if let Some(m) = t.mss {
+        name += &format!(" --mss {m}");
+    }
+    if t.rules > 0 {
+        name += &format!(" --filter-rules {}", t.rules);
+    }
+    eprintln!("validate: {name}, {seconds} s of iperf3 TCP …");
     let args = bench_tunnel::BenchTunnelArgs {
         suite: suite.into(),
         seconds,
@@ -90,7 +117,9 @@ fn tunnel_check(
         queues: 1,
         rounds: 1,
         parallel: 1,
-        transport,
+        transport: t.transport,
+        mss: t.mss,
+        filter_rules: t.rules,
         json: true,
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -100,10 +129,16 @@ fn tunnel_check(
     let w = tunnel_work(&r, cost)?;
     // A sealed packet costs the TUN's receive and the carrier's send, an opened one the
     // carrier's receive and the TUN's send (`sizing::model`); the model takes rx and tx alike.
+    // With a filter, every packet handled also meets the rules once.
     let per_packet_io = (io.rx_ns + io.tx_ns + tun.rx_ns + tun.tx_ns) / 2.0;
-    let predicted = (w.engine_ns + w.handled * per_packet_io) / 1e9;
+    let filter_ns = if t.rules > 0 {
+        p.filter.per_packet_ns + p.filter.per_rule_ns * f64::from(t.rules)
+    } else {
+        0.0
+    };
+    let predicted = (w.engine_ns + w.handled * (per_packet_io + filter_ns)) / 1e9;
     Ok(check(
-        format!("bench tunnel --suite {suite} --transport {carrier}"),
+        name,
         format!(
             "{:.2} Gbit/s, {:.0} packets, data {:.0} B",
             r.tunnel.gbps, w.handled, w.data_bytes
@@ -114,13 +149,27 @@ fn tunnel_check(
     ))
 }
 
-fn ike_check(p: &Profile, seconds: u32) -> Result<Check, String> {
-    eprintln!("validate: IKEv2 handshakes against a responder node, {seconds} s …");
+/// Handshake loads: calibration ran 32 in flight (saturated); these start handshakes at fixed
+/// rates below that, and at another concurrency.
+const IKE_LOADS: [(usize, Option<f64>); 3] = [(8, None), (64, Some(8000.0)), (64, Some(2000.0))];
+
+fn ike_check(
+    p: &Profile,
+    seconds: u32,
+    concurrency: usize,
+    rate: Option<f64>,
+) -> Result<Check, String> {
+    let load = match rate {
+        Some(r) => format!("--rate {r:.0}"),
+        None => format!("--concurrency {concurrency}"),
+    };
+    eprintln!("validate: IKEv2 handshakes against a responder node ({load}), {seconds} s …");
     let args = bench_ike::BenchIkeArgs {
         seconds,
         rounds: 1,
-        // Calibration ran 32 in flight: a quarter of that is another handshake rate.
-        concurrency: 8,
+        concurrency,
+        rate,
+        pin: true,
         group: "x25519".into(),
         no_delete: false,
         json: true,
@@ -128,7 +177,7 @@ fn ike_check(p: &Profile, seconds: u32) -> Result<Check, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let r = bench_ike::measure(&args, &stop)?;
     Ok(check(
-        "bench ike --concurrency 8 (responder, x25519, PSK)".into(),
+        format!("bench ike --pin {load} (responder, x25519, PSK)"),
         format!("{:.0} setups/s", r.setups_per_s),
         p.ike.ike_sa_setup_us,
         r.responder_us_per_setup,
@@ -142,10 +191,12 @@ pub fn measure(args: &ValidateArgs) -> Result<Vec<Check>, String> {
         .map_err(|e| format!("reading {}: {e}", args.profile.display()))?;
     let p = Profile::from_json(&text).map_err(|e| format!("{}: {e}", args.profile.display()))?;
     let mut out = Vec::new();
-    for (suite, transport) in TUNNELS {
-        out.push(tunnel_check(&p, suite, transport, args.seconds)?);
+    for t in TUNNELS {
+        out.push(tunnel_check(&p, t, args.seconds)?);
     }
-    out.push(ike_check(&p, args.seconds)?);
+    for (concurrency, rate) in IKE_LOADS {
+        out.push(ike_check(&p, args.seconds, concurrency, rate)?);
+    }
     Ok(out)
 }
 
