@@ -111,6 +111,8 @@ fn counter(v: &serde_json::Value, k: &str) -> f64 {
 pub(crate) struct TunnelWork {
     pub(crate) engine_ns: f64,
     pub(crate) handled: f64,
+    /// Inner bytes of the packets handled (data and ACKs).
+    pub(crate) bytes: f64,
     pub(crate) cpu_ns: f64,
     pub(crate) data_bytes: f64,
 }
@@ -138,11 +140,20 @@ pub(crate) fn tunnel_work(
     if handled < 1000.0 {
         return Err(format!("the {} tunnel carried only {handled} packets", r.transport));
     }
-    Ok(TunnelWork { engine_ns, handled, cpu_ns: (a.cpu_s + b.cpu_s) * 1e9, data_bytes: data })
+    let bytes = (counter(ca, "tun_rx") + counter(cb, "net_rx")) * data
+        + (counter(ca, "net_rx") + counter(cb, "tun_rx")) * ack;
+    Ok(TunnelWork {
+        engine_ns,
+        handled,
+        bytes,
+        cpu_ns: (a.cpu_s + b.cpu_s) * 1e9,
+        data_bytes: data,
+    })
 }
 
-/// One carrier's I/O per packet from a tunnel run: (CPU − engine) / packets handled.
-fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String), String> {
+/// One tunnel run's I/O: ((CPU − engine) / packets handled, mean inner bytes per packet
+/// handled, a note for the sources).
+fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, f64, String), String> {
     let w = tunnel_work(r, suite)?;
     let io = ((w.cpu_ns - w.engine_ns) / w.handled).max(0.0);
     let note = format!(
@@ -152,8 +163,12 @@ fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, String),
         w.cpu_ns / 1e9,
         w.data_bytes
     );
-    Ok((io, note))
+    Ok((io, w.bytes / w.handled, note))
 }
+
+/// The MSS of the second carrier run: small packets, so that I/O per packet at two sizes gives
+/// its fixed and per-byte parts.
+const SMALL_MSS: u16 = 536;
 
 fn carriers(
     suites: &BTreeMap<String, SuiteCost>,
@@ -162,47 +177,110 @@ fn carriers(
 ) -> Result<BTreeMap<String, IoCost>, String> {
     let suite_name = "aes128gcm";
     let suite = suites.get(suite_name).ok_or("aes128gcm was not measured")?;
-    progress("two nodes in namespaces, iperf3 through the tunnel, ESP in UDP and over IP");
-    let args = bench_tunnel::BenchTunnelArgs {
-        suite: suite_name.into(),
-        seconds: if quick { 2 } else { 4 },
-        congestion: "cubic".into(),
-        queues: 1,
-        rounds: 1,
-        parallel: 1,
-        transport: bench_tunnel::TransportArg::Both,
-        mss: None,
-        filter_rules: 0,
-        json: true,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let bench_tunnel::Output::Both(both) = bench_tunnel::measure_all(&args, &stop)? else {
-        return Err("the tunnel bench did not run both carriers".into());
-    };
+    let mut runs = Vec::new();
+    for mss in [None, Some(SMALL_MSS)] {
+        progress(&format!(
+            "two nodes in namespaces, iperf3 through the tunnel, ESP in UDP and over IP, MSS {}",
+            mss.map_or("of the path".to_string(), |m| m.to_string())
+        ));
+        let args = bench_tunnel::BenchTunnelArgs {
+            suite: suite_name.into(),
+            seconds: if quick { 2 } else { 4 },
+            congestion: "cubic".into(),
+            queues: 1,
+            rounds: 1,
+            parallel: 1,
+            transport: bench_tunnel::TransportArg::Both,
+            mss,
+            filter_rules: 0,
+            json: true,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let bench_tunnel::Output::Both(both) = bench_tunnel::measure_all(&args, &stop)? else {
+            return Err("the tunnel bench did not run both carriers".into());
+        };
+        runs.push((args.seconds, mss, both));
+    }
     let mut out = BTreeMap::new();
     // ESP in UDP adds 8 bytes of UDP header (RFC 3948); raw ESP nothing.
-    for (name, report, extra) in [("udp", &both.udp, 8.0), ("raw", &both.raw, 0.0)] {
-        let (io, note) = io_from(report, suite)?;
+    for (name, extra) in [("udp", 8.0), ("raw", 0.0)] {
+        let mut points = Vec::new();
+        let mut notes = Vec::new();
+        for (seconds, mss, both) in &runs {
+            let report = if name == "udp" { &both.udp } else { &both.raw };
+            let (io, bytes, note) = io_from(report, suite)?;
+            points.push((bytes, io));
+            let mss = mss.map_or(String::new(), |m| format!(" --mss {m}"));
+            notes.push(format!(
+                "hipsec bench tunnel --transport both --seconds {seconds}{mss} ({note})"
+            ));
+        }
+        let (fixed, per_byte) = line_through(&points);
         sources.insert(
             format!("carriers.{name}"),
             format!(
-                "hipsec bench tunnel --transport both --seconds {} ({note}); TUN included",
-                args.seconds
+                "{}; per packet = fixed + per byte through the two (mean inner bytes, ns): {}; \
+                 TUN included",
+                notes.join("; "),
+                points
+                    .iter()
+                    .map(|(b, n)| format!("({b:.0}, {n:.0})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
-        out.insert(name.to_string(), IoCost { rx_ns: io, tx_ns: io, overhead_bytes: extra });
+        out.insert(
+            name.to_string(),
+            IoCost { rx_ns: fixed, tx_ns: fixed, per_byte_ns: per_byte, overhead_bytes: extra },
+        );
     }
-    out.insert("tun".into(), IoCost { rx_ns: 0.0, tx_ns: 0.0, overhead_bytes: 0.0 });
+    out.insert(
+        "tun".into(),
+        IoCost { rx_ns: 0.0, tx_ns: 0.0, per_byte_ns: 0.0, overhead_bytes: 0.0 },
+    );
     sources.insert("carriers.tun".into(), "in each carrier's figure (see carriers.udp)".into());
     Ok(out)
 }
 
-fn filter_cost(quick: bool) -> FilterCost {
-    progress("packet filter at 1 and 1,000 rules");
+/// (intercept, slope) of the line through two (x, y) points; a flat line at their mean when
+/// the x are too close to tell a slope, and never a negative part.
+fn line_through(points: &[(f64, f64)]) -> (f64, f64) {
+    let [(x0, y0), (x1, y1)] = points else {
+        let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64;
+        return (mean, 0.0);
+    };
+    if (x1 - x0).abs() < 64.0 {
+        return ((y0 + y1) / 2.0, 0.0);
+    }
+    let slope = ((y1 - y0) / (x1 - x0)).max(0.0);
+    let intercept = (y0 - slope * x0).max(0.0);
+    (intercept, slope)
+}
+
+/// The filter as the node runs it: the classifier with its flow cache (`FilterStage::admit`),
+/// so a packet of a flow seen before costs a cache hit whatever the rule count. The first
+/// packet of a new flow costs the uncached classifier, which the source notes (the model has
+/// no flow count).
+fn filter_cost(quick: bool, sources: &mut BTreeMap<String, String>) -> FilterCost {
+    progress("packet filter at 1 and 10,000 rules");
     let per = Duration::from_millis(if quick { 200 } else { 600 });
-    let r = filter::bench::run(&[1, 1000], per);
-    let ns = |i: usize| r.points.get(i).map_or(0.0, |p| p.classifier_ns);
-    FilterCost { per_packet_ns: ns(0), per_rule_ns: ((ns(1) - ns(0)) / 999.0).max(0.0) }
+    let r = filter::bench::run(&[1, 10_000], per);
+    let at = |i: usize| r.points.get(i).cloned();
+    let (Some(few), Some(many)) = (at(0), at(1)) else {
+        return FilterCost { per_packet_ns: 0.0, per_rule_ns: 0.0 };
+    };
+    sources.insert(
+        "filter".into(),
+        format!(
+            "filter::bench at 1 and 10,000 rules, flow-cache hits (the node's classify): {:.1} \
+             and {:.1} ns; a new flow's first packet (uncached): {:.1} and {:.1} ns",
+            few.cached_ns, many.cached_ns, few.classifier_ns, many.classifier_ns
+        ),
+    );
+    FilterCost {
+        per_packet_ns: few.cached_ns,
+        per_rule_ns: ((many.cached_ns - few.cached_ns) / 9_999.0).max(0.0),
+    }
 }
 
 /// IKEv2: with a responder node (`nodes`), its CPU per complete setup under `hipsec bench
@@ -323,14 +401,16 @@ pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
     sources.insert("bytes_per_sa".into(), format!("hipsec bench sas: 10,000 SAs, {rate:.0} SA/s"));
     let carriers = if args.no_tunnel {
         let mut c = BTreeMap::new();
-        c.insert("tun".into(), IoCost { rx_ns: 0.0, tx_ns: 0.0, overhead_bytes: 0.0 });
+        c.insert(
+            "tun".into(),
+            IoCost { rx_ns: 0.0, tx_ns: 0.0, per_byte_ns: 0.0, overhead_bytes: 0.0 },
+        );
         sources.insert("carriers".into(), "not measured (--no-tunnel)".into());
         c
     } else {
         carriers(&suites, args.quick, &mut sources)?
     };
-    let filter = filter_cost(args.quick);
-    sources.insert("filter".into(), "filter::bench at 1 and 1,000 rules, no flow cache".into());
+    let filter = filter_cost(args.quick, &mut sources);
     let ike = ike_cost(args.quick, !args.no_tunnel, 1e6 / rate.max(1.0), &mut sources)?;
     let hip = hip_cost(args.quick)?;
     sources.insert("hip".into(), "hipsec bench hip phases at K = 0; puzzle at K = 12".into());
@@ -391,6 +471,17 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_through_two_points() {
+        let (a, b) = line_through(&[(100.0, 300.0), (1100.0, 1300.0)]);
+        assert!((a - 200.0).abs() < 1e-9 && (b - 1.0).abs() < 1e-9, "{a} {b}");
+        // Too close to tell a slope: the mean, flat.
+        assert_eq!(line_through(&[(1000.0, 10.0), (1010.0, 30.0)]), (20.0, 0.0));
+        // A falling line would be a negative cost per byte: flat at zero slope.
+        assert_eq!(line_through(&[(100.0, 500.0), (1000.0, 400.0)]).1, 0.0);
+        assert_eq!(line_through(&[(5.0, 7.0)]), (7.0, 0.0));
+    }
 
     #[test]
     fn dates() {

@@ -83,7 +83,7 @@ const TUNNELS: [TunnelRun; 8] = {
         plain("chacha20poly1305", Udp),
         plain("aes128cbc-sha256", Udp),
         plain("aes128gcm", Raw),
-        TunnelRun { mss: Some(536), ..plain("aes128gcm", Udp) },
+        TunnelRun { mss: Some(300), ..plain("aes128gcm", Udp) },
         TunnelRun { mss: Some(1000), ..plain("aes128cbc-sha256", Udp) },
         TunnelRun { rules: 1000, ..plain("aes128gcm", Udp) },
         TunnelRun { rules: 10_000, ..plain("aes128gcm", Udp) },
@@ -131,12 +131,14 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
     // carrier's receive and the TUN's send (`sizing::model`); the model takes rx and tx alike.
     // With a filter, every packet handled also meets the rules once.
     let per_packet_io = (io.rx_ns + io.tx_ns + tun.rx_ns + tun.tx_ns) / 2.0;
+    let per_byte_io = io.per_byte_ns + tun.per_byte_ns;
     let filter_ns = if t.rules > 0 {
         p.filter.per_packet_ns + p.filter.per_rule_ns * f64::from(t.rules)
     } else {
         0.0
     };
-    let predicted = (w.engine_ns + w.handled * (per_packet_io + filter_ns)) / 1e9;
+    let predicted =
+        (w.engine_ns + w.handled * (per_packet_io + filter_ns) + w.bytes * per_byte_io) / 1e9;
     Ok(check(
         name,
         format!(

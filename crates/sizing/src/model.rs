@@ -1,7 +1,9 @@
 //! The model: CPU seconds per second of each part of the work, added up.
 //!
 //! Assumptions, which the validation run in the lab checks (issue 14 item 3):
-//! - Costs are linear: a packet costs a fixed part plus a part per byte; an event (handshake,
+//! - Costs are linear: a packet costs a fixed part plus a part per byte (both in the suites'
+//!   seal and open and in the carriers' I/O, where GSO/GRO make big packets' syscalls cost per
+//!   byte rather than per packet); an event (handshake,
 //!   rekey, binding update) costs its measured CPU time. Nothing is cheaper at scale (no
 //!   batching gains beyond those in the measured costs) and nothing contends (no lock, memory
 //!   bandwidth or cache effects beyond those in the measured costs: the profile's per-packet
@@ -51,16 +53,21 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     let seal_ns = avg(&|b| s.seal.ns(b));
     let open_ns = avg(&|b| s.open.ns(b));
     let filter_ns = p.filter.per_packet_ns + p.filter.per_rule_ns * w.filter_rules as f64;
+    // I/O per packet: fixed part + per byte of the mix's mean packet.
+    let (tun_b, io_b) = (tun.per_byte_ns * mean, io.per_byte_ns * mean);
     let mut parts = vec![
         Component::new(format!("seal ({})", w.suite), pps * seal_ns / 1e9),
-        Component::new("clear-side I/O (TUN)", pps * tun.rx_ns / 1e9),
-        Component::new(format!("protected-side I/O ({})", w.carrier), pps * io.tx_ns / 1e9),
+        Component::new("clear-side I/O (TUN)", pps * (tun.rx_ns + tun_b) / 1e9),
+        Component::new(
+            format!("protected-side I/O ({})", w.carrier),
+            pps * (io.tx_ns + io_b) / 1e9,
+        ),
         Component::new("filter", dirs * pps * filter_ns / 1e9),
     ];
     if w.bidirectional {
         parts.push(Component::new(format!("open ({})", w.suite), pps * open_ns / 1e9));
-        parts[1].cores += pps * tun.tx_ns / 1e9;
-        parts[2].cores += pps * io.rx_ns / 1e9;
+        parts[1].cores += pps * (tun.tx_ns + tun_b) / 1e9;
+        parts[2].cores += pps * (io.rx_ns + io_b) / 1e9;
     }
     let per_s = |interval: Option<f64>| interval.map_or(0.0, |i| w.tunnels as f64 / i);
     parts.push(Component::new("IKE handshakes", w.handshakes_per_s * p.ike.ike_sa_setup_us / 1e6));
@@ -88,7 +95,7 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     parts.sort_by(|a, b| b.cores.total_cmp(&a.cores));
 
     // One tunnel's packets stay on one lane: what one core carries of this mix, one way.
-    let per_packet_one_way = seal_ns + tun.rx_ns + io.tx_ns + filter_ns;
+    let per_packet_one_way = seal_ns + tun.rx_ns + tun_b + io.tx_ns + io_b + filter_ns;
     let lane_gbps = if per_packet_one_way > 0.0 {
         Some(1e9 / per_packet_one_way * mean * 8.0 / 1e9)
     } else {

@@ -10,7 +10,7 @@ use sizing::{PacketMix, Profile, SizingError, Workload, examples, size};
 
 fn profile() -> Profile {
     let lin = |p, b| LinearCost { per_packet_ns: p, per_byte_ns: b };
-    let io = |rx, tx, o| IoCost { rx_ns: rx, tx_ns: tx, overhead_bytes: o };
+    let io = |rx, tx, o| IoCost { rx_ns: rx, tx_ns: tx, per_byte_ns: 0.0, overhead_bytes: o };
     Profile {
         schema: SCHEMA.into(),
         machine: Machine {
@@ -67,6 +67,27 @@ fn one_way_arithmetic_by_hand() {
     assert!((sum - a.total_cores).abs() < 1e-12);
     // One core carries 1e9 / 1150 packets/s of 8000 bits: 6.96 Gbit/s.
     assert!((a.lane_gbps.unwrap() - 8000.0 / 1150.0).abs() < 1e-9);
+}
+
+#[test]
+fn io_costs_per_byte_too() {
+    // The UDP carrier also costs 0.2 ns a byte and the TUN 0.1: 1000-byte packets add 300 ns
+    // to the 1150 one way.
+    let mut p = profile();
+    if let Some(udp) = p.carriers.get_mut("udp") {
+        udp.per_byte_ns = 0.2;
+    }
+    if let Some(tun) = p.carriers.get_mut("tun") {
+        tun.per_byte_ns = 0.1;
+    }
+    let a = size(&p, &workload()).unwrap();
+    assert!((a.total_cores - 125_000.0 * 1450.0 / 1e9).abs() < 1e-12, "{}", a.total_cores);
+    assert!((a.lane_gbps.unwrap() - 8000.0 / 1450.0).abs() < 1e-9);
+    // A profile written before the field existed reads as 0 per byte.
+    let old = serde_json::to_string(&profile()).unwrap().replace("\"per_byte_ns\":0.0,", "");
+    assert!(!old.contains("per_byte_ns\":0.0,\"overhead"), "{old}");
+    let back = Profile::from_json(&old).unwrap();
+    assert_eq!(back.carriers["udp"].per_byte_ns, 0.0);
 }
 
 #[test]
