@@ -5,7 +5,7 @@
 //! the data path follows it at once (NAT rebinding); the UPDATE keeps HIP itself, and a peer
 //! that only receives, in step.
 
-use super::{HipDriver, RETRANSMIT_US, State, TRIES, Transmit};
+use super::{HipDriver, RETRANSMIT_US, State, TRIES, Transmit, take_update_id};
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use hip::HostIdentityTag;
@@ -49,10 +49,9 @@ impl HipDriver {
             let State::Established { est, .. } = &a.state else { continue };
             let now_src = self.source_to(a.locator);
             if now_src != a.local && !now_src.is_unspecified() {
-                let id = self.next_update_id;
+                let id = take_update_id(&mut self.next_update_id);
                 match hip::update::announce(&self.host, est, id, now_src, now_src, a.locator) {
                     Ok(bytes) => {
-                        self.next_update_id = self.next_update_id.wrapping_add(1);
                         log_event!(Level::Info, "hip-moved", "peer" => peer.to_string(), "from" => a.local, "to" => now_src);
                         out.push(Transmit { to: a.locator, bytes: bytes.clone() });
                         if let Some(a) = self.assocs.get_mut(&peer) {
@@ -119,8 +118,7 @@ impl HipDriver {
             // The peer moved: ask for an echo at the new locator before using it.
             let mut nonce = vec![0u8; 16];
             if crypto::default_provider().fill_random(&mut nonce).is_ok() {
-                let id = self.next_update_id;
-                self.next_update_id = self.next_update_id.wrapping_add(1);
+                let id = take_update_id(&mut self.next_update_id);
                 match hip::update::acknowledge_and_check(
                     &self.host, est, seq, id, &nonce, here, new,
                 ) {

@@ -129,6 +129,16 @@ pub struct HipCounters {
     pub last_t1_us: u64,
 }
 
+/// The next Update ID for a SEQ parameter, and the counter moved on (RFC 7401 §5.2.13: each
+/// new UPDATE that needs an acknowledgement carries a larger ID than the one before; IDs left
+/// unused by a failed send do no harm, a reused one would). A function on the field rather
+/// than a method so that callers holding an association borrowed from the driver can use it.
+pub(super) fn take_update_id(next: &mut u32) -> u32 {
+    let id = *next;
+    *next = next.wrapping_add(1);
+    id
+}
+
 /// Runs `f` and measures it in microseconds (the control thread's own work, seed 001's T1–T4).
 fn timed<T>(f: impl FnOnce() -> T) -> (T, u64) {
     let t = std::time::Instant::now();

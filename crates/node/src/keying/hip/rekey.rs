@@ -11,7 +11,7 @@
 //! Lost UPDATEs: the first two are resent like the others (`RETRANSMIT_US`, `TRIES`), and a
 //! repeated answer is acknowledged again.
 
-use super::{Assoc, HipDriver, RETRANSMIT_US, State, TRIES, Transmit, install};
+use super::{Assoc, HipDriver, RETRANSMIT_US, State, TRIES, Transmit, install, take_update_id};
 use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
 use hip::HostIdentityTag;
@@ -41,15 +41,9 @@ enum Step {
 }
 
 impl HipDriver {
-    fn next_id(&mut self) -> u32 {
-        let id = self.next_update_id;
-        self.next_update_id = self.next_update_id.wrapping_add(1);
-        id
-    }
-
     /// `hipsec hip rekey HIT`: offers new SAs to an established peer.
     pub fn rekey(&mut self, peer: HostIdentityTag) -> Result<Vec<Transmit>, String> {
-        let id = self.next_id();
+        let id = take_update_id(&mut self.next_update_id);
         let a = self.assocs.get_mut(&peer).ok_or_else(|| format!("no association with {peer}"))?;
         let State::Established { est, .. } = &a.state else {
             return Err(format!("the association with {peer} is not established"));
@@ -99,13 +93,13 @@ impl HipDriver {
         sender: HostIdentityTag,
         u: &UpdateIn,
     ) -> Option<Vec<Transmit>> {
-        let id = self.next_update_id;
         let port = self.esp_port;
         let a = self.assocs.get_mut(&sender)?;
         let info = u.esp_info.filter(hip::rekey::is_rekey);
         let r = match (a.rekey.take(), info) {
             // The peer offers: answer, with our new inbound SA in first.
             (None, Some(info)) if u.acks.is_empty() => {
+                let id = take_update_id(&mut self.next_update_id);
                 answer(&self.host, a, plane, port, id, &info, u)
             }
             // A repeated offer (our answer was lost): the same answer again.
@@ -140,7 +134,6 @@ impl HipDriver {
                 return None;
             }
         };
-        self.next_update_id = self.next_update_id.wrapping_add(1);
         match r {
             Ok((out, done)) => {
                 if done {
@@ -223,7 +216,7 @@ fn conclude(
     plane.rekey(*in_key, new_in, *out_key, new_out, REKEY_GRACE).map_err(|e| e.to_string())?;
     (*in_key, *out_key) = (k_in, k_out);
     hip::rekey::adopt(est, keys, index);
-    log_event!(Level::Info, "hip-rekeyed", "peer" => peer.to_string(), "spi_in" => format!("{:08x}", est.esp.spi_in), "spi_out" => format!("{:08x}", est.esp.spi_out));
+    rekeyed(peer, est, "offered");
     let bytes =
         hip::rekey::acknowledge(host, est, seq, a.local, a.locator).map_err(|e| e.to_string())?;
     Ok((vec![Transmit { to: a.locator, bytes }], true))
@@ -248,8 +241,13 @@ fn switch(
     plane.retire_after(*in_key, REKEY_GRACE);
     (*in_key, *out_key) = (k_in, k_out);
     hip::rekey::adopt(est, keys, index);
-    log_event!(Level::Info, "hip-rekeyed", "peer" => peer.to_string(), "spi_in" => format!("{:08x}", est.esp.spi_in), "spi_out" => format!("{:08x}", est.esp.spi_out));
+    rekeyed(peer, est, "answered");
     Ok((Vec::new(), true))
+}
+
+/// The log line of a finished rekey; `side`: whether we "offered" or "answered" it.
+fn rekeyed(peer: HostIdentityTag, est: &hip::bex::Established, side: &'static str) {
+    log_event!(Level::Info, "hip-rekeyed", "peer" => peer.to_string(), "side" => side, "spi_in" => format!("{:08x}", est.esp.spi_in), "spi_out" => format!("{:08x}", est.esp.spi_out));
 }
 
 /// The rekey state of `status`.
