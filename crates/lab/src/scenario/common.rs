@@ -78,20 +78,34 @@ impl RunOptions {
         }
     }
 
+    /// The seed figures to read: `--seed-figures`, else the shared reference beside the
+    /// checkout (`../shared/reference/seed-figures.toml`, the authoritative copy), else the
+    /// repository's own copy (`docs/reference/seed-figures.toml`, so that a fresh clone's
+    /// report still sets the published figures beside ours).
     pub(crate) fn seed_path(&self) -> PathBuf {
         if let Some(p) = &self.seed_figures {
             return p.clone();
         }
-        let rel = "../shared/reference/seed-figures.toml";
-        if let Ok(top) = crate::sys::run("git", &["rev-parse", "--show-toplevel"]) {
-            let p = PathBuf::from(top.trim()).join(rel);
-            if p.is_file() {
-                return p;
-            }
-        }
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let top = crate::sys::run("git", &["rev-parse", "--show-toplevel"])
+            .ok()
+            .map(|t| PathBuf::from(t.trim()));
+        let candidates: Vec<PathBuf> = [SHARED_SEED_FIGURES, REPO_SEED_FIGURES]
+            .iter()
+            .flat_map(|rel| top.iter().chain([&manifest]).map(move |t| t.join(rel)))
+            .collect();
+        candidates
+            .iter()
+            .find(|p| p.is_file())
+            .cloned()
+            .unwrap_or_else(|| manifest.join(SHARED_SEED_FIGURES))
     }
 }
+
+/// The shared reference, relative to the repository's top.
+const SHARED_SEED_FIGURES: &str = "../shared/reference/seed-figures.toml";
+/// The repository's copy of it, relative to the repository's top.
+const REPO_SEED_FIGURES: &str = "docs/reference/seed-figures.toml";
 
 /// Seconds since the Unix epoch (0 if the clock is before it): a report's `started_unix_s`.
 pub(crate) fn unix_now_s() -> u64 {
@@ -171,6 +185,23 @@ impl Progress {
                 self.scenario,
                 self.start.elapsed().as_secs_f64()
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The repository's copy of the seed figures is the shared reference's, byte for byte,
+    /// whenever the shared one is there to compare with (a checkout beside ../shared).
+    #[test]
+    fn the_repository_copy_of_the_seed_figures_is_the_shared_one() {
+        let top = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let ours = std::fs::read(top.join(REPO_SEED_FIGURES)).expect("docs/reference copy");
+        assert!(String::from_utf8_lossy(&ours).contains("binding_cache_entries_per_s"));
+        if let Ok(shared) = std::fs::read(top.join(SHARED_SEED_FIGURES)) {
+            assert!(shared == ours, "docs/reference/seed-figures.toml differs from ../shared's");
         }
     }
 }
