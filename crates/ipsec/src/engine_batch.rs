@@ -39,7 +39,7 @@ impl Engine {
             for i in found.iter().filter_map(|f| f.and_then(|(_, i)| i)) {
                 if let Some(Action::Protect(bundle)) = self.spd.action(i) {
                     for sa in bundle.iter().filter_map(|&h| self.outbound.get(h)?.as_ref()) {
-                        sa.warm();
+                        sa.warm_out();
                     }
                 }
             }
@@ -71,7 +71,7 @@ impl Engine {
                     last = Some(key);
                     let sa = self.sad.get(&key).and_then(|&i| self.inbound.get(i)?.as_ref());
                     if let Some(sa) = sa {
-                        sa.warm();
+                        sa.warm_in();
                     }
                 }
             }
