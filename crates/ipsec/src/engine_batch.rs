@@ -32,19 +32,10 @@ impl Engine {
         let mut found = std::mem::take(&mut self.batch_found);
         for (bufs, results) in bufs.chunks_mut(GROUP).zip(results.chunks_mut(GROUP)) {
             found.clear();
-            found
-                .extend(bufs.iter().map(|b| IpLayout::parse(b.as_slice()).ok().map(|l| (l, None))));
-            // Every packet's hash map probe first (the misses overlap), then the rest of each
-            // lookup from there.
-            let mut probes = [None; GROUP];
-            for ((b, f), pr) in bufs.iter().zip(found.iter()).zip(probes.iter_mut()) {
-                *pr = f.as_ref().map(|(l, _)| self.spd.probe(b.as_slice(), l));
-            }
-            for ((b, f), pr) in bufs.iter().zip(found.iter_mut()).zip(probes) {
-                if let (Some((l, i)), Some(pr)) = (f, pr) {
-                    *i = self.spd.find_probed(b.as_slice(), l, pr);
-                }
-            }
+            found.extend(bufs.iter().map(|b| {
+                let layout = IpLayout::parse(b.as_slice()).ok()?;
+                Some((layout, self.spd.find(b.as_slice(), &layout)))
+            }));
             for i in found.iter().filter_map(|f| f.and_then(|(_, i)| i)) {
                 if let Some(Verdict::Protect(sas)) = self.spd.verdict(i) {
                     for sa in sas.iter().filter_map(|h| self.outbound.get(h)?.as_ref()) {

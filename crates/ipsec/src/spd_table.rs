@@ -88,13 +88,6 @@ impl Hot {
 
 const _: () = assert!(std::mem::size_of::<Hot>() <= 64);
 
-/// The entries filed under one packet's destination and source address (`SpdTable::probe`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Probe<'a> {
-    dst: Option<&'a Host>,
-    src: Option<&'a Host>,
-}
-
 /// What the entry a lookup found says, read from its first cache line where it can be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict<'a> {
@@ -330,39 +323,6 @@ impl SpdTable {
     /// [`SpdTable::lookup`] without the action: the data path reads the entry's verdict from
     /// its first cache line ([`SpdTable::verdict`]).
     pub(crate) fn find(&self, p: &[u8], layout: &IpLayout) -> Option<usize> {
-        self.find_probed(p, layout, self.probe(p, layout))
-    }
-
-    /// The first step of `find`: the entries filed under the packet's addresses, whose hash map
-    /// slots are where a lookup among many peers misses the cache. A batch probes all its
-    /// packets first: those loads do not depend on each other and the loop between them is
-    /// short, so the CPU overlaps their misses (`engine_batch.rs`).
-    pub(crate) fn probe(&self, p: &[u8], layout: &IpLayout) -> Probe<'_> {
-        if self.by_dst.is_empty() && self.by_src.is_empty() {
-            return Probe::default();
-        }
-        let (s, d) = layout.addrs(p);
-        let dst =
-            if self.by_dst.is_empty() { None } else { addr(d).and_then(|d| self.by_dst.get(&d)) };
-        let src =
-            if self.by_src.is_empty() { None } else { addr(s).and_then(|s| self.by_src.get(&s)) };
-        // Read what `find_probed` will read next: the rest of the map's entry (which may lie on
-        // the next cache line) and the first candidate's selectors, so those misses overlap
-        // too.
-        for t in [dst, src].into_iter().flatten() {
-            let first = t.first.and_then(|(_, i)| self.slot(i)).map(|s| s.hot.verdict);
-            std::hint::black_box((first, t.more.len()));
-        }
-        Probe { dst, src }
-    }
-
-    /// The rest of `find`, from the packet's `probe`.
-    pub(crate) fn find_probed(
-        &self,
-        p: &[u8],
-        layout: &IpLayout,
-        probe: Probe<'_>,
-    ) -> Option<usize> {
         let matches = |i: &usize| self.slot(*i).is_some_and(|s| s.hot.selector.matches(p, layout));
         let first = |t: &Host| t.iter().find(|(_, i)| matches(i)).copied();
         fn better(best: &mut Option<(Order, usize)>, c: Option<(Order, usize)>) {
@@ -373,8 +333,14 @@ impl SpdTable {
             }
         }
         let mut best: Option<(Order, usize)> = None;
-        for t in [probe.dst, probe.src].into_iter().flatten() {
-            better(&mut best, first(t));
+        if !self.by_dst.is_empty() || !self.by_src.is_empty() {
+            let (s, d) = layout.addrs(p);
+            if let Some(t) = addr(d).and_then(|d| self.by_dst.get(&d)) {
+                better(&mut best, first(t));
+            }
+            if let Some(t) = addr(s).and_then(|s| self.by_src.get(&s)) {
+                better(&mut best, first(t));
+            }
         }
         // The rest only up to the best found so far: an entry after it cannot win.
         let bound = best.map(|b| b.0);
