@@ -16,7 +16,7 @@ const MAX_ICV: usize = 32;
 
 impl SecurityAssociation {
     fn ah_field_len(&self, ipv6: bool) -> usize {
-        AhRepr::padded_icv_len(self.iv_len + self.icv_len, ipv6)
+        AhRepr::padded_icv_len(self.iv_len() + self.icv_len(), ipv6)
     }
 
     /// Protects the IP packet in `buf` with AH (RFC 4302 §3.3).
@@ -40,14 +40,14 @@ impl SecurityAssociation {
         .map_err(|_| DropReason::NoRoom)?;
         finish_ip_header(self, p, &ins, proto::AH, seq)?;
         let iv_at = ins.at + FIXED_LEN;
-        if self.iv_len > 0 {
+        if self.iv_len() > 0 {
             p[iv_at..iv_at + 8].copy_from_slice(&seq.0.to_be_bytes());
         }
         let layout = IpLayout::parse(p).map_err(|_| DropReason::Malformed)?;
         let mut icv = [0u8; MAX_ICV];
-        self.ah_icv(p, &layout, seq, &mut icv[..self.icv_len])?;
-        let tag_at = iv_at + self.iv_len;
-        p[tag_at..tag_at + self.icv_len].copy_from_slice(&icv[..self.icv_len]);
+        self.ah_icv(p, &layout, seq, &mut icv[..self.icv_len()])?;
+        let tag_at = iv_at + self.iv_len();
+        p[tag_at..tag_at + self.icv_len()].copy_from_slice(&icv[..self.icv_len()]);
         self.account(ins.payload_len, now);
         Ok(())
     }
@@ -65,7 +65,7 @@ impl SecurityAssociation {
         let rest = &p[layout.header_len..];
         let hi = seq.high().to_be_bytes();
         let n = if self.esn { 3 } else { 2 };
-        let scratch = &mut self.scratch;
+        let scratch = &mut self.cold.scratch;
         match &self.transform {
             Transform::AhHmac { mac } => {
                 let parts: [&[u8]; 3] = [zeroed, rest, &hi];
@@ -113,14 +113,16 @@ impl SecurityAssociation {
         }
         let seq = self.replay.infer(repr.seq);
         self.replay.check(seq)?;
-        let tag_at = ah_at + FIXED_LEN + self.iv_len;
+        let tag_at = ah_at + FIXED_LEN + self.iv_len();
         let mut received = [0u8; MAX_ICV];
-        received[..self.icv_len].copy_from_slice(&p[tag_at..tag_at + self.icv_len]);
+        received[..self.icv_len()].copy_from_slice(&p[tag_at..tag_at + self.icv_len()]);
         p[tag_at..ah_at + ah_len].fill(0);
         let mut computed = [0u8; MAX_ICV];
-        self.ah_icv(p, outer, seq, &mut computed[..self.icv_len])?;
-        if !crypto::provider::constant_time_eq(&computed[..self.icv_len], &received[..self.icv_len])
-        {
+        self.ah_icv(p, outer, seq, &mut computed[..self.icv_len()])?;
+        if !crypto::provider::constant_time_eq(
+            &computed[..self.icv_len()],
+            &received[..self.icv_len()],
+        ) {
             return Err(DropReason::IntegrityFailed);
         }
         self.replay.commit(seq);

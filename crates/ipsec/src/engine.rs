@@ -6,7 +6,7 @@ use crate::drop::{DropCounters, DropReason};
 use crate::lifetime::SaEvent;
 use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
 use crate::spd::{Action, FlowKey, SpdEntry};
-use crate::spd_table::{PolicyId, SpdTable};
+use crate::spd_table::{PolicyId, SpdTable, Verdict};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
 /// Randomly keyed per process (aHash seeded from `getrandom`), so SPIs chosen by an attacker do
@@ -445,7 +445,7 @@ impl Engine {
 
     fn outbound_inner(&mut self, buf: &mut PacketBuf, now: Time) -> Result<Processed, DropReason> {
         let layout = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
-        let found = self.spd.lookup(buf.as_slice(), &layout).map(|(i, _)| i);
+        let found = self.spd.find(buf.as_slice(), &layout);
         self.outbound_found(buf, &layout, found, now)
     }
 
@@ -458,20 +458,13 @@ impl Engine {
         found: Option<usize>,
         now: Time,
     ) -> Result<Processed, DropReason> {
-        let (i, r) = match found.and_then(|i| self.spd.action(i).map(|a| (i, a))) {
+        let (i, r) = match found.and_then(|i| self.spd.verdict(i).map(|v| (i, v))) {
             None => return Err(DropReason::NoPolicy),
-            Some((_, Action::Discard)) => return Err(DropReason::PolicyDiscard),
-            Some((_, Action::Bypass)) => return Ok(Processed::Bypassed),
-            Some((i, Action::Protect(bundle))) => (
-                i,
-                Self::protect(
-                    &mut self.outbound,
-                    &mut self.events,
-                    bundle.iter().copied(),
-                    buf,
-                    now,
-                ),
-            ),
+            Some((_, Verdict::Discard)) => return Err(DropReason::PolicyDiscard),
+            Some((_, Verdict::Bypass)) => return Ok(Processed::Bypassed),
+            Some((i, Verdict::Protect(sas))) => {
+                (i, Self::protect(&mut self.outbound, &mut self.events, sas.iter(), buf, now))
+            }
         };
         if r == Err(DropReason::NoSa) {
             // RFC 4301 §4.4.1.1: ask the key manager for the SA; the packet itself is dropped

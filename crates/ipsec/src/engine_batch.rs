@@ -12,7 +12,7 @@ use super::Engine;
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
 use crate::engine::Processed;
-use crate::spd::Action;
+use crate::spd_table::Verdict;
 use crate::types::Time;
 use wire::{IpLayout, proto};
 
@@ -34,12 +34,12 @@ impl Engine {
             found.clear();
             found.extend(bufs.iter().map(|b| {
                 let layout = IpLayout::parse(b.as_slice()).ok()?;
-                Some((layout, self.spd.lookup(b.as_slice(), &layout).map(|(i, _)| i)))
+                Some((layout, self.spd.find(b.as_slice(), &layout)))
             }));
             for i in found.iter().filter_map(|f| f.and_then(|(_, i)| i)) {
-                if let Some(Action::Protect(bundle)) = self.spd.action(i) {
-                    for sa in bundle.iter().filter_map(|&h| self.outbound.get(h)?.as_ref()) {
-                        sa.warm();
+                if let Some(Verdict::Protect(sas)) = self.spd.verdict(i) {
+                    for sa in sas.iter().filter_map(|h| self.outbound.get(h)?.as_ref()) {
+                        sa.warm_out();
                     }
                 }
             }
@@ -61,21 +61,29 @@ impl Engine {
         results: &mut [Result<Processed, DropReason>],
         now: Time,
     ) {
-        // Touch the SA of each packet's outer ESP/AH header (consecutive packets of one SA
-        // share one lookup); the processing below looks them up again, warm.
+        // Look up the SA of each packet's outer ESP/AH header (consecutive packets of one SA
+        // share one lookup), then touch those SAs: two short loops of independent loads, whose
+        // misses overlap. The processing below starts from the SA found here (the engine's
+        // one-entry SAD memo, `last_in`), rather than hashing the SPI again.
         for (bufs, results) in bufs.chunks_mut(GROUP).zip(results.chunks_mut(GROUP)) {
             let mut last: Option<(u32, u8)> = None;
-            for b in bufs.iter() {
+            let mut found: [Option<((u32, u8), usize)>; GROUP] = [None; GROUP];
+            for (b, f) in bufs.iter().zip(found.iter_mut()) {
                 let Some(key) = outer_spi(b.as_slice()) else { continue };
                 if last != Some(key) {
                     last = Some(key);
-                    let sa = self.sad.get(&key).and_then(|&i| self.inbound.get(i)?.as_ref());
-                    if let Some(sa) = sa {
-                        sa.warm();
-                    }
+                    *f = self.sad.get(&key).map(|&i| (key, i));
                 }
             }
-            for (b, r) in bufs.iter_mut().zip(results.iter_mut()) {
+            for sa in found.iter().flatten().filter_map(|&(_, i)| self.inbound.get(i)?.as_ref()) {
+                sa.warm_in();
+            }
+            for ((b, r), f) in bufs.iter_mut().zip(results.iter_mut()).zip(found) {
+                // The SAD is not changed within a batch, so the memo is what a lookup would
+                // find.
+                if f.is_some() {
+                    self.last_in = f;
+                }
                 *r = self.inbound(b, now);
             }
         }

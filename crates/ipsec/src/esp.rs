@@ -47,12 +47,12 @@ pub(crate) fn insert_header(
             };
             let payload_len = buf.len();
             let tos = inner_tos(buf.as_slice());
-            buf.prepend(sa.outer_len + hdr_len).map_err(|_| DropReason::NoRoom)?;
+            buf.prepend(sa.outer_len() + hdr_len).map_err(|_| DropReason::NoRoom)?;
             let p = buf.as_mut_slice();
-            p[..sa.outer_len].copy_from_slice(&sa.outer[..sa.outer_len]);
+            p[..sa.outer_len()].copy_from_slice(&sa.outer[..sa.outer_len()]);
             // RFC 4301 §5.1.2.1: copy DSCP and ECN (RFC 6040 normal mode) to the outer header.
             set_tos(p, sa.outer_version(), tos);
-            Ok(Insert { at: sa.outer_len, next_header, payload_len, nh_offset: None })
+            Ok(Insert { at: sa.outer_len(), next_header, payload_len, nh_offset: None })
         }
         Mode::Transport => {
             let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::Malformed)?;
@@ -188,16 +188,16 @@ impl SecurityAssociation {
     /// Protects the IP packet in `buf` with ESP (RFC 4303 §3.3).
     pub fn esp_seal(&mut self, buf: &mut PacketBuf, now: Time) -> Result<(), DropReason> {
         self.check_usable(now)?;
-        let hdr_len = HEADER_LEN + self.iv_len;
+        let hdr_len = HEADER_LEN + self.iv_len();
         let ins = insert_header(self, buf, hdr_len)?;
-        let pad = EspTrailer::pad_for(ins.payload_len, self.pad_align);
+        let pad = EspTrailer::pad_for(ins.payload_len, self.pad_align());
         let trailer_len = pad as usize + TRAILER_LEN;
-        buf.append(trailer_len + self.icv_len).map_err(|_| DropReason::NoRoom)?;
+        buf.append(trailer_len + self.icv_len()).map_err(|_| DropReason::NoRoom)?;
         let seq = self.next_seq()?;
         let p = buf.as_mut_slice();
         let esp_at = ins.at;
         let ct_at = esp_at + hdr_len;
-        let icv_at = p.len() - self.icv_len;
+        let icv_at = p.len() - self.icv_len();
         EspRepr { spi: self.spi.0, seq: seq.low() }
             .emit(&mut p[esp_at..])
             .map_err(|_| DropReason::NoRoom)?;
@@ -217,7 +217,7 @@ impl SecurityAssociation {
             Transform::EspCbc { cipher, mac } => {
                 // RFC 3602 §2.1: the IV must be unpredictable, hence random per packet.
                 self.random(&mut p[esp_at + HEADER_LEN..ct_at])?;
-                let (iv, body) = p[esp_at + HEADER_LEN..icv_at].split_at_mut(self.iv_len);
+                let (iv, body) = p[esp_at + HEADER_LEN..icv_at].split_at_mut(self.iv_len());
                 cipher.encrypt_cbc(iv, body).map_err(|_| DropReason::CryptoFailure)?;
                 if let Some(mac) = mac {
                     self.esp_mac(mac.as_ref(), p, esp_at, icv_at, seq)?;
@@ -276,14 +276,14 @@ impl SecurityAssociation {
         self.check_usable(now)?;
         buf.truncate(outer.total_len);
         let esp_at = outer.header_len;
-        let hdr_len = HEADER_LEN + self.iv_len;
+        let hdr_len = HEADER_LEN + self.iv_len();
         let p = buf.as_mut_slice();
         let end = p.len();
-        if end < esp_at + hdr_len + TRAILER_LEN + self.icv_len {
+        if end < esp_at + hdr_len + TRAILER_LEN + self.icv_len() {
             return Err(DropReason::Truncated);
         }
         let ct_at = esp_at + hdr_len;
-        let icv_at = end - self.icv_len;
+        let icv_at = end - self.icv_len();
         // The SPI is not in the AEAD's AAD input here (the SA's own is), so a caller that did not
         // look the SA up by this SPI must not get a packet through.
         if p[esp_at..esp_at + 4] != self.spi.0.to_be_bytes() {
@@ -329,10 +329,10 @@ impl SecurityAssociation {
                 if let Some(mac) = mac {
                     self.esp_verify(mac.as_ref(), p, esp_at, icv_at, seq)?;
                 }
-                if (icv_at - ct_at) % self.pad_align != 0 || icv_at == ct_at {
+                if (icv_at - ct_at) % self.pad_align() != 0 || icv_at == ct_at {
                     return Err(DropReason::BadCiphertextLen);
                 }
-                let (iv, body) = p[esp_at + HEADER_LEN..icv_at].split_at_mut(self.iv_len);
+                let (iv, body) = p[esp_at + HEADER_LEN..icv_at].split_at_mut(self.iv_len());
                 cipher.decrypt_cbc(iv, body).map_err(|_| DropReason::CryptoFailure)?;
             }
             Transform::EspNull { mac } => self.esp_verify(mac.as_ref(), p, esp_at, icv_at, seq)?,

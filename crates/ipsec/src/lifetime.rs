@@ -118,6 +118,56 @@ impl Usage {
     }
 }
 
+/// The usage at which the next lifetime check is due, folded from the soft and hard limits
+/// not yet reached, so that a packet compares its counters with two numbers and the clock
+/// with one, rather than walking both `Lifetime`s (RFC 4301 §4.4.2.1 limits; the SA's hot
+/// state stays in its first cache lines). Recomputed whenever an evaluation may have changed
+/// what is left (`Usage::due`); `Usage::evaluate` itself is unchanged, so events fire at the
+/// same packet and byte counts as evaluating after every packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Due {
+    /// Evaluate once `Usage::bytes` reaches this (`u64::MAX`: no byte limit left).
+    pub(crate) bytes: u64,
+    /// Evaluate once `Usage::packets` reaches this.
+    pub(crate) packets: u64,
+    /// Evaluate before a packet at or after this time (`Time(u64::MAX)`: never).
+    pub(crate) time: Time,
+}
+
+impl Due {
+    /// True if a packet's counters call for an evaluation.
+    #[inline]
+    pub(crate) fn counted(&self, u: &Usage) -> bool {
+        u.bytes >= self.bytes || u.packets >= self.packets
+    }
+}
+
+impl Usage {
+    /// When the limits not yet reached must next be evaluated. Byte and packet limits are
+    /// evaluated after the packet that reaches them; time limits before a packet, at `now`.
+    /// Evaluating also checks the counters, so when a time limit exists and a counter limit is
+    /// already reached (a limit of 0), the time check is due at once: it would find it.
+    pub(crate) fn due(&self, soft: &Lifetime, hard: &Lifetime) -> Due {
+        let mut d = Due { bytes: u64::MAX, packets: u64::MAX, time: Time(u64::MAX) };
+        let left = [(!self.hard_done).then_some(hard), (!self.soft_done).then_some(soft)];
+        for l in left.into_iter().flatten() {
+            if let Some(b) = l.bytes {
+                d.bytes = d.bytes.min(b);
+            }
+            if let Some(p) = l.packets {
+                d.packets = d.packets.min(p);
+            }
+            if let Some(s) = l.seconds {
+                d.time = d.time.min(self.installed.plus_secs(s));
+            }
+        }
+        if d.time != Time(u64::MAX) && d.counted(self) {
+            d.time = Time(0);
+        }
+        d
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +194,135 @@ mod tests {
         );
         assert!(u.is_hard_expired());
         assert_eq!(u.evaluate(spi, &soft, &hard, Time::from_secs(20)), None);
+    }
+
+    /// The reference: what the SA did before the fold, evaluating after every packet when a
+    /// counter limit exists and before every packet when a time limit exists.
+    fn reference(
+        u: &mut Usage,
+        soft: &Lifetime,
+        hard: &Lifetime,
+        packets: &[(usize, Time)],
+    ) -> Vec<(usize, Option<SaEvent>)> {
+        let spi = Spi(0x1000);
+        let timed = soft.seconds.is_some() || hard.seconds.is_some();
+        let counted = soft.bytes.is_some()
+            || soft.packets.is_some()
+            || hard.bytes.is_some()
+            || hard.packets.is_some();
+        let mut out = Vec::new();
+        for (i, &(len, now)) in packets.iter().enumerate() {
+            if u.is_hard_expired() {
+                break;
+            }
+            if timed {
+                let e = u.evaluate(spi, soft, hard, now);
+                if e.is_some() {
+                    out.push((i, e));
+                }
+                if u.is_hard_expired() {
+                    break;
+                }
+            }
+            u.add(len);
+            if counted {
+                let e = u.evaluate(spi, soft, hard, now);
+                if e.is_some() {
+                    out.push((i, e));
+                }
+            }
+        }
+        out
+    }
+
+    /// The same packets through the fold, as `SecurityAssociation` runs them.
+    fn folded(
+        u: &mut Usage,
+        soft: &Lifetime,
+        hard: &Lifetime,
+        packets: &[(usize, Time)],
+    ) -> Vec<(usize, Option<SaEvent>)> {
+        let spi = Spi(0x1000);
+        let mut due = u.due(soft, hard);
+        let mut out = Vec::new();
+        for (i, &(len, now)) in packets.iter().enumerate() {
+            if u.is_hard_expired() {
+                break;
+            }
+            if now >= due.time {
+                let e = u.evaluate(spi, soft, hard, now);
+                due = u.due(soft, hard);
+                if e.is_some() {
+                    out.push((i, e));
+                }
+                if u.is_hard_expired() {
+                    break;
+                }
+            }
+            u.add(len);
+            if due.counted(u) {
+                let e = u.evaluate(spi, soft, hard, now);
+                due = u.due(soft, hard);
+                if e.is_some() {
+                    out.push((i, e));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fold_fires_exactly_at_the_limits() {
+        let soft = Lifetime { bytes: Some(1000), packets: Some(7), seconds: None };
+        let hard = Lifetime { bytes: Some(1500), packets: Some(20), seconds: None };
+        let pkts: Vec<(usize, Time)> = (0..30).map(|_| (100, Time(1))).collect();
+        let mut u = Usage::default();
+        let spi = Spi(0x1000);
+        // Soft at the 7th packet (index 6: 7 packets, 700 bytes), hard at the 15th (1500 bytes).
+        assert_eq!(
+            folded(&mut u, &soft, &hard, &pkts),
+            vec![
+                (6, Some(SaEvent::SoftExpired { spi, limit: "packets" })),
+                (14, Some(SaEvent::HardExpired { spi, limit: "bytes" })),
+            ]
+        );
+        let timed = Lifetime { seconds: Some(2), ..Default::default() };
+        let pkts: Vec<(usize, Time)> = (0..5).map(|s| (10, Time::from_secs(s))).collect();
+        let mut u = Usage::default();
+        // Hard at 2 s exactly: before the third packet, which is then refused.
+        assert_eq!(
+            folded(&mut u, &Lifetime::default(), &timed, &pkts),
+            vec![(2, Some(SaEvent::HardExpired { spi, limit: "seconds" }))]
+        );
+        assert_eq!(u.packets, 2);
+    }
+
+    fn lifetime() -> impl proptest::strategy::Strategy<Value = Lifetime> {
+        use proptest::prelude::*;
+        (
+            proptest::option::of(0u64..3000),
+            proptest::option::of(0u64..40),
+            proptest::option::of(0u64..6),
+        )
+            .prop_map(|(bytes, packets, seconds)| Lifetime { bytes, packets, seconds })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fold_agrees_with_evaluating_every_packet(
+            soft in lifetime(),
+            hard in lifetime(),
+            lens in proptest::collection::vec(0usize..300, 0..60),
+            step in 0u64..400_000,
+        ) {
+            let pkts: Vec<(usize, Time)> =
+                lens.iter().enumerate().map(|(i, &l)| (l, Time(i as u64 * step))).collect();
+            let (mut a, mut b) = (Usage::default(), Usage::default());
+            let want = reference(&mut a, &soft, &hard, &pkts);
+            let got = folded(&mut b, &soft, &hard, &pkts);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!((a.bytes, a.packets), (b.bytes, b.packets));
+            proptest::prop_assert_eq!((a.soft_done, a.hard_done), (b.soft_done, b.hard_done));
+        }
     }
 }

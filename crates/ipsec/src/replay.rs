@@ -9,7 +9,11 @@ use crate::types::SeqNum;
 pub const MAX_WINDOW: u32 = 1 << 16;
 
 /// A receiver's replay window.
+///
+/// Exactly one cache line, aligned to one, so that checking a packet against it costs at most
+/// one miss (the SA embeds it, `sa.rs`).
 #[derive(Debug, Clone)]
+#[repr(align(64))]
 pub struct ReplayWindow {
     /// Window size in packets; 0 disables the check (the receiver's choice, RFC 4303 §3.4.3).
     size: u32,

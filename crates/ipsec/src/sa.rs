@@ -3,7 +3,7 @@
 //! inside the provider's key objects and are zeroized when the SA is dropped.
 
 use crate::drop::DropReason;
-use crate::lifetime::{Lifetime, SaEvent, Usage};
+use crate::lifetime::{Due, Lifetime, SaEvent, Usage};
 use crate::replay::ReplayWindow;
 use crate::types::{SeqNum, Spi, Time};
 use crypto::{Aead, BlockCipher, EncrAlg, EspSuite, IntegAlg, Mac, Provider};
@@ -147,37 +147,78 @@ pub enum Transform {
 }
 
 /// A Security Association: parameters, transform and per-packet state.
+///
+/// Laid out for the per-packet path (`repr(C)` keeps the order): with thousands of SAs each
+/// packet meets a cold SA, and every cache line it touches is a miss. Line 0 holds what every
+/// packet writes (counters, the lifetime thresholds), line 1 what it reads (the keyed
+/// transform, SPI, lengths, mode), lines 2–3 what opening reads (replay window, the inbound
+/// policy memo), line 4 what sealing reads (the outer header template): a sealed packet
+/// touches three lines of its SA, an opened one four (of eight before). The parameters no
+/// packet reads (addresses, the lifetimes themselves, pending event, AH-GMAC's scratch) come
+/// after them (`Cold`). Inline rather than boxed: an allocation per SA between the key
+/// schedules the crypto library allocates spreads those out, and in `bench sas` sealing and
+/// opening were a few ns slower with it. The const assertions below keep this true.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct SecurityAssociation {
+    // Line 0: written by every packet.
+    /// Last sequence number sent (outbound use).
+    pub(crate) seq_out: u64,
+    pub(crate) usage: Usage,
+    /// When the lifetimes must next be evaluated (folded from `Cold::soft`/`hard`).
+    pub(crate) due: Due,
+    // Line 1: read by every packet.
+    pub(crate) transform: Transform,
     pub(crate) spi: Spi,
     pub(crate) protocol: Protocol,
     pub(crate) mode: Mode,
-    pub(crate) src: IpAddr,
-    pub(crate) dst: IpAddr,
     pub(crate) esn: bool,
-    pub(crate) soft: Lifetime,
-    pub(crate) hard: Lifetime,
-    pub(crate) transform: Transform,
-    pub(crate) provider: &'static dyn Provider,
-    /// Explicit IV length (ESP) and ICV length; padding alignment.
-    pub(crate) iv_len: usize,
-    pub(crate) icv_len: usize,
-    pub(crate) pad_align: usize,
-    /// Outer header template for tunnel mode (length and checksum filled per packet).
-    pub(crate) outer: [u8; 40],
-    pub(crate) outer_len: usize,
-    /// Last sequence number sent (outbound use).
-    pub(crate) seq_out: u64,
+    /// The outer (tunnel) or host addresses are IPv4.
+    pub(crate) v4: bool,
+    /// An event waits in `Cold::event` (so a packet checks this byte, not the event).
+    pub(crate) has_event: bool,
+    /// Explicit IV length (ESP) and ICV length; padding alignment (all below 256).
+    pub(crate) iv_len: u8,
+    pub(crate) icv_len: u8,
+    pub(crate) pad_align: u8,
+    pub(crate) outer_len: u8,
+    // Line 2: read by opening (64 bytes, 64-aligned).
     /// Replay window (inbound use).
     pub(crate) replay: ReplayWindow,
-    pub(crate) usage: Usage,
-    pub(crate) event: Option<SaEvent>,
-    /// AH-GMAC's contiguous AAD copy (empty for every other transform).
-    pub(crate) scratch: Vec<u8>,
+    // Line 3: read by opening; then the provider, which only CBC's random IVs call.
     /// Inbound: the last flow the inbound policy check let through on this SA, and the
     /// inbound SPD's generation then (`Engine::inbound`).
     pub(crate) admitted: Option<(u64, crate::spd::FlowKey)>,
+    pub(crate) provider: &'static dyn Provider,
+    // Line 4: read by sealing.
+    /// Outer header template for tunnel mode (length and checksum filled per packet).
+    pub(crate) outer: [u8; 40],
+    // Lines 4 (after `outer`) to 7: what no packet reads.
+    pub(crate) cold: Cold,
 }
+
+/// What no packet reads: kept out of the SA's hot lines.
+#[derive(Debug)]
+pub(crate) struct Cold {
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
+    pub(crate) soft: Lifetime,
+    pub(crate) hard: Lifetime,
+    pub(crate) event: Option<SaEvent>,
+    /// AH-GMAC's contiguous AAD copy (empty for every other transform).
+    pub(crate) scratch: Vec<u8>,
+}
+
+// The layout the comment on `SecurityAssociation` promises.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    type Sa = SecurityAssociation;
+    assert!(offset_of!(Sa, due) + size_of::<Due>() <= 64);
+    assert!(offset_of!(Sa, transform) >= 64 && offset_of!(Sa, outer_len) < 128);
+    assert!(offset_of!(Sa, replay) == 128 && size_of::<ReplayWindow>() == 64);
+    assert!(offset_of!(Sa, admitted) == 192 && offset_of!(Sa, provider) + 16 <= 256);
+    assert!(offset_of!(Sa, outer) == 256 && size_of::<Sa>() <= 512);
+};
 
 fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
     let mut salt = [0u8; 4];
@@ -191,11 +232,21 @@ fn check_len(field: &'static str, alg: String, got: usize, want: usize) -> Resul
 }
 
 impl SecurityAssociation {
-    /// Reads the state a packet through this SA will read first (its counters, header template
+    /// Reads the lines sealing through this SA will read first (its counters, header template
     /// and the keyed transform's own allocation), so that a batch can bring many SAs into cache
     /// at once rather than one miss after another (see `engine_batch.rs`). No effect but time.
-    pub(crate) fn warm(&self) {
-        std::hint::black_box((self.seq_out, self.outer[0], self.replay.top(), &self.admitted));
+    pub(crate) fn warm_out(&self) {
+        std::hint::black_box((self.seq_out, self.outer[0]));
+        self.warm_transform();
+    }
+
+    /// Like `warm_out`, for opening: counters, replay window and the inbound policy memo.
+    pub(crate) fn warm_in(&self) {
+        std::hint::black_box((self.usage.bytes, self.replay.top(), self.admitted.is_some()));
+        self.warm_transform();
+    }
+
+    fn warm_transform(&self) {
         let len = match &self.transform {
             Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.tag_len(),
             Transform::EspCbc { cipher, .. } => cipher.block_len(),
@@ -217,27 +268,35 @@ impl SecurityAssociation {
             Protocol::Ah(integ) => Self::ah_transform(p, integ, provider)?,
         };
         let (outer, outer_len) = outer_template(p.src, p.dst, p.protocol.number());
+        let usage = Usage { installed: now, ..Usage::default() };
+        // Every length fits a byte: IVs are at most 16, ICVs 32, alignment 16, headers 40.
+        let byte = |n: usize| u8::try_from(n).unwrap_or(u8::MAX);
         Ok(SecurityAssociation {
+            seq_out: 0,
+            due: usage.due(&p.soft, &p.hard),
+            usage,
+            transform,
             spi: p.spi,
             protocol: p.protocol,
             mode: p.mode,
-            src: p.src,
-            dst: p.dst,
             esn: p.esn,
-            soft: p.soft,
-            hard: p.hard,
-            transform,
-            provider,
-            iv_len,
-            icv_len,
-            pad_align,
+            v4: p.src.is_ipv4(),
+            has_event: false,
+            iv_len: byte(iv_len),
+            icv_len: byte(icv_len),
+            pad_align: byte(pad_align),
+            outer_len: byte(outer_len),
             outer,
-            outer_len,
-            seq_out: 0,
+            provider,
+            cold: Cold {
+                src: p.src,
+                dst: p.dst,
+                soft: p.soft,
+                hard: p.hard,
+                event: None,
+                scratch: Vec::new(),
+            },
             replay: ReplayWindow::new(p.replay_window, p.esn)?,
-            usage: Usage { installed: now, ..Usage::default() },
-            event: None,
-            scratch: Vec::new(),
             admitted: None,
         })
     }
@@ -306,7 +365,7 @@ impl SecurityAssociation {
     }
     /// Source and destination addresses.
     pub fn addrs(&self) -> (IpAddr, IpAddr) {
-        (self.src, self.dst)
+        (self.cold.src, self.cold.dst)
     }
     /// ESN in use.
     pub fn esn(&self) -> bool {
@@ -326,24 +385,40 @@ impl SecurityAssociation {
     }
     /// Bytes this SA adds to a packet at most (headers, IV, padding, ICV), for MTU computation.
     pub fn overhead(&self) -> usize {
-        let outer = if self.mode == Mode::Tunnel { self.outer_len } else { 0 };
+        let outer = if self.mode == Mode::Tunnel { self.outer_len() } else { 0 };
+        let (iv, icv) = (self.iv_len(), self.icv_len());
         match self.protocol {
-            Protocol::Esp(_) => outer + 8 + self.iv_len + (self.pad_align - 1) + 2 + self.icv_len,
-            Protocol::Ah(_) => {
-                outer + 12 + wire::AhRepr::padded_icv_len(self.iv_len + self.icv_len, true)
-            }
+            Protocol::Esp(_) => outer + 8 + iv + (self.pad_align() - 1) + 2 + icv,
+            Protocol::Ah(_) => outer + 12 + wire::AhRepr::padded_icv_len(iv + icv, true),
         }
     }
     /// Like [`SecurityAssociation::overhead`] but without the tunnel's outer IP header, for
     /// carriers (ESP in UDP) that put their own header in its place.
     pub fn overhead_without_outer(&self) -> usize {
-        let outer = if self.mode == Mode::Tunnel { self.outer_len } else { 0 };
+        let outer = if self.mode == Mode::Tunnel { self.outer_len() } else { 0 };
         self.overhead() - outer
+    }
+
+    /// Explicit IV length (ESP; AH-GMAC's IV in the Authentication Data).
+    pub(crate) fn iv_len(&self) -> usize {
+        usize::from(self.iv_len)
+    }
+    /// ICV length.
+    pub(crate) fn icv_len(&self) -> usize {
+        usize::from(self.icv_len)
+    }
+    /// ESP padding alignment.
+    pub(crate) fn pad_align(&self) -> usize {
+        usize::from(self.pad_align)
+    }
+    /// Length of the outer header template.
+    pub(crate) fn outer_len(&self) -> usize {
+        usize::from(self.outer_len)
     }
 
     /// Outer IP version in tunnel mode.
     pub fn outer_version(&self) -> IpVersion {
-        if self.src.is_ipv4() { IpVersion::V4 } else { IpVersion::V6 }
+        if self.v4 { IpVersion::V4 } else { IpVersion::V6 }
     }
 
     /// Sets the next outbound sequence number (tests and the seq-exhaustion bench only).
@@ -353,15 +428,20 @@ impl SecurityAssociation {
 
     /// Takes the pending lifetime event, if any.
     pub fn take_event(&mut self) -> Option<SaEvent> {
-        self.event.take()
+        if !self.has_event {
+            return None;
+        }
+        self.has_event = false;
+        self.cold.event.take()
     }
 
-    /// Refuses traffic once a hard limit was hit; evaluates time-based limits.
+    /// Refuses traffic once a hard limit was hit; evaluates time-based limits when one is due.
+    #[inline]
     pub(crate) fn check_usable(&mut self, now: Time) -> Result<(), DropReason> {
         if self.usage.is_hard_expired() {
             return Err(DropReason::SaExpired);
         }
-        if self.hard.seconds.is_some() || self.soft.seconds.is_some() {
+        if now >= self.due.time {
             self.poll(now);
             if self.usage.is_hard_expired() {
                 return Err(DropReason::SaExpired);
@@ -372,32 +452,35 @@ impl SecurityAssociation {
 
     /// Re-evaluates the limits at `now` (for the driver's timer).
     pub fn poll(&mut self, now: Time) {
-        if let Some(e) = self.usage.evaluate(self.spi, &self.soft, &self.hard, now) {
-            self.event = Some(e);
+        let c = &mut self.cold;
+        if let Some(e) = self.usage.evaluate(self.spi, &c.soft, &c.hard, now) {
+            c.event = Some(e);
+            self.has_event = true;
         }
+        self.due = self.usage.due(&c.soft, &c.hard);
     }
 
     /// The next outbound sequence number; never wraps (RFC 4303 §3.3.3).
+    #[inline]
     pub(crate) fn next_seq(&mut self) -> Result<SeqNum, DropReason> {
         let max = if self.esn { u64::MAX } else { u32::MAX as u64 };
         if self.seq_out >= max {
             if let Some(e) = self.usage.expire(self.spi, "sequence") {
-                self.event = Some(e);
+                self.cold.event = Some(e);
+                self.has_event = true;
             }
+            self.due = self.usage.due(&self.cold.soft, &self.cold.hard);
             return Err(DropReason::SeqExhausted);
         }
         self.seq_out += 1;
         Ok(SeqNum(self.seq_out))
     }
 
-    /// Counts a processed packet and evaluates byte/packet limits.
+    /// Counts a processed packet; evaluates the byte/packet limits once one is reached.
+    #[inline]
     pub(crate) fn account(&mut self, len: usize, now: Time) {
         self.usage.add(len);
-        if self.soft.bytes.is_some()
-            || self.soft.packets.is_some()
-            || self.hard.bytes.is_some()
-            || self.hard.packets.is_some()
-        {
+        if self.due.counted(&self.usage) {
             self.poll(now);
         }
     }

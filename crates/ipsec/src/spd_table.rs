@@ -36,12 +36,87 @@ const AUTO_ID_BASE: PolicyId = 1 << 63;
 /// Match order: priority, then installation.
 type Order = (u32, u64);
 
+/// An entry as the table files it. The first cache line (`hot`) holds all a packet's lookup
+/// reads: the selectors and the action, with a single-SA bundle's handle inline, so that
+/// matching and finding the SA cost one line of the slot and no further pointer (the
+/// action's `Vec`) to follow. `entry` keeps the entry as given, for the control plane.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Slot {
+    hot: Hot,
+    entry: SpdEntry,
     id: PolicyId,
     order: Order,
-    entry: SpdEntry,
     last_acquire: Option<Time>,
+}
+
+/// A copy of the selector and the action in one cache line; built from the entry when it is
+/// set and never changed after (entries are replaced whole, `SpdTable::set`).
+#[derive(Debug)]
+#[repr(C)]
+struct Hot {
+    selector: crate::spd::Selector,
+    verdict: Kind,
+    /// The SA of a `Protect` with exactly one SA (`Kind::One`).
+    sa: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Discard,
+    Bypass,
+    /// `Protect` with one SA, whose handle is in `Hot::sa`.
+    One,
+    /// Any other `Protect`: the handles are in the entry's action.
+    Bundle,
+}
+
+impl Hot {
+    fn of(e: &SpdEntry) -> Hot {
+        let (verdict, sa) = match &e.action {
+            Action::Discard => (Kind::Discard, 0),
+            Action::Bypass => (Kind::Bypass, 0),
+            Action::Protect(v) => match v.as_slice() {
+                [h] => u32::try_from(*h).map_or((Kind::Bundle, 0), |h| (Kind::One, h)),
+                _ => (Kind::Bundle, 0),
+            },
+        };
+        Hot { selector: e.selector.clone(), verdict, sa }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Hot>() <= 64);
+
+/// What the entry a lookup found says, read from its first cache line where it can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict<'a> {
+    /// Drop.
+    Discard,
+    /// Send as is.
+    Bypass,
+    /// Apply these outbound SAs in order; usually one.
+    Protect(Sas<'a>),
+}
+
+/// The SAs of a `Protect` verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sas<'a> {
+    /// The usual case: one SA.
+    One(usize),
+    /// Any other bundle (none: fail closed).
+    Many(&'a [usize]),
+}
+
+impl Sas<'_> {
+    /// The handles, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (one, many) = match self {
+            Sas::One(h) => (Some(*h), &[][..]),
+            Sas::Many(v) => (None, *v),
+        };
+        one.into_iter().chain(many.iter().copied())
+    }
 }
 
 /// The entries of one address, in match order. Almost every host has one: it is kept inline
@@ -181,7 +256,7 @@ impl SpdTable {
             None => (self.next_order(priority), None, None),
         };
         let key = key_of(&e);
-        let slot = Slot { id, order, entry: e, last_acquire };
+        let slot = Slot { hot: Hot::of(&e), id, order, entry: e, last_acquire };
         let i = match self.free.pop() {
             Some(i) => {
                 self.slots[i] = Some(slot);
@@ -242,8 +317,13 @@ impl SpdTable {
     /// The first entry in match order that matches, with the handle [`SpdTable::acquire_due`]
     /// takes (RFC 4301 §4.4.1: ordered, first match).
     pub fn lookup(&self, p: &[u8], layout: &IpLayout) -> Option<(usize, &Action)> {
-        let matches =
-            |i: &usize| self.slot(*i).is_some_and(|s| s.entry.selector.matches(p, layout));
+        self.find(p, layout).and_then(|i| self.slot(i).map(|s| (i, &s.entry.action)))
+    }
+
+    /// [`SpdTable::lookup`] without the action: the data path reads the entry's verdict from
+    /// its first cache line ([`SpdTable::verdict`]).
+    pub(crate) fn find(&self, p: &[u8], layout: &IpLayout) -> Option<usize> {
+        let matches = |i: &usize| self.slot(*i).is_some_and(|s| s.hot.selector.matches(p, layout));
         let first = |t: &Host| t.iter().find(|(_, i)| matches(i)).copied();
         fn better(best: &mut Option<(Order, usize)>, c: Option<(Order, usize)>) {
             if let Some(c) = c {
@@ -271,7 +351,23 @@ impl SpdTable {
             .find(|(_, i)| matches(i))
             .map(|(o, i)| (*o, *i));
         better(&mut best, r);
-        best.and_then(|(_, i)| self.slot(i).map(|s| (i, &s.entry.action)))
+        best.map(|(_, i)| i)
+    }
+
+    /// What the entry `find` returned as `i` says.
+    pub(crate) fn verdict(&self, i: usize) -> Option<Verdict<'_>> {
+        let s = self.slot(i)?;
+        Some(match s.hot.verdict {
+            Kind::Discard => Verdict::Discard,
+            Kind::Bypass => Verdict::Bypass,
+            Kind::One => Verdict::Protect(Sas::One(s.hot.sa as usize)),
+            Kind::Bundle => match &s.entry.action {
+                Action::Protect(v) => Verdict::Protect(Sas::Many(v)),
+                // `Hot::of` files every other action under its own kind.
+                Action::Discard => Verdict::Discard,
+                Action::Bypass => Verdict::Bypass,
+            },
+        })
     }
 
     /// The action of the entry `lookup` returned as `i`.

@@ -64,6 +64,39 @@ fn priority_then_installation_order() {
     assert_eq!(lookup_id(&t, &udp([1, 1, 1, 1], [10, 0, 1, 2])), None);
 }
 
+/// The verdict read from the slot's first line says what the entry's action says, for a
+/// single SA (inline), a bundle, an empty bundle, a handle too large to inline, and the rest.
+#[test]
+fn verdict_agrees_with_action() {
+    let big = u32::MAX as usize + 1;
+    let cases = [
+        (Action::Protect(vec![7]), Verdict::Protect(Sas::One(7))),
+        (Action::Protect(vec![3, 4]), Verdict::Protect(Sas::Many(&[3, 4]))),
+        (Action::Protect(vec![]), Verdict::Protect(Sas::Many(&[]))),
+        (Action::Protect(vec![big]), Verdict::Protect(Sas::Many(&[big]))),
+        (Action::Bypass, Verdict::Bypass),
+        (Action::Discard, Verdict::Discard),
+    ];
+    let p = udp([10, 0, 0, 1], [10, 0, 0, 2]);
+    let l = IpLayout::parse(&p).unwrap();
+    for (action, want) in cases {
+        let mut t = SpdTable::default();
+        t.set(1, 10, entry("10.0.0.1", "10.0.0.2", action.clone()));
+        let i = t.find(&p, &l).unwrap();
+        assert_eq!(t.verdict(i), Some(want));
+        assert_eq!(t.lookup(&p, &l).map(|(_, a)| a), Some(&action));
+        let sas: Vec<usize> = match want {
+            Verdict::Protect(s) => s.iter().collect(),
+            _ => vec![],
+        };
+        let named = match &action {
+            Action::Protect(v) => v.clone(),
+            _ => vec![],
+        };
+        assert_eq!(sas, named);
+    }
+}
+
 #[test]
 fn acquire_rate_limited_per_entry() {
     let mut t = SpdTable::default();
