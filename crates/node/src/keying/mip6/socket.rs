@@ -64,13 +64,41 @@ fn filter(ifindex: u32, addr: Ipv6Addr) -> Vec<SockFilter> {
     ]
 }
 
+/// The mobile node's BPF program: interface `ifindex`, Next Header 43 (a routing header: the
+/// type 2 one of a Binding Acknowledgement, RFC 6275 §6.4). The care-of address changes, so
+/// the destination is checked by the caller.
+fn routing_filter(ifindex: u32) -> Vec<SockFilter> {
+    let code = |c: u32| c as u16;
+    let ld_w = code(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS);
+    let ld_b = code(libc::BPF_LD | libc::BPF_B | libc::BPF_ABS);
+    let jeq = code(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K);
+    let ret = code(libc::BPF_RET | libc::BPF_K);
+    vec![
+        SockFilter::new(ld_w, 0, 0, BPF_LOAD_IFINDEX), // 0
+        SockFilter::new(jeq, 0, 3, ifindex),           // 1
+        SockFilter::new(ld_b, 0, 0, 6),                // 2: IPv6 Next Header
+        SockFilter::new(jeq, 0, 1, 43),                // 3
+        SockFilter::new(ret, 0, 0, 0xffff),            // 4: accept
+        SockFilter::new(ret, 0, 0, 0),                 // 5: drop
+    ]
+}
+
 impl LinkSocket {
     /// Opens it for packets to `addr` arriving on `interface`.
     pub fn open(interface: &str, addr: Ipv6Addr) -> io::Result<LinkSocket> {
         let index = ifindex(interface)?;
+        LinkSocket::with_filter(&filter(index, addr))
+    }
+
+    /// Opens it for the mobile node: packets with a routing header arriving on `interface`.
+    pub fn open_mobile(interface: &str) -> io::Result<LinkSocket> {
+        LinkSocket::with_filter(&routing_filter(ifindex(interface)?))
+    }
+
+    fn with_filter(filter: &[SockFilter]) -> io::Result<LinkSocket> {
         let proto = Protocol::from(i32::from(ETH_P_IPV6.to_be()));
         let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(proto))?;
-        sock.attach_filter(&filter(index, addr))?;
+        sock.attach_filter(filter)?;
         // Kernels before 4.20 lack the option; the filter's address test covers most of it.
         let _ = crate::sys::setsockopt_int(
             sock.as_raw_fd(),
