@@ -65,3 +65,16 @@ fn mobile_node_errors_name_the_field() {
     let (f, m) = field_of(&no_tunnel);
     assert_eq!(f, "tunnel-in", "{m}");
 }
+
+#[test]
+fn mobile_node_needs_its_home_address_on_the_tun_and_the_raw_carrier() {
+    let (f, m) = field_of(&mn("", "tunnel").replace("addresses = [\"2001:db8:1::100/128\"]", ""));
+    assert_eq!(f, "home-address", "{m}");
+    assert!(m.contains("[interface] addresses"), "{m}");
+    let udp = mn("", "tunnel").replace(
+        "transport = \"raw\"\nlocal = \"::\"\npeer = \"2001:db8:1::1\"",
+        "local = \"[::]:4500\"",
+    );
+    let (f, m) = field_of(&udp);
+    assert_eq!(f, "transport", "{m}");
+}
