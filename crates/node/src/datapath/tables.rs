@@ -306,3 +306,7 @@ impl InTables {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tables_tests.rs"]
+mod tests;
