@@ -387,6 +387,12 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
     let ha = lab.status(1);
     assert_eq!(ha["home_agent"]["forwarding"]["counters"]["moved"], 1, "{ha:#}");
     assert_eq!(ha["home_agent"]["binding_cache"]["count"], 1, "{ha:#}");
+    // The human form names the binding and the tunnel's care-of address on both sides.
+    for i in [1, 2] {
+        let out = Command::new(BIN).arg("status").arg(lab.sock(i)).output().unwrap();
+        let human = common::stdout(&out);
+        assert!(human.contains(COA2) && human.contains(HOA), "node {i}:\n{human}");
+    }
     let text = serde_json::to_string(&ha).unwrap() + &serde_json::to_string(&mn).unwrap();
     assert!(!text.contains(&key(3)[2..]), "a key in status");
 
