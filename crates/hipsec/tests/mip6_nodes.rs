@@ -403,6 +403,18 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
     assert!(events.contains("care-of-changed"), "{events}");
     assert!(events.contains("binding-registered"), "{events}");
 
+    // The mobile node stops: it de-registers, and the home agent stops forwarding at once.
+    let mut mn_node = lab.nodes.remove(2);
+    let _ = Command::new("kill").args(["-TERM", &mn_node.id().to_string()]).status();
+    let _ = mn_node.wait();
+    lab.wait_status(1, 5, "home agent tunnel closed on de-registration", |s| {
+        s["home_agent"]["forwarding"]["tunnels"][0]["care_of_address"].is_null()
+            && s["home_agent"]["binding_cache"]["count"] == 0
+    });
+    let ha = lab.status(1);
+    assert_eq!(ha["home_agent"]["bindings"]["deregistered"], 1, "{ha:#}");
+    assert_eq!(ha["home_agent"]["forwarding"]["counters"]["closed"], 1, "{ha:#}");
+
     // The foreign link carried ESP only: nothing with the home address in an IP header.
     std::thread::sleep(Duration::from_millis(300));
     let esp = count(&pcap, "ip6 proto 50");

@@ -387,6 +387,21 @@ impl MobileNodeRuntime {
     }
 }
 
+impl Drop for MobileNodeRuntime {
+    /// A node that stops de-registers (RFC 6275 §11.7.1: a Binding Update with lifetime 0) so
+    /// that its home agent stops tunnelling to a care-of address nobody listens on at once, not
+    /// when the binding expires. The acknowledgement is not waited for.
+    fn drop(&mut self) {
+        let now = self.now();
+        let bu = match self.mn.as_mut() {
+            Some(m) if m.registration().is_some() => m.deregister(now),
+            _ => return,
+        };
+        self.send(bu, now);
+        log_event!(Level::Info, "binding-deregistering", "home_address" => self.conf.home_address.to_string());
+    }
+}
+
 fn registration_json(r: &mip6::Registration, now: Time) -> Value {
     json!({
         "care_of_address": r.care_of_address.to_string(),
