@@ -23,6 +23,7 @@
 //! changes of a batch are applied through the control plane once the batch is answered.
 //! The mobile node's role is [`mobile`].
 
+pub mod bpf;
 pub mod care_of;
 pub mod forward;
 pub mod kernel;
@@ -100,7 +101,8 @@ impl HomeAgentRuntime {
     pub fn open(conf: &HomeAgentConf, tun: &str) -> Result<HomeAgentRuntime, String> {
         let start = Instant::now();
         let sigs = signalling::Signalling::new(&conf.mobile_nodes, Time(0))?;
-        let link = socket::LinkSocket::open(&conf.interface, conf.address)
+        let home = (conf.home_prefix, conf.home_prefix_len);
+        let link = socket::LinkSocket::open(&conf.interface, conf.address, home)
             .map_err(|e| format!("AF_PACKET socket on {}: {e}", conf.interface))?;
         let sender = socket::RawSender::open().map_err(|e| format!("raw IPv6 socket: {e}"))?;
         let silencer = nft::KernelSilencer::install(conf.address)
