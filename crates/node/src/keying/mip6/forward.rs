@@ -112,6 +112,11 @@ impl Forwarding {
         }
     }
 
+    /// Whether `home` has a tunnel (its binding changes concern forwarding).
+    pub fn tunnels(&self, home: Ipv6Addr) -> bool {
+        self.tunnels.contains_key(&home)
+    }
+
     /// Whether inbound SPI `spi` is a tunnel-in SA's (its packets are the data path's).
     pub fn is_tunnel_spi(&self, spi: u32) -> bool {
         self.tunnels.values().any(|t| t.in_key.0 == spi)

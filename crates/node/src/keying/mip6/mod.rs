@@ -190,12 +190,15 @@ impl HomeAgentRuntime {
 
     /// Applies the binding changes collected to the tunnels.
     fn forward(&mut self, plane: &mut ControlPlane) {
-        for (home, care_of) in std::mem::take(&mut self.changed) {
+        // The buffer is kept: no allocation per batch.
+        let mut changed = std::mem::take(&mut self.changed);
+        for (home, care_of) in changed.drain(..) {
             match care_of {
                 Some(c) => self.fwd.bound(plane, home, c),
                 None => self.fwd.unbound(plane, home),
             }
         }
+        self.changed = changed;
     }
 
     /// One packet: steps 2–5 of the module documentation.
@@ -311,8 +314,10 @@ impl HomeAgentRuntime {
             BindingChange::Deleted(b) => ("binding-deleted", b),
             BindingChange::NothingToDelete => return,
         };
-        let care_of = (kind != "binding-deleted").then_some(b.care_of_address);
-        self.changed.push((b.home_address, care_of));
+        if self.fwd.tunnels(b.home_address) {
+            let care_of = (kind != "binding-deleted").then_some(b.care_of_address);
+            self.changed.push((b.home_address, care_of));
+        }
         self.binding_event(kind, &b, now, None);
     }
 
@@ -352,7 +357,9 @@ impl HomeAgentRuntime {
         self.next_expire_s = now.0 / 1_000_000 + 1;
         for b in self.ha.expire(now) {
             self.binding_event("binding-deleted", &b, now, Some("expired"));
-            self.changed.push((b.home_address, None));
+            if self.fwd.tunnels(b.home_address) {
+                self.changed.push((b.home_address, None));
+            }
         }
         self.forward(plane);
     }
