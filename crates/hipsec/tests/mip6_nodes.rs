@@ -267,6 +267,9 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
     let ha = lab.status(1);
     assert!(ha["home_agent"]["forwarding"]["tunnels"][0]["care_of_address"].is_null(), "{ha:#}");
 
+    // The correspondent remembers the mobile node's own link-layer address from when it was at
+    // home; the home agent's Neighbor Advertisement must replace it (RFC 6275 §10.4.1).
+    lab.ip("cn", &format!("neigh replace {HOA} lladdr 02:00:00:00:01:00 dev cv nud stale"));
     lab.nodes.push(common::start_node(&lab.ns("mn"), &lab.dir, 2, &[]));
     lab.ip("mn", "route add 2001:db8:1::/64 dev mip6mn0");
     lab.wait_status(2, 10, "mobile node registered", |s| {
@@ -275,6 +278,12 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
     lab.wait_status(1, 5, "home agent tunnel to the care-of address", |s| {
         s["home_agent"]["forwarding"]["tunnels"][0]["care_of_address"] == COA1
     });
+    // The home agent's unsolicited Neighbor Advertisement (RFC 6275 §10.4.1) replaced the
+    // correspondent's stale entry for the home address by the home agent's link-layer address.
+    let ha_mac = lab.exec("ha", &["cat", "/sys/class/net/hv/address"]);
+    let ha_mac = common::stdout(&ha_mac).trim().to_string();
+    let neigh = common::stdout(&lab.exec("cn", &["ip", "-6", "neigh", "show", HOA]));
+    assert!(neigh.contains(&ha_mac), "CN's entry for the home address: {neigh:?}, HA {ha_mac}");
     let registered = t0.elapsed();
     println!("registered after {registered:?}");
 

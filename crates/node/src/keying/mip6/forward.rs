@@ -170,6 +170,9 @@ impl Forwarding {
             if let Err(e) = kernel::intercept(home, &self.link, &self.tun) {
                 self.fail("intercept", &h, e.to_string());
             }
+            if let Err(e) = kernel::announce(home, &self.link) {
+                self.fail("announce", &h, e.to_string());
+            }
             self.counters.opened += 1;
         } else {
             self.counters.moved += 1;
