@@ -72,6 +72,9 @@ pub fn render(doc: &Value) -> String {
     if let Some(ha) = doc.get("home_agent").filter(|v| !v.is_null()) {
         render_home_agent(&mut o, ha);
     }
+    if let Some(mn) = doc.get("mobile_node").filter(|v| !v.is_null()) {
+        render_mobile_node(&mut o, mn);
+    }
     let drops: Vec<(&String, u64)> = doc["drops"]
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k, num(v))).collect())
@@ -219,6 +222,73 @@ home agent {} on {} for {}: {} bindings of {} ({} mobile nodes configured); crea
         let total: u64 = r.values().map(num).sum();
         let _ = writeln!(o, "  refused: {total}");
         for (k, v) in r.iter().filter(|(_, v)| num(v) > 0) {
+            let _ = writeln!(o, "    {k:<36} {:>10}", num(v));
+        }
+    }
+    // Forwarding (RFC 4877): each tunnel and where it goes now.
+    let f = &ha["forwarding"];
+    let tunnels = f["tunnels"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if !tunnels.is_empty() {
+        let c = &f["counters"];
+        let _ = writeln!(
+            o,
+            "  forwarding via {}: opened {}, moved {}, closed {}, failed {}",
+            s(f, "tun"),
+            num(&c["opened"]),
+            num(&c["moved"]),
+            num(&c["closed"]),
+            num(&c["failed"])
+        );
+        for t in tunnels.iter().take(16) {
+            let _ = writeln!(
+                o,
+                "    {:<39} => {:<39} tunnel spi in {} out {}",
+                s(t, "home_address"),
+                t["care_of_address"].as_str().unwrap_or("(not bound: discarded)"),
+                s(t, "tunnel_in_spi"),
+                s(t, "tunnel_out_spi")
+            );
+        }
+    }
+}
+
+/// The Mobile IPv6 mobile node: where it is, its registration, what it sent and got.
+fn render_mobile_node(o: &mut String, mn: &Value) {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or("-").to_string();
+    let c = &mn["counters"];
+    let _ = writeln!(
+        o,
+        "\nmobile node {} (home agent {}) at care-of {} on {}",
+        s(mn, "home_address"),
+        s(mn, "home_agent"),
+        s(mn, "care_of_address"),
+        s(mn, "interface")
+    );
+    let r = &mn["registration"];
+    if r.is_null() {
+        let _ = writeln!(o, "  not registered (last acknowledgement: {})", s(mn, "last_ack"));
+    } else {
+        let _ = writeln!(
+            o,
+            "  registered {} for {} s: expires in {} s, refresh in {} s",
+            s(r, "care_of_address"),
+            num(&r["lifetime_s"]),
+            num(&r["expires_in_s"]),
+            num(&r["refresh_in_s"])
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  BUs sent {} (failed {}), BAs: registered {}, rejected {}, ignored {}; moves {}",
+        num(&c["bu_sent"]),
+        num(&c["bu_failed"]),
+        num(&c["registered"]),
+        num(&c["rejected"]),
+        num(&c["ignored"]),
+        num(&c["moves"])
+    );
+    if let Some(r) = mn["refused"].as_object().filter(|r| !r.is_empty()) {
+        for (k, v) in r {
             let _ = writeln!(o, "    {k:<36} {:>10}", num(v));
         }
     }

@@ -22,6 +22,7 @@ use crate::keying::manual;
 use crate::keying::manual::build_engine_for;
 use crate::keying::manual::wire_overhead;
 use crate::keying::mip6::HomeAgentRuntime;
+use crate::keying::mip6::mobile::MobileNodeRuntime;
 use crate::keying::plane::{ControlPlane, EndpointDefaults, WorkerPort};
 use crate::log::{self, Level, log_event};
 use ipsec::Time;
@@ -169,11 +170,23 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     let home_agent = match &c.home_agent {
         None => None,
         Some(h) => {
-            let rt = HomeAgentRuntime::open(h).map_err(|e| NodeError::Io {
+            let rt = HomeAgentRuntime::open(h, &c.interface.name).map_err(|e| NodeError::Io {
                 what: "[home-agent]".into(),
                 source: io::Error::other(e),
             })?;
             log_event!(Level::Info, "home-agent", "address" => h.address.to_string(), "interface" => h.interface, "mobile_nodes" => h.mobile_nodes.len());
+            Some(rt)
+        }
+    };
+    // The Mobile IPv6 mobile node: its link socket, raw sender and nftables table.
+    let mobile_node = match &c.mobile_node {
+        None => None,
+        Some(m) => {
+            let rt = MobileNodeRuntime::open(m).map_err(|e| NodeError::Io {
+                what: "[mobile-node]".into(),
+                source: io::Error::other(e),
+            })?;
+            log_event!(Level::Info, "mobile-node", "home_address" => m.home_address.to_string(), "home_agent" => m.home_agent.to_string(), "interface" => m.interface);
             Some(rt)
         }
     };
@@ -340,6 +353,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     }
     if let Some(ha) = home_agent {
         thread = thread.with_home_agent(ha);
+    }
+    if let Some(mn) = mobile_node {
+        thread = thread.with_mobile_node(mn);
     }
     let r = run_all(workers, thread, stop).map_err(io_err("data path"));
     drop(control);

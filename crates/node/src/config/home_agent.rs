@@ -23,10 +23,13 @@
 //! enc-key = "0x..."
 //! auth-key = "0x..."
 //! [home-agent.mobile-node.sa-out]     # our BAs to it: src and dst the other way round
+//! [home-agent.mobile-node.tunnel-in]  # optional, with tunnel-out: ESP tunnel mode (RFC 4877),
+//! [home-agent.mobile-node.tunnel-out] # its traffic to us and ours to it (via the care-of address)
 //! ```
 
 use super::error::{ConfigError, Ctx};
-use super::safile::{self, Options, RawSa};
+use super::mip6_sa;
+use super::safile::RawSa;
 use ipsec::spd::Prefix;
 use ipsec::{Mode, SaParams};
 use serde::Deserialize;
@@ -66,6 +69,9 @@ pub struct MobileNodeConf {
     pub sa_in: SaParams,
     /// The SA our Binding Acknowledgements go out in (us → home address).
     pub sa_out: SaParams,
+    /// The ESP tunnel-mode SAs of its traffic (RFC 4877 §4.3), `(tunnel-in, tunnel-out)`:
+    /// forwarding to the care-of address is on only with them.
+    pub tunnel: Option<(SaParams, SaParams)>,
     /// Line of its `[[home-agent.mobile-node]]` header.
     pub line: usize,
 }
@@ -88,6 +94,8 @@ pub(super) struct RawMobileNode {
     home_address: Spanned<String>,
     sa_in: Spanned<RawSa>,
     sa_out: Spanned<RawSa>,
+    tunnel_in: Option<Spanned<RawSa>>,
+    tunnel_out: Option<Spanned<RawSa>>,
 }
 
 fn v6(ctx: &Ctx<'_>, s: &Spanned<String>, field: &'static str) -> Result<Ipv6Addr, ConfigError> {
@@ -144,6 +152,15 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHomeAgent) -> Result<HomeAgentConf, Co
                 format!("{} is the sa-in of another mobile node", mn.sa_in.spi),
             ));
         }
+        if let (Some((tin, _)), Some(t)) = (&mn.tunnel, &raw.tunnel_in) {
+            if !spis.insert(tin.spi) {
+                return Err(ctx.err(
+                    t.get_ref().spi.span(),
+                    "spi",
+                    format!("{} is the sa-in or tunnel-in of another mobile node", tin.spi),
+                ));
+            }
+        }
         mobile_nodes.push(mn);
     }
     Ok(HomeAgentConf {
@@ -166,49 +183,25 @@ fn mobile_node(
 ) -> Result<MobileNodeConf, ConfigError> {
     let r = m.get_ref();
     let home_address = v6(ctx, &r.home_address, "home-address")?;
-    let mut pair = Vec::with_capacity(2);
-    for (sa, field, src, dst) in
-        [(&r.sa_in, "sa-in", home_address, ha), (&r.sa_out, "sa-out", ha, home_address)]
-    {
-        let e = safile::entry(ctx, sa, Options::NODE)?;
-        let raw = sa.get_ref();
-        for (what, span) in [("direction", &raw.direction), ("name", &raw.name)] {
-            if let Some(s) = span {
-                return Err(ctx.err(s.span(), what, format!("not used in {field}")));
-            }
-        }
-        if let Some(l) = &raw.lane {
-            return Err(ctx.err(l.span(), "lane", format!("not used in {field}")));
-        }
-        if let Some(p) = &raw.peer {
-            return Err(ctx.err(p.span(), "peer", format!("not used in {field}")));
-        }
-        if !matches!(e.params.protocol, ipsec::Protocol::Esp(_)) {
-            return Err(ctx.err(sa.span(), "proto", format!("{field}: RFC 3776 wants esp")));
-        }
-        if e.params.mode != Mode::Transport || e.beet {
-            return Err(ctx.err(sa.span(), "mode", format!("{field}: RFC 3776 wants transport")));
-        }
-        if e.params.src != IpAddr::V6(src) {
-            return Err(ctx.err(
-                raw.src.span(),
-                "src",
-                format!("{field} goes from {src} (RFC 3776 §4.1: home address and home agent)"),
-            ));
-        }
-        if e.params.dst != IpAddr::V6(dst) {
-            return Err(ctx.err(
-                raw.dst.span(),
-                "dst",
-                format!("{field} goes to {dst} (RFC 3776 §4.1: home address and home agent)"),
-            ));
-        }
-        pair.push(e.params);
-    }
-    let (Some(sa_out), Some(sa_in)) = (pair.pop(), pair.pop()) else {
-        return Err(ctx.err(m.span(), "mobile-node", "needs sa-in and sa-out"));
-    };
-    Ok(MobileNodeConf { home_address, sa_in, sa_out, line: ctx.header_line(m.span().start) })
+    let sa_in = mip6_sa::read(ctx, &r.sa_in, "sa-in", Mode::Transport, home_address, ha)?;
+    let sa_out = mip6_sa::read(ctx, &r.sa_out, "sa-out", Mode::Transport, ha, home_address)?;
+    // RFC 4877 §4.3: the tunnel SAs carry the home address's traffic (the home agent's
+    // tunnel-out goes from us to the home address; its outer destination is the care-of address).
+    let tunnel = mip6_sa::tunnel_pair(
+        ctx,
+        m.span(),
+        r.tunnel_in.as_ref(),
+        r.tunnel_out.as_ref(),
+        home_address,
+        ha,
+    )?;
+    Ok(MobileNodeConf {
+        home_address,
+        sa_in,
+        sa_out,
+        tunnel,
+        line: ctx.header_line(m.span().start),
+    })
 }
 
 #[cfg(test)]

@@ -90,3 +90,54 @@ fn duplicate_mobile_nodes_are_refused() {
     let (f, _) = field_of(&twice);
     assert_eq!(f, "home-address");
 }
+
+const TUNNELS: &str = r#"
+[home-agent.mobile-node.tunnel-in]
+src = "2001:db8:1::100"
+dst = "2001:db8:1::1"
+proto = "esp"
+mode = "tunnel"
+spi = "0x3100"
+aead = "aes128gcm"
+key = "0x3c3d3e3f404142434445464748494a4b4c4d4e4f"
+[home-agent.mobile-node.tunnel-out]
+src = "2001:db8:1::1"
+dst = "2001:db8:1::100"
+proto = "esp"
+mode = "tunnel"
+spi = "0x4100"
+aead = "aes128gcm"
+key = "0x3c3d3e3f404142434445464748494a4b4c4d4e4f"
+"#;
+
+/// BASE with the raw carrier the tunnels want, and `tunnels` appended.
+fn with_tunnels(tunnels: &str) -> String {
+    let raw =
+        "[network]\ntransport = \"raw\"\nlocal = \"2001:db8:1::1\"\npeer = \"2001:db8:1::100\"";
+    format!("{}{tunnels}", BASE.replace("[network]\nlocal = \"[2001:db8:1::1]:4500\"", raw))
+}
+
+#[test]
+fn tunnel_sas_parse_and_are_checked() {
+    let c = parse("t.toml", &with_tunnels(TUNNELS)).unwrap();
+    let m = &c.home_agent.unwrap().mobile_nodes[0];
+    let (tin, tout) = m.tunnel.as_ref().unwrap();
+    assert_eq!((tin.spi.0, tout.spi.0), (0x3100, 0x4100));
+    assert!(parse("t.toml", BASE).unwrap().home_agent.unwrap().mobile_nodes[0].tunnel.is_none());
+    // ESP in UDP cannot follow a care-of address.
+    let (f, m) = field_of(&format!("{BASE}{TUNNELS}"));
+    assert_eq!(f, "transport", "{m}");
+    let (f, m) =
+        field_of(&with_tunnels(&TUNNELS.replacen("mode = \"tunnel\"", "mode = \"transport\"", 1)));
+    assert_eq!(f, "mode", "{m}");
+    assert!(m.contains("tunnel-in"), "{m}");
+    let (f, m) = field_of(&with_tunnels(
+        &TUNNELS.replace("dst = \"2001:db8:1::100\"", "dst = \"2001:db8:2::5\""),
+    ));
+    assert_eq!(f, "dst", "{m}");
+    let only_in = TUNNELS.split("[home-agent.mobile-node.tunnel-out]").next().unwrap();
+    let (f, m) = field_of(&with_tunnels(only_in));
+    assert_eq!(f, "tunnel-out", "{m}");
+    let (f, m) = field_of(&with_tunnels(&TUNNELS.replace("0x3100", "0x1100")));
+    assert_eq!(f, "spi", "{m}");
+}

@@ -10,6 +10,8 @@ pub mod hip;
 pub mod home_agent;
 pub mod host_identity;
 pub mod keys;
+pub mod mip6_sa;
+pub mod mobile_node;
 pub mod policy;
 pub mod proposal;
 pub mod sa;
@@ -62,6 +64,8 @@ pub struct NodeConfig {
     pub hip: Option<hip::HipConf>,
     /// Mobile IPv6 home agent (`[home-agent]`): its address, home prefix and mobile nodes.
     pub home_agent: Option<home_agent::HomeAgentConf>,
+    /// Mobile IPv6 mobile node (`[mobile-node]`): home address, home agent, care-of interface.
+    pub mobile_node: Option<mobile_node::MobileNodeConf>,
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
@@ -160,6 +164,8 @@ struct RawFile {
     hip: Option<Spanned<hip::RawHip>>,
     #[serde(rename = "home-agent")]
     home_agent: Option<Spanned<home_agent::RawHomeAgent>>,
+    #[serde(rename = "mobile-node")]
+    mobile_node: Option<Spanned<mobile_node::RawMobileNode>>,
 }
 
 #[derive(Deserialize)]
@@ -327,7 +333,35 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     };
     let home_agent =
         raw.home_agent.as_ref().map(|h| home_agent::parse(&ctx, h.get_ref())).transpose()?;
+    let mobile_node = raw.mobile_node.as_ref().map(|m| mobile_node::parse(&ctx, m)).transpose()?;
+    if let (Some(_), Some(m)) = (&home_agent, &raw.mobile_node) {
+        return Err(ctx.err(m.span(), "mobile-node", "a node is a home agent or a mobile node"));
+    }
+    // The tunnels are ESP straight over IPv6 (RFC 4877 §4.3) to addresses that change: the raw
+    // carrier sends each SA's packets to its own endpoint.
+    let tunnels =
+        home_agent.as_ref().is_some_and(|h| h.mobile_nodes.iter().any(|m| m.tunnel.is_some()))
+            || mobile_node.is_some();
+    if let (Some(m), Some(r)) = (&mobile_node, &raw.mobile_node) {
+        // §11.1: the mobile node's applications use the home address; it lives on the TUN.
+        if !interface.addresses.iter().any(|p| p.addr == IpAddr::V6(m.home_address)) {
+            return Err(ctx.err(
+                r.span(),
+                "home-address",
+                format!("{} is not among [interface] addresses", m.home_address),
+            ));
+        }
+    }
+    if tunnels && !matches!(transport, Transport::Raw { local: IpAddr::V6(_), .. }) {
+        let span = raw.network.span();
+        return Err(ctx.err(
+            span,
+            "transport",
+            "Mobile IPv6 tunnels want transport = \"raw\" over IPv6",
+        ));
+    }
     Ok(NodeConfig {
+        mobile_node,
         file: PathBuf::from(file),
         hip,
         home_agent,

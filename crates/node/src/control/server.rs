@@ -14,6 +14,7 @@ use crate::datapath::mailbox::{Event, PuntKind};
 use crate::keying::hip::runtime::HipRuntime;
 use crate::keying::ike::runtime::IkeRuntime;
 use crate::keying::mip6::HomeAgentRuntime;
+use crate::keying::mip6::mobile::MobileNodeRuntime;
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use ipsec::Time;
@@ -47,6 +48,8 @@ pub struct ControlThread<'a> {
     hip: Option<HipRuntime>,
     /// The Mobile IPv6 home agent and its link socket, when the config has `[home-agent]`.
     home_agent: Option<HomeAgentRuntime>,
+    /// The Mobile IPv6 mobile node and its link socket, when the config has `[mobile-node]`.
+    mobile_node: Option<MobileNodeRuntime>,
 }
 
 impl<'a> ControlThread<'a> {
@@ -70,6 +73,7 @@ impl<'a> ControlThread<'a> {
             ike: None,
             hip: None,
             home_agent: None,
+            mobile_node: None,
         }
     }
 
@@ -94,6 +98,13 @@ impl<'a> ControlThread<'a> {
         self
     }
 
+    /// Adds the Mobile IPv6 mobile node: its link socket joins the poll set, its movement
+    /// detection and Binding Update timers run on every tick.
+    pub fn with_mobile_node(mut self, mn: MobileNodeRuntime) -> Self {
+        self.mobile_node = Some(mn);
+        self
+    }
+
     /// Serves until `stop` is set.
     pub fn run(&mut self, stop: &AtomicBool) {
         // The control socket first (if any), then the metrics listener, then IKE's port 500.
@@ -105,12 +116,14 @@ impl<'a> ControlThread<'a> {
             .chain(self.ike.iter().map(|i| i.fd()))
             .chain(self.hip.iter().map(|h| h.fd()))
             .chain(self.home_agent.iter().map(|h| h.fd()))
+            .chain(self.mobile_node.iter().map(|m| m.fd()))
             .chain(self.plane.wake_fd())
             .collect();
         let metrics_at = self.socket.iter().count();
         let ike_at = metrics_at + self.metrics.iter().count();
         let hip_at = ike_at + self.ike.iter().count();
         let ha_at = hip_at + self.hip.iter().count();
+        let mn_at = ha_at + self.home_agent.iter().count();
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
@@ -134,10 +147,20 @@ impl<'a> ControlThread<'a> {
             if let Some(ha) = &mut self.home_agent {
                 ha.want_events = !self.monitors.is_empty();
                 if ready.get(ha_at) == Some(&true) {
-                    ha.read_socket();
+                    ha.read_socket(&mut self.plane);
                 }
-                ha.tick();
+                ha.tick(&mut self.plane);
                 for v in ha.take_events() {
+                    self.monitors.send(&monitor::stamped(v));
+                }
+            }
+            if let Some(mn) = &mut self.mobile_node {
+                mn.want_events = !self.monitors.is_empty();
+                if ready.get(mn_at) == Some(&true) {
+                    mn.read_socket();
+                }
+                mn.tick(&mut self.plane);
+                for v in mn.take_events() {
                     self.monitors.send(&monitor::stamped(v));
                 }
             }
@@ -174,6 +197,9 @@ impl<'a> ControlThread<'a> {
         }
         if let Some(ha) = &self.home_agent {
             v["home_agent"] = ha.status();
+        }
+        if let Some(mn) = &self.mobile_node {
+            v["mobile_node"] = mn.status();
         }
         v
     }

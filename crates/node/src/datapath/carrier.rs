@@ -303,23 +303,32 @@ impl Carrier {
     /// addresses (RFC 7402 §5), go on their protocol's socket as [`Carrier::send`] sends them.
     /// When the socket buffer is full it waits for room (up to 100 ms, then the rest of the run
     /// counts as errors); a packet the kernel refuses is counted and the run goes on after it.
+    /// An IPv6 packet whose SA names an endpoint of its own (`to`: a Mobile IPv6 home agent's
+    /// tunnel to a care-of address, RFC 4877 §4) goes there instead of to the peer.
     /// A UDP carrier sends nothing here.
-    pub fn send_batch<'a>(&self, packets: impl Iterator<Item = &'a [u8]>) -> RawSent {
+    pub fn send_batch<'a>(
+        &self,
+        packets: impl Iterator<Item = (&'a [u8], Option<IpAddr>)>,
+    ) -> RawSent {
         let mut st = RawSent::default();
         let Carrier::Raw { esp, ah, hdrincl, peer, .. } = self else {
             st.unsendable = packets.count() as u64;
             return st;
         };
-        let to = socket2::SockAddr::from(SocketAddr::new(*peer, 0));
+        let mut to = *peer;
         let mut run: [IoSlice<'a>; crate::sys::MMSG_MAX] =
             std::array::from_fn(|_| IoSlice::new(&[]));
         // The IPv4 header fields of each packet of the run (None: none to give).
         let mut hdrs = [None; crate::sys::MMSG_MAX];
         let (mut count, mut fd) = (0usize, -1);
-        for p in packets {
+        for (p, sa_to) in packets {
             let Some((hdr_len, protocol, dst)) = encap::outer_info(p) else {
                 st.unsendable += 1;
                 continue;
+            };
+            let dest = match sa_to {
+                Some(a) if hdrincl.is_none() => a,
+                _ => *peer,
             };
             let ((f, h), bytes) = match hdrincl {
                 // AH: the engine's header, as it is.
@@ -340,17 +349,20 @@ impl Carrier {
                     ((s.as_raw_fd(), None), &p[hdr_len..])
                 }
             };
-            if count > 0 && (f != fd || count == run.len()) {
-                send_run(fd, &to, &run[..count], &hdrs[..count], &mut st);
+            if count > 0 && (f != fd || dest != to || count == run.len()) {
+                let sa = socket2::SockAddr::from(SocketAddr::new(to, 0));
+                send_run(fd, &sa, &run[..count], &hdrs[..count], &mut st);
                 count = 0;
             }
             fd = f;
+            to = dest;
             run[count] = IoSlice::new(bytes);
             hdrs[count] = h;
             count += 1;
         }
         if count > 0 {
-            send_run(fd, &to, &run[..count], &hdrs[..count], &mut st);
+            let sa = socket2::SockAddr::from(SocketAddr::new(to, 0));
+            send_run(fd, &sa, &run[..count], &hdrs[..count], &mut st);
         }
         st
     }
@@ -373,10 +385,12 @@ impl Carrier {
                 // The engine's header, as it is: AH's ICV covers it.
                 Some(s) if dst == *peer => s.send_to(p, SocketAddr::new(dst, 0)),
                 // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes the
-                // carrier's header in front of the ESP packet.
+                // carrier's header in front of the ESP packet, to the SA's own endpoint if it
+                // has one (IPv6 only), else to the peer.
                 _ => {
                     let s = if protocol == proto::AH { ah } else { esp };
-                    s.send_to(&p[hdr_len..], SocketAddr::new(*peer, 0))
+                    let dest = to.filter(|_| hdrincl.is_none()).map_or(*peer, |t| t.ip());
+                    s.send_to(&p[hdr_len..], SocketAddr::new(dest, 0))
                 }
             },
         };
@@ -526,7 +540,7 @@ mod tests {
         let ah_packet = packet(proto::AH, 0x20, base + 15, 64, 0xa5);
         let not_esp = [0x45u8, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1];
         let packets = sent.iter().map(|b| b.as_slice()).chain([ah_packet.as_slice(), &not_esp[..]]);
-        let st = c.send_batch(packets);
+        let st = c.send_batch(packets.map(|p| (p, None)));
         assert_eq!(st, RawSent { sent: 11, errors: 0, unsendable: 1, syscalls: 2 });
         // A runt: two bytes of ESP through the protocol-50 socket (the kernel adds the header).
         let Carrier::Raw { esp: esp_sock, .. } = &c else { unreachable!() };

@@ -109,6 +109,14 @@ pub enum Update {
         /// Its id.
         id: PolicyId,
     },
+    /// Outbound SA `key` sends to `endpoint` from now on, keys and sequence numbers kept (a
+    /// Mobile IPv6 home agent's tunnel moved to a new care-of address, RFC 6275 §10.3.1).
+    SetEndpoint {
+        /// Which.
+        key: OutKey,
+        /// Where its packets go now (raw IPv6: the address; ESP in UDP: address and port).
+        endpoint: SocketAddr,
+    },
     /// The peer at `from` now sends from `to` (an authenticated packet showed it): outbound
     /// SAs that sent to `from` send to `to`.
     MoveEndpoint {

@@ -201,8 +201,12 @@ impl Outbound {
             }
         } else if self.carrier.raw_batched() {
             // Raw IP: the whole batch in one sendmmsg(2) (one per socket it needs).
-            let packets =
-                bufs.iter().zip(send_at).filter(|(_, o)| **o > 0).map(|(b, _)| b.as_slice());
+            let packets = bufs
+                .iter()
+                .zip(send_at)
+                .zip(dests)
+                .filter(|((_, o), _)| **o > 0)
+                .map(|((b, _), d)| (b.as_slice(), d.map(|d| d.ip())));
             let st = self.carrier.send_batch(packets);
             self.counters.net_tx += st.sent;
             self.counters.send_errors += st.errors;

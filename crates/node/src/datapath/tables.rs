@@ -178,6 +178,11 @@ impl OutTables {
                 }
                 e.remove_policy(id).map_err(|x| x.to_string())
             }
+            Update::SetEndpoint { key, endpoint } => {
+                let h = *self.handles.get(&key).ok_or("no such outbound SA")?;
+                self.set_endpoint(h, Some(endpoint));
+                Ok(())
+            }
             Update::MoveEndpoint { from, to } => {
                 for ep in self.endpoints.iter_mut().filter(|ep| **ep == Some(from)) {
                     *ep = Some(to);
@@ -296,7 +301,12 @@ impl InTables {
                 }
                 Ok(())
             }
+            Update::SetEndpoint { .. } => Ok(()),
             Update::AddOutbound { .. } | Update::DelOutbound { .. } => Ok(()),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tables_tests.rs"]
+mod tests;

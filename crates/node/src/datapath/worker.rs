@@ -185,7 +185,9 @@ impl Worker {
         u: Update,
     ) -> Result<(), String> {
         match u {
-            Update::AddOutbound { .. } | Update::DelOutbound { .. } => match out {
+            Update::AddOutbound { .. }
+            | Update::DelOutbound { .. }
+            | Update::SetEndpoint { .. } => match out {
                 Some((o, _)) => o.apply(u),
                 None => Err("this worker has no outbound half".into()),
             },

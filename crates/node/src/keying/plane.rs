@@ -727,6 +727,22 @@ impl ControlPlane {
         events
     }
 
+    /// Points outbound SA `key` at `endpoint`, its keys, sequence numbers and policies kept: a
+    /// Mobile IPv6 home agent moves its tunnel to a new care-of address at once (RFC 6275
+    /// §10.3.1), without a new SA the mobile node's replay window would refuse.
+    pub fn set_endpoint(&mut self, key: OutKey, endpoint: SocketAddr) -> Result<(), PlaneError> {
+        let r = self.outbound.get(&key).ok_or_else(|| {
+            PlaneError::field("spi", format!("no outbound SA {} to {}", Spi(key.spi), key.dst))
+        })?;
+        let mut per = self.empty();
+        per[self.worker_for(r.lane, true)?].push(Update::SetEndpoint { key, endpoint });
+        self.send(per)?;
+        if let Some(r) = self.outbound.get_mut(&key) {
+            r.endpoint = Some(endpoint);
+        }
+        Ok(())
+    }
+
     /// Moves every SA whose peer endpoint is `from` to `to` (a key manager that verified the
     /// peer's new locator, e.g. HIP's UPDATE, RFC 8046 §5.4).
     pub fn move_endpoint(&mut self, from: SocketAddr, to: SocketAddr) {

@@ -18,7 +18,16 @@
 //!    [`socket::RawSender`]: queued, and the batch's replies sent by one sendmmsg(2).
 //!
 //! Expiry runs on the control thread's tick (`expire`, about once a second).
+//!
+//! Forwarding to the care-of address (§10.4.1, RFC 4877 §4.3) is [`forward`]'s: the binding
+//! changes of a batch are applied through the control plane once the batch is answered.
+//! The mobile node's role is [`mobile`].
 
+pub mod bpf;
+pub mod care_of;
+pub mod forward;
+pub mod kernel;
+pub mod mobile;
 pub mod nft;
 pub mod packet;
 pub mod signalling;
@@ -26,6 +35,7 @@ pub mod socket;
 mod status;
 
 use crate::config::home_agent::HomeAgentConf;
+use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use crate::sys::{Datagram, MMSG_MAX, recv_mmsg};
 use ipsec::Time;
@@ -79,14 +89,20 @@ pub struct HomeAgentRuntime {
     /// Whether `hipsec monitor` clients listen (events are built only then).
     pub want_events: bool,
     next_expire_s: u64,
+    fwd: forward::Forwarding,
+    /// Binding changes of the batch for `fwd`: the home address and its care-of address
+    /// (None: the binding is gone).
+    changed: Vec<(std::net::Ipv6Addr, Option<std::net::Ipv6Addr>)>,
 }
 
 impl HomeAgentRuntime {
-    /// Opens the sockets, installs the nftables rule and builds the SAs.
-    pub fn open(conf: &HomeAgentConf) -> Result<HomeAgentRuntime, String> {
+    /// Opens the sockets, installs the nftables rule and builds the SAs; `tun` is the node's
+    /// TUN device, where forwarded packets for home addresses are routed.
+    pub fn open(conf: &HomeAgentConf, tun: &str) -> Result<HomeAgentRuntime, String> {
         let start = Instant::now();
         let sigs = signalling::Signalling::new(&conf.mobile_nodes, Time(0))?;
-        let link = socket::LinkSocket::open(&conf.interface, conf.address)
+        let home = (conf.home_prefix, conf.home_prefix_len);
+        let link = socket::LinkSocket::open(&conf.interface, conf.address, home)
             .map_err(|e| format!("AF_PACKET socket on {}: {e}", conf.interface))?;
         let sender = socket::RawSender::open().map_err(|e| format!("raw IPv6 socket: {e}"))?;
         let silencer = nft::KernelSilencer::install(conf.address)
@@ -114,6 +130,8 @@ impl HomeAgentRuntime {
             events: Vec::new(),
             want_events: false,
             next_expire_s: 1,
+            fwd: forward::Forwarding::new(conf, tun),
+            changed: Vec::new(),
         })
     }
 
@@ -126,8 +144,9 @@ impl HomeAgentRuntime {
         Time(self.start.elapsed().as_micros() as u64)
     }
 
-    /// Everything waiting on the link socket, a batch per recvmmsg(2).
-    pub fn read_socket(&mut self) {
+    /// Everything waiting on the link socket, a batch per recvmmsg(2); the bindings that
+    /// changed move their tunnels through `plane`.
+    pub fn read_socket(&mut self, plane: &mut ControlPlane) {
         let mut bufs = std::mem::take(&mut self.bufs);
         loop {
             let n = {
@@ -166,6 +185,20 @@ impl HomeAgentRuntime {
             }
         }
         self.bufs = bufs;
+        self.forward(plane);
+    }
+
+    /// Applies the binding changes collected to the tunnels.
+    fn forward(&mut self, plane: &mut ControlPlane) {
+        // The buffer is kept: no allocation per batch.
+        let mut changed = std::mem::take(&mut self.changed);
+        for (home, care_of) in changed.drain(..) {
+            match care_of {
+                Some(c) => self.fwd.bound(plane, home, c),
+                None => self.fwd.unbound(plane, home),
+            }
+        }
+        self.changed = changed;
     }
 
     /// One packet: steps 2–5 of the module documentation.
@@ -175,6 +208,14 @@ impl HomeAgentRuntime {
             return;
         };
         let Some(p) = frame.get(..inb.len) else { return };
+        // The reverse tunnel's ESP (RFC 4877 §4.3) is the data path's: not signalling.
+        if inb.next_header == IPPROTO_ESP && inb.home_address.is_none() {
+            let spi = p.get(inb.offset..inb.offset + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+            if spi.is_some_and(|b| self.fwd.is_tunnel_spi(u32::from_be_bytes(b))) {
+                self.fwd.counters.tunnelled_seen += 1;
+                return;
+            }
+        }
         let (decision, sa_home) = match inb.next_header {
             IPPROTO_ESP => match self.sigs.open(p, now) {
                 Ok((sa, plain)) => {
@@ -273,6 +314,10 @@ impl HomeAgentRuntime {
             BindingChange::Deleted(b) => ("binding-deleted", b),
             BindingChange::NothingToDelete => return,
         };
+        if self.fwd.tunnels(b.home_address) {
+            let care_of = (kind != "binding-deleted").then_some(b.care_of_address);
+            self.changed.push((b.home_address, care_of));
+        }
         self.binding_event(kind, &b, now, None);
     }
 
@@ -301,8 +346,10 @@ impl HomeAgentRuntime {
         }
     }
 
-    /// Expires bindings about once a second.
-    pub fn tick(&mut self) {
+    /// Expires bindings about once a second (their tunnels close through `plane`); the first
+    /// tick installs the tunnels' SAs.
+    pub fn tick(&mut self, plane: &mut ControlPlane) {
+        self.fwd.start(plane);
         let now = self.now();
         if now.0 / 1_000_000 < self.next_expire_s {
             return;
@@ -310,7 +357,11 @@ impl HomeAgentRuntime {
         self.next_expire_s = now.0 / 1_000_000 + 1;
         for b in self.ha.expire(now) {
             self.binding_event("binding-deleted", &b, now, Some("expired"));
+            if self.fwd.tunnels(b.home_address) {
+                self.changed.push((b.home_address, None));
+            }
         }
+        self.forward(plane);
     }
 
     /// Monitor events since the last call.

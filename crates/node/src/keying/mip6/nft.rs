@@ -12,11 +12,13 @@ use std::process::{Command, Stdio};
 
 /// The table's name (family ip6); one home agent per network namespace.
 pub const TABLE: &str = "hipsec_mip6";
+/// The mobile node's table: one mobile node per network namespace.
+pub const MOBILE_TABLE: &str = "hipsec_mip6_mn";
 
 /// The installed table; dropping it deletes the table.
 #[derive(Debug)]
 pub struct KernelSilencer {
-    installed: bool,
+    table: &'static str,
 }
 
 fn nft(script: &str) -> io::Result<()> {
@@ -48,18 +50,37 @@ pub fn script(addr: Ipv6Addr) -> String {
     )
 }
 
+/// The mobile node's rules: a Binding Acknowledgement comes with a type 2 routing header
+/// (RFC 6275 §6.4), which a kernel without `CONFIG_IPV6_MIP6` answers with Parameter Problem
+/// (its Segments Left is 1); every such packet is dropped at prerouting, after the mobile
+/// node's AF_PACKET tap has copied it.
+pub fn mobile_script() -> String {
+    let t = MOBILE_TABLE;
+    format!(
+        "table ip6 {t}\ndelete table ip6 {t}\n\
+         table ip6 {t} {{\n  chain prerouting {{\n    \
+         type filter hook prerouting priority raw; policy accept;\n    \
+         rt type 2 counter drop comment \"mobile ipv6 binding acknowledgements: read by hipsec from the link\"\n  \
+         }}\n}}\n"
+    )
+}
+
 impl KernelSilencer {
     /// Installs the table for the home agent's address.
     pub fn install(addr: Ipv6Addr) -> io::Result<KernelSilencer> {
         nft(&script(addr))?;
-        Ok(KernelSilencer { installed: true })
+        Ok(KernelSilencer { table: TABLE })
+    }
+
+    /// Installs the mobile node's table ([`mobile_script`]).
+    pub fn install_mobile() -> io::Result<KernelSilencer> {
+        nft(&mobile_script())?;
+        Ok(KernelSilencer { table: MOBILE_TABLE })
     }
 }
 
 impl Drop for KernelSilencer {
     fn drop(&mut self) {
-        if self.installed {
-            let _ = nft(&format!("delete table ip6 {TABLE}\n"));
-        }
+        let _ = nft(&format!("delete table ip6 {}\n", self.table));
     }
 }

@@ -2,11 +2,13 @@
 //! which a kernel without `CONFIG_IPV6_MIP6` answers with ICMPv6 Parameter Problem instead of
 //! delivering it, so no IP socket ever sees one: the home agent reads them from the link with
 //! an AF_PACKET socket (packet(7)) while `super::nft` keeps the kernel's stack from acting on
-//! them. A classic BPF filter lets only IPv6 packets to our address on the configured interface
-//! through that start with a Destination Options header or ESP, so the socket does not copy the
-//! rest of the link's traffic. Replies leave by a raw IPv6 socket with IPPROTO_RAW (raw(7):
+//! them. A classic BPF filter ([`super::bpf`]) lets only IPv6 packets to our address on the
+//! configured interface through that start with a Destination Options header, or ESP from the
+//! home prefix, so the socket does not copy the rest of the link's traffic (nor the reverse
+//! tunnel's ESP). Replies leave by a raw IPv6 socket with IPPROTO_RAW (raw(7):
 //! the header is ours, IPV6_HDRINCL), since the type 2 routing header and ESP are built here.
 
+use super::bpf;
 use crate::sys::{MMSG_MAX, send_mmsg_to};
 use socket2::{Domain, Protocol, SockAddr, SockFilter, Socket, Type};
 use std::io::{self, IoSlice};
@@ -17,8 +19,6 @@ use std::os::fd::{AsRawFd, RawFd};
 const ETH_P_IPV6: u16 = 0x86dd;
 /// PACKET_IGNORE_OUTGOING (linux/if_packet.h): our own sends are not looped back to us.
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-/// SKF_AD_OFF + SKF_AD_IFINDEX (linux/filter.h): loads the receiving interface's index.
-const BPF_LOAD_IFINDEX: u32 = 0xffff_f000 + 8;
 
 /// The receiving side: IPv6 packets from the link, network header first.
 #[derive(Debug)]
@@ -32,45 +32,27 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
     t.trim().parse().map_err(|_| io::Error::other(format!("ifindex of {name}: {t:?}")))
 }
 
-/// The BPF program: interface `ifindex`, Next Header 60 (Destination Options) or 50 (ESP),
-/// destination `addr`; anything else is not copied to the socket.
-fn filter(ifindex: u32, addr: Ipv6Addr) -> Vec<SockFilter> {
-    let code = |c: u32| c as u16;
-    let ld_w = code(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS);
-    let ld_b = code(libc::BPF_LD | libc::BPF_B | libc::BPF_ABS);
-    let jeq = code(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K);
-    let ret = code(libc::BPF_RET | libc::BPF_K);
-    let w = |i: usize| {
-        let o = addr.octets();
-        u32::from_be_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]])
-    };
-    // Jump offsets count instructions after the jump; the last one (index 13) drops.
-    vec![
-        SockFilter::new(ld_w, 0, 0, BPF_LOAD_IFINDEX), // 0
-        SockFilter::new(jeq, 0, 11, ifindex),          // 1
-        SockFilter::new(ld_b, 0, 0, 6),                // 2: IPv6 Next Header
-        SockFilter::new(jeq, 1, 0, 60),                // 3
-        SockFilter::new(jeq, 0, 8, 50),                // 4
-        SockFilter::new(ld_w, 0, 0, 24),               // 5: destination address
-        SockFilter::new(jeq, 0, 6, w(0)),              // 6
-        SockFilter::new(ld_w, 0, 0, 28),               // 7
-        SockFilter::new(jeq, 0, 4, w(1)),              // 8
-        SockFilter::new(ld_w, 0, 0, 32),               // 9
-        SockFilter::new(jeq, 0, 2, w(2)),              // 10
-        SockFilter::new(ld_w, 0, 0, 36),               // 11
-        SockFilter::new(jeq, 1, 0, w(3)),              // 12: match: skip the drop
-        SockFilter::new(ret, 0, 0, 0),                 // 13: drop
-        SockFilter::new(ret, 0, 0, 0xffff),            // 14: accept
-    ]
-}
-
 impl LinkSocket {
-    /// Opens it for packets to `addr` arriving on `interface`.
-    pub fn open(interface: &str, addr: Ipv6Addr) -> io::Result<LinkSocket> {
+    /// Opens it for packets to `addr` arriving on `interface` ([`bpf::home_agent`]: ESP
+    /// first only from `home_prefix`).
+    pub fn open(
+        interface: &str,
+        addr: Ipv6Addr,
+        home_prefix: (Ipv6Addr, u8),
+    ) -> io::Result<LinkSocket> {
         let index = ifindex(interface)?;
+        LinkSocket::with_filter(&bpf::to_sock_filter(&bpf::home_agent(index, addr, home_prefix)))
+    }
+
+    /// Opens it for the mobile node: packets with a routing header arriving on `interface`.
+    pub fn open_mobile(interface: &str) -> io::Result<LinkSocket> {
+        LinkSocket::with_filter(&bpf::to_sock_filter(&bpf::mobile_node(ifindex(interface)?)))
+    }
+
+    fn with_filter(filter: &[SockFilter]) -> io::Result<LinkSocket> {
         let proto = Protocol::from(i32::from(ETH_P_IPV6.to_be()));
         let sock = Socket::new(Domain::PACKET, Type::DGRAM, Some(proto))?;
-        sock.attach_filter(&filter(index, addr))?;
+        sock.attach_filter(filter)?;
         // Kernels before 4.20 lack the option; the filter's address test covers most of it.
         let _ = crate::sys::setsockopt_int(
             sock.as_raw_fd(),

@@ -65,5 +65,6 @@ pub(super) fn status(rt: &HomeAgentRuntime, now: Time) -> Value {
         "refused": refused,
         "link": rt.counters,
         "signalling": rt.sigs.status(),
+        "forwarding": rt.fwd.status(),
     })
 }

@@ -1,0 +1,85 @@
+//! The SAs of a Mobile IPv6 mobile node and its home agent, as both roles' config sections
+//! name them (docs/mip6.md): `sa-in`/`sa-out` protect Binding Updates and Acknowledgements
+//! (ESP transport mode, RFC 3776 §4.1), `tunnel-in`/`tunnel-out` the traffic to and from the
+//! home address (ESP tunnel mode, RFC 4877 §4.3 / RFC 3776 §4.4). Each is an `[[sa]]` table of
+//! docs/sa-file.md read by the SA file's parser; their `src` and `dst` name the home address and
+//! the home agent (the SA's selectors, RFC 3776 §4.1), never the care-of address, which changes:
+//! a tunnel SA's outer destination follows the binding.
+
+use super::error::{ConfigError, Ctx};
+use super::safile::{self, Options, RawSa};
+use ipsec::{Mode, SaParams};
+use std::net::{IpAddr, Ipv6Addr};
+use toml::Spanned;
+
+/// Reads `sa` (the table called `field`) and checks that it is ESP in `mode` from `src` to
+/// `dst`; `direction`, `name`, `lane` and `peer` are refused (the role places the SA itself).
+pub(crate) fn read(
+    ctx: &Ctx<'_>,
+    sa: &Spanned<RawSa>,
+    field: &'static str,
+    mode: Mode,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+) -> Result<SaParams, ConfigError> {
+    let e = safile::entry(ctx, sa, Options::NODE)?;
+    let raw = sa.get_ref();
+    for (what, span) in [("direction", &raw.direction), ("name", &raw.name)] {
+        if let Some(s) = span {
+            return Err(ctx.err(s.span(), what, format!("not used in {field}")));
+        }
+    }
+    if let Some(l) = &raw.lane {
+        return Err(ctx.err(l.span(), "lane", format!("not used in {field}")));
+    }
+    if let Some(p) = &raw.peer {
+        return Err(ctx.err(p.span(), "peer", format!("not used in {field}")));
+    }
+    let (rfc, want) = match mode {
+        Mode::Transport => ("RFC 3776", "transport"),
+        Mode::Tunnel => ("RFC 4877", "tunnel"),
+    };
+    if !matches!(e.params.protocol, ipsec::Protocol::Esp(_)) {
+        return Err(ctx.err(sa.span(), "proto", format!("{field}: {rfc} wants esp")));
+    }
+    if e.params.mode != mode || e.beet {
+        return Err(ctx.err(sa.span(), "mode", format!("{field}: {rfc} wants {want}")));
+    }
+    if e.params.src != IpAddr::V6(src) {
+        return Err(ctx.err(
+            raw.src.span(),
+            "src",
+            format!("{field} goes from {src} (RFC 3776 §4.1: home address and home agent)"),
+        ));
+    }
+    if e.params.dst != IpAddr::V6(dst) {
+        return Err(ctx.err(
+            raw.dst.span(),
+            "dst",
+            format!("{field} goes to {dst} (RFC 3776 §4.1: home address and home agent)"),
+        ));
+    }
+    Ok(e.params)
+}
+
+/// The tunnel pair `(tunnel-in, tunnel-out)`: both or neither (`at` spans the section);
+/// tunnel-in goes from `them` to `us`, tunnel-out back.
+pub(crate) fn tunnel_pair(
+    ctx: &Ctx<'_>,
+    at: std::ops::Range<usize>,
+    tin: Option<&Spanned<RawSa>>,
+    tout: Option<&Spanned<RawSa>>,
+    them: Ipv6Addr,
+    us: Ipv6Addr,
+) -> Result<Option<(SaParams, SaParams)>, ConfigError> {
+    match (tin, tout) {
+        (None, None) => Ok(None),
+        (Some(i), Some(o)) => {
+            let tin = read(ctx, i, "tunnel-in", Mode::Tunnel, them, us)?;
+            let tout = read(ctx, o, "tunnel-out", Mode::Tunnel, us, them)?;
+            Ok(Some((tin, tout)))
+        }
+        (Some(_), None) => Err(ctx.err(at, "tunnel-out", "tunnel-in needs tunnel-out")),
+        (None, Some(_)) => Err(ctx.err(at, "tunnel-in", "tunnel-out needs tunnel-in")),
+    }
+}
