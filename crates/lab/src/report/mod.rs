@@ -44,12 +44,20 @@ impl Machine {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
-        let git = |args: &[&str]| crate::sys::run("git", args).ok().map(|s| s.trim().to_string());
-        let hipsec_commit = git(&["rev-parse", "HEAD"]).map(|head| {
-            match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        // The checkout the command runs in; else the one this binary was built from (a lab
+        // or a calibration started from another folder still names its commit).
+        let built_from = env!("CARGO_MANIFEST_DIR");
+        let hipsec_commit = [None, Some(built_from)].into_iter().find_map(|dir| {
+            let git = |args: &[&str]| {
+                let mut all: Vec<&str> = dir.map_or_else(Vec::new, |d| vec!["-C", d]);
+                all.extend_from_slice(args);
+                crate::sys::run("git", &all).ok().map(|s| s.trim().to_string())
+            };
+            let head = git(&["rev-parse", "HEAD"])?;
+            Some(match git(&["status", "--porcelain", "--untracked-files=no"]) {
                 Some(s) if !s.is_empty() => format!("{head}-dirty"),
                 _ => head,
-            }
+            })
         });
         Machine { cpu_model, cores, kernel, hipsec_commit }
     }
