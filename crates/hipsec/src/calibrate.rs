@@ -391,11 +391,15 @@ pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
     let m = lab::report::Machine::describe();
     let budget = Duration::from_millis(if args.quick { 60 } else { 250 });
     let mut sources = BTreeMap::new();
-    let suites = suites(&args.suites, budget)?;
-    sources.insert(
-        "suites".into(),
-        format!("hipsec bench esp loops at {SMALL} and {LARGE} bytes, tunnel mode, one SA"),
-    );
+    let mut suites = suites(&args.suites, budget)?;
+    let mut what =
+        format!("hipsec bench esp loops at {SMALL} and {LARGE} bytes, tunnel mode, one SA");
+    // AH with every integrity algorithm, unless --suites named a few ESP suites only.
+    if args.suites.is_empty() {
+        suites.extend(crate::calibrate_ah::suites(SMALL, LARGE, budget)?);
+        what += "; AH (ah-<integrity>) by the engine's protect and inbound alike";
+    }
+    sources.insert("suites".into(), what);
     progress("10,000 SAs through the control interface");
     let (rate, bytes_per_sa) = bench_sas::install(10_000)?;
     sources.insert("bytes_per_sa".into(), format!("hipsec bench sas: 10,000 SAs, {rate:.0} SA/s"));

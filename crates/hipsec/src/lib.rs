@@ -12,6 +12,7 @@ pub mod bench_rekey;
 pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod calibrate;
+mod calibrate_ah;
 pub mod capture;
 pub mod ctl;
 pub mod hip_cli;
