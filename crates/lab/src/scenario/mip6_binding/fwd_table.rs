@@ -139,7 +139,7 @@ pub fn reading(f: &ForwardResults) -> String {
 
 /// A chart: STREAM Mbit/s and RR transactions/s, tunnel beside plain.
 pub fn charts(f: &ForwardResults) -> Vec<Chart> {
-    let groups = |stream: bool| -> Vec<(String, Vec<(String, f64, f64)>)> {
+    let groups = |stream: bool| -> Vec<crate::report::svg::Group> {
         TESTS
             .iter()
             .filter(|t| t.is_stream() == stream)
