@@ -10,7 +10,6 @@
 //! Binding Update's way to the home agent.
 
 use super::forward::{Forwarding, HOME};
-use super::stream_rr::ForwardPlan;
 use crate::error::LabError;
 use crate::traffic::TrafficBin;
 use crate::traffic::paced::{SendResult, SinkResult};
@@ -114,15 +113,22 @@ fn parse<T: serde::de::DeserializeOwned>(out: &str, what: &str) -> Result<T, Lab
     serde_json::from_str(out.trim()).map_err(|e| LabError::parse(what, e.to_string()))
 }
 
-/// Runs the paced stream and the move in `fw` (nodes registered at the first care-of address).
-pub fn run(fw: &Forwarding, plan: &ForwardPlan, bin: &TrafficBin) -> Result<MoveGap, LabError> {
-    let interval = plan.move_interval_us.max(1);
-    let count = ((plan.move_lead_ms + plan.move_after_ms) * 1000 / interval).max(1);
+/// Runs the paced stream (a datagram every `interval_us`) and the move in `fw` (nodes
+/// registered at the first care-of address): `lead_ms` of stream, the move, `after_ms` more.
+pub fn run(
+    fw: &Forwarding,
+    lead_ms: u64,
+    after_ms: u64,
+    interval_us: u64,
+    bin: &TrafficBin,
+) -> Result<MoveGap, LabError> {
+    let interval = interval_us.max(1);
+    let count = ((lead_ms + after_ms) * 1000 / interval).max(1);
     let mn0 = fw.status("mn")?;
     let ha0 = fw.status("ha")?;
     let (prog, lead) = bin.command();
     let with = |more: Vec<String>| lead.iter().cloned().chain(more).collect::<Vec<String>>();
-    let sink_ms = SINK_START_MS + plan.move_lead_ms + plan.move_after_ms + SINK_TAIL_MS;
+    let sink_ms = SINK_START_MS + lead_ms + after_ms + SINK_TAIL_MS;
     let listen = SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), PORT).to_string();
     let sink = fw.topo.spawn(
         "mn",
@@ -149,7 +155,7 @@ pub fn run(fw: &Forwarding, plan: &ForwardPlan, bin: &TrafficBin) -> Result<Move
             count.to_string(),
         ]),
     )?;
-    std::thread::sleep(Duration::from_millis(plan.move_lead_ms));
+    std::thread::sleep(Duration::from_millis(lead_ms));
     let (added, deleted) = fw.change_care_of()?;
     let sent: SendResult = parse(&sender.wait_output()?, "paced-send output")?;
     let got: SinkResult = parse(&sink.wait_output()?, "paced-sink output")?;

@@ -185,6 +185,7 @@ pub fn run(
     }
     drop(server);
     progress.step("forwarding: the move under a paced stream", plan.move_s());
-    let move_gap = move_gap::run(fw, plan, bin)?;
+    let move_gap =
+        move_gap::run(fw, plan.move_lead_ms, plan.move_after_ms, plan.move_interval_us, bin)?;
     Ok(ForwardResults { suite: SUITE.into(), params: *p, registration_s, cases, move_gap })
 }
