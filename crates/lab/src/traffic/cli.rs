@@ -68,6 +68,27 @@ pub enum TrafficCmd {
     /// The Mobile IPv6 load generator (scenario mip6-binding): mobile nodes sending
     /// ESP-protected Binding Updates to the home agent; prints a JSON `mip6gen::GenResult`.
     Mip6(crate::mip6gen::GenParams),
+    /// A paced UDP stream (scenario mip6-binding's move gap): `--count` datagrams of `--size`
+    /// octets to `--to`, one every `--interval-us`, each with its sequence number and send time;
+    /// prints a JSON `paced::SendResult`.
+    PacedSend {
+        #[arg(long)]
+        to: SocketAddr,
+        #[arg(long, default_value_t = 1000)]
+        interval_us: u64,
+        #[arg(long)]
+        count: u64,
+        #[arg(long, default_value_t = 64)]
+        size: usize,
+    },
+    /// The receiver of `paced-send`: notes every datagram's arrival on `--listen` for
+    /// `--duration-ms`; prints a JSON `paced::SinkResult`.
+    PacedSink {
+        #[arg(long)]
+        listen: SocketAddr,
+        #[arg(long)]
+        duration_ms: u64,
+    },
     /// Waits until `--server` answers a TCP connection attempt (accepted or refused: either is a
     /// round trip, e.g. through a tunnel), trying `--tries` times `--timeout-ms` each.
     Probe {
@@ -78,6 +99,10 @@ pub enum TrafficCmd {
         #[arg(long, default_value_t = 250)]
         timeout_ms: u64,
     },
+}
+
+fn json<T: serde::Serialize>(v: &T, what: &str) -> Result<String, crate::error::LabError> {
+    serde_json::to_string(v).map_err(|e| crate::error::LabError::parse(what, e.to_string()))
 }
 
 /// Runs the helper; returns the process exit code.
@@ -129,6 +154,14 @@ pub fn main_with(cli: TrafficCli) -> i32 {
                 serde_json::to_string(&r)
                     .map_err(|e| crate::error::LabError::parse("mip6 result", e.to_string()))
             }),
+        TrafficCmd::PacedSend { to, interval_us, count, size } => {
+            super::paced::send(to, Duration::from_micros(interval_us), count, size)
+                .and_then(|r| json(&r, "paced-send result"))
+        }
+        TrafficCmd::PacedSink { listen, duration_ms } => {
+            super::paced::sink(listen, Duration::from_millis(duration_ms))
+                .and_then(|r| json(&r, "paced-sink result"))
+        }
         TrafficCmd::Probe { server, tries, timeout_ms } => {
             engine::probe(server, tries, Duration::from_millis(timeout_ms))
                 .map(|n| format!("{server} answered after {n} attempt(s)"))

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod engine;
 pub mod iperf;
+pub mod paced;
 pub mod runner;
 pub mod sessions;
 pub mod stats;

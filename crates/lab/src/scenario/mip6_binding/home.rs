@@ -8,8 +8,8 @@
 //! The home agent routes the care-of prefix to `mn` and `mn` routes the home prefix to the home
 //! agent. The generator (`hipsec-traffic mip6`) plays every mobile node in `mn`; an nftables
 //! rule there drops, at prerouting, the Binding Acknowledgements (addressed to care-of
-//! addresses the namespace does not own) once its link socket has its copy. No correspondent
-//! node yet: the home agent's forwarding (issue 13 item 3) is not built.
+//! addresses the namespace does not own) once its link socket has its copy. The forwarding
+//! phase, with a correspondent node, has its own topology ([`super::forward`]).
 //!
 //! A home agent is started afresh for every generator run, so each run's first Binding
 //! Updates create entries (RFC 6275 §10.3.1) and meet replay windows that have seen nothing.

@@ -8,11 +8,21 @@
 //! generator (`hipsec-traffic mip6`, `crate::mip6gen`) playing thousands of mobile nodes, and a
 //! hipsec node with `[home-agent]` listing them all. Per suite, `runs` generator runs against a
 //! fresh home agent ([`mod@plan`]); the report with the seed's figures beside ours ([`table`],
-//! [`compare`]). The correspondent node and forwarding are not part of it yet.
+//! [`compare`]).
+//!
+//! Then, unless the plan turns it off, the forwarding phase (issue 13 item 7) in a topology of
+//! its own ([`forward`]): a correspondent node, a home agent with one mobile node's ESP tunnel
+//! SAs, the mobile node on a foreign link; STREAM and RR from the correspondent to the home
+//! address beside the plain path to the care-of address ([`stream_rr`]), and the delivery gap
+//! when the mobile node moves under a paced stream ([`move_gap`]); reported by [`fwd_table`].
 
 pub mod compare;
+pub mod forward;
+pub mod fwd_table;
 pub mod home;
+pub mod move_gap;
 pub mod plan;
+pub mod stream_rr;
 pub mod table;
 
 use crate::error::LabError;
@@ -43,7 +53,7 @@ impl Scenario for Mip6Binding {
     }
 
     fn summary(&self) -> &'static str {
-        "Mobile IPv6 home agent: ESP-protected binding-cache entries per second (AES-CBC, 3DES, AES-GCM), BU→BA latency, rate ramp, ESP-only rate"
+        "Mobile IPv6 home agent: ESP-protected binding-cache entries per second (AES-CBC, 3DES, AES-GCM), BU→BA latency, rate ramp, ESP-only rate; CN → HA → MN forwarding (STREAM/RR) and the delivery gap of a move"
     }
 
     fn run(&self, opts: &RunOptions, _hook: &dyn ModeHook) -> Result<Report, LabError> {
@@ -92,7 +102,8 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
         });
         return Ok(report);
     };
-    let traffic = opts.traffic_bin()?.command();
+    let bin = opts.traffic_bin()?;
+    let traffic = bin.command();
     let background = background_load_pct()?;
     let planned = plan::planned_s(plan);
     if !opts.no_progress {
@@ -106,8 +117,13 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
             plan.step_ms
         );
     }
-    let mut progress =
-        Progress::new(NAME, Suite::ALL.len() * plan.runs, planned, !opts.no_progress);
+    let forward_steps = plan.forward.as_ref().map_or(0, |f| 2 + f.ways().len() * 4);
+    let mut progress = Progress::new(
+        NAME,
+        Suite::ALL.len() * plan.runs + forward_steps,
+        planned,
+        !opts.no_progress,
+    );
     let mut link = HomeLink::new(exe)?;
     let mut runs = Vec::new();
     let mut suites = Vec::new();
@@ -127,12 +143,37 @@ pub fn run_plan(opts: &RunOptions, exe: Option<&Path>, plan: &Plan) -> Result<Re
         runs.push((suite.name().to_string(), outcomes));
     }
     drop(link);
-    progress.finish();
-    let results = Results { plan: plan.clone(), suites, runs };
     let mut notes = vec![
         format!("Background load before the run: {background:.0} % of the machine (2 cores; the home agent and the generator share them)."),
-        "Topology: the mobile nodes' foreign link (generator) — home agent. No correspondent node: the home agent's forwarding (issue 13 item 3) is not built yet, so the STREAM/RR and move-gap tests of item 7 are not run.".into(),
+        "Topology of the binding-rate runs: the mobile nodes' foreign link (generator) — home agent.".into(),
     ];
+    let forward = match &plan.forward {
+        None => None,
+        Some(fp) => {
+            // A forwarding phase that fails leaves the binding-rate figures standing: the
+            // report lists it as pending with the reason.
+            let run = forward::Forwarding::new(exe)
+                .and_then(|mut fw| stream_rr::run(&mut fw, fp, &bin, &mut progress));
+            match run {
+                Ok(f) => {
+                    notes.push(format!(
+                        "Topology of the forwarding phase: correspondent — router — home link (home agent) and router — foreign link (mobile node); tunnel SAs {}; the mobile node was registered {:.1} s after it started.",
+                        f.suite, f.registration_s
+                    ));
+                    Some(f)
+                }
+                Err(LabError::Interrupted) => return Err(LabError::Interrupted),
+                Err(e) => {
+                    report
+                        .pending
+                        .push(Pending { mode: "forwarding".into(), reason: e.to_string() });
+                    None
+                }
+            }
+        }
+    };
+    progress.finish();
+    let results = Results { plan: plan.clone(), suites, runs, forward };
     for s in &results.suites {
         if s.created < f64::from(plan.nodes) {
             notes.push(format!(

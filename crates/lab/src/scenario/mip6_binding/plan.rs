@@ -1,8 +1,10 @@
 //! What a profile runs and what a run's figures come to: per ESP suite, `runs` generator runs
 //! (each against a fresh home agent) of a register phase (every mobile node once: entries
-//! created) and a rate ramp (refreshes at each offered rate), and their medians.
+//! created) and a rate ramp (refreshes at each offered rate), and their medians; then the
+//! forwarding phase ([`ForwardPlan`]).
 
 use super::home::RunOutcome;
+use super::stream_rr::{ForwardPlan, ForwardResults};
 use crate::error::LabError;
 use crate::mip6gen::{Phase, Suite};
 use crate::scenario::common::RunOptions;
@@ -28,6 +30,9 @@ pub struct Plan {
     pub window: usize,
     /// BUs opened for the ESP-only rate.
     pub esp_only: u32,
+    /// The forwarding phase after the binding-rate runs (None: not run).
+    #[serde(default)]
+    pub forward: Option<ForwardPlan>,
 }
 
 /// The quick (default) or full profile.
@@ -48,6 +53,7 @@ pub fn plan(opts: &RunOptions) -> Result<Plan, LabError> {
             step_ms: 2000,
             window: 4096,
             esp_only: 100_000,
+            forward: Some(ForwardPlan::profile(true)),
         }
     } else {
         Plan {
@@ -57,6 +63,7 @@ pub fn plan(opts: &RunOptions) -> Result<Plan, LabError> {
             step_ms: 500,
             window: 4096,
             esp_only: 20_000,
+            forward: Some(ForwardPlan::profile(false)),
         }
     })
 }
@@ -69,6 +76,7 @@ pub fn run_s(p: &Plan) -> f64 {
 /// Planned seconds of the whole profile.
 pub fn planned_s(p: &Plan) -> f64 {
     Suite::ALL.len() as f64 * p.runs as f64 * run_s(p)
+        + p.forward.as_ref().map_or(0.0, ForwardPlan::planned_s)
 }
 
 /// The generator's arguments for `suite` under `p`.
@@ -140,6 +148,9 @@ pub struct Results {
     pub suites: Vec<SuiteFigures>,
     /// Every run, as measured.
     pub runs: Vec<(String, Vec<RunOutcome>)>,
+    /// The forwarding phase (None: not run, or it failed: the report's pending list says why).
+    #[serde(default)]
+    pub forward: Option<ForwardResults>,
 }
 
 /// The median of `v` (0 if empty).
@@ -230,5 +241,6 @@ mod tests {
         assert!(f.nodes >= q.nodes && f.runs >= q.runs);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert!(gen_args(&q, Suite::AesGcm).contains(&"aes128gcm".to_string()));
+        assert!(q.forward.is_some() && f.forward.is_some());
     }
 }
