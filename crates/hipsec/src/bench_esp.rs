@@ -116,7 +116,7 @@ fn params(suite: EspSuite) -> SaParams {
 }
 
 /// An IPv4/UDP packet of exactly `size` bytes (at least 28).
-fn inner_packet(size: usize) -> Vec<u8> {
+pub(crate) fn inner_packet(size: usize) -> Vec<u8> {
     let size = size.max(28);
     let mut p = vec![0u8; size];
     p[0] = 0x45;
@@ -200,7 +200,7 @@ impl Raw {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }

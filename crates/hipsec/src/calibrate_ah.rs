@@ -3,6 +3,7 @@
 //! per byte like the ESP suites. AH has no cipher to set beside it, so there is no raw figure.
 //! Profile keys are `ah-<integrity>`: `ah-sha256`, `ah-gmac128`, …
 
+use crate::bench_esp::{inner_packet, median};
 use crypto::{HmacAlg, IntegAlg};
 use ipsec::{Engine, Lifetime, Mode, PacketBuf, Protocol, SaParams, Spi, Time};
 use sizing::profile::{LinearCost, SuiteCost};
@@ -40,24 +41,6 @@ fn params(alg: IntegAlg) -> SaParams {
         soft: Lifetime::default(),
         hard: Lifetime::default(),
     }
-}
-
-/// An IPv4/UDP packet of `size` bytes (at least 28), length field set.
-fn inner_packet(size: usize) -> Vec<u8> {
-    let size = size.max(28);
-    let mut p = vec![0u8; size];
-    p[0] = 0x45;
-    p[8] = 64;
-    p[9] = 17;
-    p[12..16].copy_from_slice(&[10, 1, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 2, 0, 1]);
-    let _ = wire::ip::set_total_len(&mut p, wire::IpVersion::V4);
-    p
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// (seal ns, open ns) per packet of `size` bytes: medians of timed rounds within `budget`.
@@ -99,7 +82,7 @@ fn measure(alg: IntegAlg, size: usize, budget: Duration) -> Result<(f64, f64), S
         }
         open.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
     }
-    Ok((median(seal), median(open)))
+    Ok((median(&mut seal), median(&mut open)))
 }
 
 /// Every AH algorithm's costs, fitted through `small` and `large` bytes.
