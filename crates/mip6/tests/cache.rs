@@ -23,7 +23,7 @@ fn config(capacity: usize, max_units: u16) -> HomeAgentConfig {
 #[test]
 fn entry_size_and_million_entries() {
     println!("binding cache entry: {} octets", BindingCache::ENTRY_BYTES);
-    const { assert!(BindingCache::ENTRY_BYTES <= 56) };
+    const { assert!(BindingCache::ENTRY_BYTES <= 48) };
     let n = 1_000_000;
     let now = Time::from_secs(1_000);
     let mut w = Workload::new(n, now);
@@ -141,4 +141,48 @@ proptest! {
             prop_assert_eq!(live, model_live);
         }
     }
+}
+
+/// Refreshes leave stale mentions in the wheel; they are bounded (rebuilds happen) and never
+/// make an entry expire early or late. 10 nodes re-register 3 times a second for 300 s with
+/// changing lifetimes, expiry runs every 50 s (so the wheel does not drain its stale mentions
+/// itself), and each node must expire exactly when its last registration says.
+#[test]
+fn wheel_rebuilds_keep_expiry_exact() {
+    let mut ha = HomeAgent::new(config(100, 30));
+    let mut due: BTreeMap<Ipv6Addr, u64> = BTreeMap::new();
+    let mut seq = 0u16;
+    for step in 0..300u64 {
+        let now = 1_000 + step;
+        for (node, round) in (0..10u32).flat_map(|n| (0..3u64).map(move |r| (n, r))) {
+            seq = seq.wrapping_add(1);
+            let units = ((step + u64::from(node) + round) % 7 + 1) as u16;
+            let b = workload::binding_update(node, 0, seq, units);
+            let m = InboundMh {
+                src: b.src,
+                dst: workload::HOME_AGENT,
+                home_address_option: Some(b.home_address),
+                sa: Some(b.sa),
+                mh: &b.mh,
+            };
+            let _ = ha.handle(&m, Time::from_secs(now));
+            due.insert(b.home_address, now + u64::from(units) * 4);
+        }
+        if step % 50 == 49 {
+            assert!(ha.expire(Time::from_secs(now)).is_empty(), "nothing is due before its time");
+        }
+        let (mentions, _) = ha.cache().wheel_mentions();
+        assert!(mentions <= 2 * 10 + 1024 + 1, "{mentions} mentions for 10 entries");
+    }
+    let (_, rebuilds) = ha.cache().wheel_mentions();
+    assert!(rebuilds >= 2, "9,000 refreshes of 10 entries rebuild the wheel ({rebuilds})");
+    let mut got = BTreeMap::new();
+    for t in 1_300..1_400u64 {
+        for b in ha.expire(Time::from_secs(t)) {
+            assert_eq!(b.expires.0 / 1_000_000, t, "expired in its own second");
+            got.insert(b.home_address, t);
+        }
+    }
+    assert_eq!(got, due);
+    assert!(ha.cache().is_empty());
 }

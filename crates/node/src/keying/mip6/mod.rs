@@ -167,6 +167,14 @@ impl HomeAgentRuntime {
                 break;
             }
             let now = self.now();
+            // Touch every claimed home address's cache entry first, so that in a large cache
+            // the batch's memory loads overlap (mip6::BindingCache::touch).
+            for (got, buf) in self.got.iter().zip(bufs.iter()).take(n) {
+                let inb = buf.get(..got.len).and_then(|f| packet::parse(f).ok());
+                if let Some(inb) = inb {
+                    self.ha.cache().touch(&inb.home_address.unwrap_or(inb.src));
+                }
+            }
             for i in 0..n {
                 let (len, cut) = (self.got[i].len, self.got[i].truncated);
                 self.counters.received += 1;
