@@ -56,7 +56,8 @@ impl Provider for AwsLcProvider {
     }
 
     fn fill_random(&self, out: &mut [u8]) -> Result<(), CryptoError> {
-        rand::fill(out).map_err(|_| CryptoError::Library)
+        // Per-packet IVs come from a per-thread pool: one generator call per 4 KiB.
+        crate::rng_pool::fill(out, |b| rand::fill(b).map_err(|_| CryptoError::Library))
     }
 }
 

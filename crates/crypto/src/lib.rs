@@ -15,6 +15,7 @@ mod legacy;
 pub mod null;
 pub mod prf;
 pub mod provider;
+mod rng_pool;
 pub mod sign;
 pub mod wireshark;
 

@@ -61,7 +61,16 @@ impl LinkSocket {
             1,
         );
         sock.set_nonblocking(true)?;
-        sock.set_recv_buffer_size(4 << 20)?;
+        // A burst of Binding Updates queues whole veth/NIC buffers (2–3 kB of accounting each):
+        // 16 MiB holds several thousand, past `net.core.rmem_max` where we may (root).
+        if !crate::sys::setsockopt_int(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            16 << 20,
+        ) {
+            sock.set_recv_buffer_size(16 << 20)?;
+        }
         Ok(LinkSocket { sock })
     }
 
