@@ -20,6 +20,18 @@ fn config(capacity: usize, max_units: u16) -> HomeAgentConfig {
     }
 }
 
+/// Hands a prepared BU to the home agent at second `now`, as the data path would after ESP.
+fn handle(ha: &mut HomeAgent, b: &workload::PreparedBu, now: u64) {
+    let m = InboundMh {
+        src: b.src,
+        dst: workload::HOME_AGENT,
+        home_address_option: Some(b.home_address),
+        sa: Some(b.sa),
+        mh: &b.mh,
+    };
+    let _ = ha.handle(&m, Time::from_secs(now));
+}
+
 #[test]
 fn entry_size_and_million_entries() {
     println!("binding cache entry: {} octets", BindingCache::ENTRY_BYTES);
@@ -50,15 +62,7 @@ fn expiry_comes_out_in_order_and_only_when_due() {
     let mut ha = HomeAgent::new(config(100, 100));
     let start = 50;
     for (i, units) in [(0u32, 5u16), (1, 1), (2, 3), (3, 1), (4, 2)] {
-        let b = workload::binding_update(i, 0, 1, units);
-        let m = InboundMh {
-            src: b.src,
-            dst: workload::HOME_AGENT,
-            home_address_option: Some(b.home_address),
-            sa: Some(b.sa),
-            mh: &b.mh,
-        };
-        ha.handle(&m, Time::from_secs(start));
+        handle(&mut ha, &workload::binding_update(i, 0, 1, units), start);
     }
     assert!(ha.expire(Time::from_secs(start + 3)).is_empty());
     let got: Vec<u32> = ha
@@ -158,14 +162,7 @@ fn wheel_rebuilds_keep_expiry_exact() {
             seq = seq.wrapping_add(1);
             let units = ((step + u64::from(node) + round) % 7 + 1) as u16;
             let b = workload::binding_update(node, 0, seq, units);
-            let m = InboundMh {
-                src: b.src,
-                dst: workload::HOME_AGENT,
-                home_address_option: Some(b.home_address),
-                sa: Some(b.sa),
-                mh: &b.mh,
-            };
-            let _ = ha.handle(&m, Time::from_secs(now));
+            handle(&mut ha, &b, now);
             due.insert(b.home_address, now + u64::from(units) * 4);
         }
         if step % 50 == 49 {

@@ -87,6 +87,26 @@ pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc:
     r == 0
 }
 
+/// Binds netlink socket `fd` to the multicast `groups` (a bit mask, netlink(7) `nl_groups`);
+/// the kernel picks the port id. A netlink socket hears its groups only once bound.
+#[allow(unsafe_code)]
+pub fn bind_netlink(fd: RawFd, groups: u32) -> std::io::Result<()> {
+    // SAFETY: sockaddr_nl is plain data for which all-zero bytes are a valid value.
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    sa.nl_groups = groups;
+    // SAFETY: bind(2) reads `size_of::<sockaddr_nl>()` bytes from a live local and keeps no
+    // pointer after returning.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
 /// `UDP_SEGMENT` (linux/udp.h): the GSO segment size of one send, as a control message.
 const UDP_SEGMENT: libc::c_int = 103;
 

@@ -5,7 +5,7 @@
 //!
 //! Layout for a million entries, chosen so that an update touches one cold cache line: the
 //! entries live inside the hash table's buckets (home address → entry, 48 octets; see
-//! [`table`]), so a look-up finds the entry where it finds the key. Expiry uses a timer wheel with one slot per
+//! `table.rs`), so a look-up finds the entry where it finds the key. Expiry uses a timer wheel with one slot per
 //! second (at least as many slots as the longest lifetime allowed) whose slots list *home
 //! addresses*, not entries: a registration appends its home address to the slot of its new
 //! expiry second (the slot every update of that second appends to, so it is warm) and leaves

@@ -117,6 +117,7 @@ impl<'a> ControlThread<'a> {
             .chain(self.hip.iter().map(|h| h.fd()))
             .chain(self.home_agent.iter().map(|h| h.fd()))
             .chain(self.mobile_node.iter().map(|m| m.fd()))
+            .chain(self.mobile_node.iter().filter_map(|m| m.watch_fd()))
             .chain(self.plane.wake_fd())
             .collect();
         let metrics_at = self.socket.iter().count();
@@ -124,6 +125,8 @@ impl<'a> ControlThread<'a> {
         let hip_at = ike_at + self.ike.iter().count();
         let ha_at = hip_at + self.hip.iter().count();
         let mn_at = ha_at + self.home_agent.iter().count();
+        let mn_watch_at = mn_at + self.mobile_node.iter().count();
+        let mn_watch = self.mobile_node.as_ref().is_some_and(|m| m.watch_fd().is_some());
         let mut ready = vec![false; fds.len()];
         while !stop.load(Ordering::Relaxed) {
             if fds.is_empty() {
@@ -158,6 +161,9 @@ impl<'a> ControlThread<'a> {
                 mn.want_events = !self.monitors.is_empty();
                 if ready.get(mn_at) == Some(&true) {
                     mn.read_socket();
+                }
+                if mn_watch && ready.get(mn_watch_at) == Some(&true) {
+                    mn.addresses_changed();
                 }
                 mn.tick(&mut self.plane);
                 for v in mn.take_events() {

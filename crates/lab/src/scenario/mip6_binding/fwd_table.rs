@@ -83,8 +83,7 @@ pub fn sections(f: &ForwardResults) -> Vec<Section> {
          sequence number and send time; under it the mobile node's new care-of address was added \
          and the old one deleted ({:.1} ms apart). *Deletion → first delivery*: the first \
          datagram sent after the old address was gone (so it can only have gone to the new one) \
-         that arrived. One run, no repetition: the figure depends on where in the mobile node's \
-         once-a-second address read the deletion fell.",
+         that arrived. One run, no repetition.",
         m.add_to_delete_ms
     );
     vec![
@@ -129,9 +128,9 @@ pub fn reading(f: &ForwardResults) -> String {
     let _ = writeln!(
         out,
         "- The move: {} of {} datagrams were lost, the longest time without delivery was {:.0} ms, and {back}; \
-         the mobile node registered {} time(s) from the new address. Most of the gap is the mobile node's \
-         once-a-second read of its addresses (docs/mip6.md: netlink would notice at once); the Binding Update's \
-         round trip is a few milliseconds.",
+         the mobile node registered {} time(s) from the new address. The mobile node hears of the \
+         address change from the kernel (rtnetlink) and sends its Binding Update at once; the rest is the \
+         Binding Update's way to the home agent and the tunnel's move there.",
         m.lost, m.sent, m.longest_gap_ms, m.reregistrations
     );
     out

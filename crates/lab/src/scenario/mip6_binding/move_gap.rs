@@ -4,7 +4,8 @@
 //! (the new one added, the old one deleted), and what the receiver on the mobile node saw.
 //!
 //! Between the deletion and the home agent moving its tunnel, datagrams go to an address that
-//! is gone: the mobile node notices the change on its once-a-second address read (docs/mip6.md),
+//! is gone: the mobile node notices the change when the kernel announces it (rtnetlink; a
+//! once-a-second read backs it up, docs/mip6.md),
 //! sends a Binding Update from the new address (RFC 6275 §11.5.1, §11.7.1), and the home agent
 //! moves the tunnel's endpoint when it accepts it (§10.3.1). The gap is that time plus the
 //! Binding Update's way to the home agent.

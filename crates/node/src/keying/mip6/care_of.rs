@@ -1,9 +1,16 @@
 //! The mobile node's care-of address (RFC 6275 §11.5.1: the address of the foreign link it is
-//! attached to): the global IPv6 address of its interface, read from `/proc/net/if_inet6`
-//! (no netlink, no unsafe). Read once a second on the control thread's tick; a change is the
-//! movement detection that triggers a new Binding Update (§11.7.1).
+//! attached to): the global IPv6 address of its interface, read from `/proc/net/if_inet6`.
+//! A change is the movement detection that triggers a new Binding Update (§11.7.1). The kernel
+//! announces every IPv6 address added, removed or changed on the rtnetlink group
+//! `RTNLGRP_IPV6_IFADDR` ([`AddrWatch`]): the control thread polls that socket and reads the
+//! addresses again at once, so a move is noticed in the time the kernel takes to tell, not at
+//! the next once-a-second read (which stays, in case the notice is lost).
 
+use std::io::{self, Read};
 use std::net::Ipv6Addr;
+use std::os::fd::{AsRawFd, RawFd};
+
+use socket2::{Domain, Protocol, Socket, Type};
 
 /// /proc/net/if_inet6 flags (linux/if_addr.h) that make an address unusable as care-of
 /// address: IFA_F_DADFAILED, IFA_F_DEPRECATED, IFA_F_TENTATIVE.
@@ -48,6 +55,54 @@ pub fn read(interface: &str) -> Vec<Ipv6Addr> {
         .unwrap_or_default()
 }
 
+/// rtnetlink(7) multicast group of IPv6 address changes, as a bind mask (linux/rtnetlink.h
+/// `RTMGRP_IPV6_IFADDR`, group `RTNLGRP_IPV6_IFADDR` = 9).
+const RTMGRP_IPV6_IFADDR: u32 = 1 << 8;
+
+/// A NETLINK_ROUTE socket that becomes readable whenever an IPv6 address of any interface is
+/// added, removed or changes flags (e.g. leaves the tentative state after DAD). The messages
+/// are not parsed: any of them only means "read the addresses again".
+#[derive(Debug)]
+pub struct AddrWatch {
+    sock: Socket,
+}
+
+impl AddrWatch {
+    /// Subscribes to the group.
+    pub fn open() -> io::Result<AddrWatch> {
+        let sock = Socket::new(
+            Domain::from(libc::AF_NETLINK),
+            Type::RAW,
+            Some(Protocol::from(libc::NETLINK_ROUTE)),
+        )?;
+        crate::sys::bind_netlink(sock.as_raw_fd(), RTMGRP_IPV6_IFADDR)?;
+        sock.set_nonblocking(true)?;
+        Ok(AddrWatch { sock })
+    }
+
+    /// Its descriptor, for poll(2).
+    pub fn fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+
+    /// Reads every waiting notice; true if there was one (or the queue overflowed, which also
+    /// means something changed).
+    pub fn drain(&mut self) -> bool {
+        let mut buf = [0u8; 8192];
+        let mut any = false;
+        loop {
+            match (&self.sock).read(&mut buf) {
+                Ok(0) => return any,
+                Ok(_) => any = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return any,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ENOBUFS: notices were dropped; read the addresses to be sure.
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +133,64 @@ garbage line
         assert_eq!(pick(Some(a), &[b]), Some(b));
         assert_eq!(pick(None, &[a, b]), Some(a));
         assert_eq!(pick(Some(a), &[]), None);
+    }
+
+    /// The watch hears an address added in its namespace (a fresh one, so nothing else moves):
+    /// silent before, readable after `ip -6 addr add`, and again after the delete.
+    #[test]
+    fn watch_hears_address_changes() {
+        if unsafe_free_euid() != 0 {
+            println!("SKIPPED: needs root (CAP_SYS_ADMIN + CAP_NET_ADMIN)");
+            return;
+        }
+        let ns = format!("hipsec-aw-{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let ok =
+                std::process::Command::new("ip").args(args).status().is_ok_and(|s| s.success());
+            assert!(ok, "ip {args:?}");
+        };
+        ip(&["netns", "add", &ns]);
+        let ns2 = ns.clone();
+        let got = std::thread::spawn(move || {
+            crate::netns::enter(&ns2).expect("enter netns");
+            let mut w = AddrWatch::open().expect("netlink socket");
+            let quiet = !w.drain();
+            let ipn = |args: &[&str]| {
+                let mut a = vec!["-n", ns2.as_str()];
+                a.extend_from_slice(args);
+                std::process::Command::new("ip").args(&a).status().is_ok_and(|s| s.success())
+            };
+            // A veth pair (this kernel has no dummy driver).
+            let veth = ["link", "add", "d0", "type", "veth", "peer", "name", "d1"];
+            assert!(ipn(&veth) && ipn(&["link", "set", "d0", "up"]));
+            w.drain();
+            assert!(ipn(&["-6", "addr", "add", "2001:db8:7::1/64", "dev", "d0", "nodad"]));
+            let wait = |w: &mut AddrWatch| {
+                // The notice is queued before `ip` returns; a few polls cover scheduling.
+                (0..200).any(|_| {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    w.drain()
+                })
+            };
+            let added = wait(&mut w);
+            assert!(ipn(&["-6", "addr", "del", "2001:db8:7::1/64", "dev", "d0"]));
+            let deleted = wait(&mut w);
+            (quiet, added, deleted)
+        })
+        .join();
+        ip(&["netns", "del", &ns]);
+        assert_eq!(got.ok(), Some((true, true, true)), "(quiet before, heard add, heard delete)");
+    }
+
+    fn unsafe_free_euid() -> u32 {
+        // /proc/self/status "Uid: real effective saved fs".
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(2).and_then(|u| u.parse().ok()))
+            })
+            .unwrap_or(u32::MAX)
     }
 }

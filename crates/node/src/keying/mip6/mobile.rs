@@ -86,6 +86,9 @@ pub struct MobileNodeRuntime {
     pub want_events: bool,
     next_scan: u64,
     started: bool,
+    /// Address notices from the kernel; `None` if the socket could not be opened (then the
+    /// once-a-second read alone detects movement).
+    watch: Option<care_of::AddrWatch>,
 }
 
 impl MobileNodeRuntime {
@@ -101,6 +104,13 @@ impl MobileNodeRuntime {
         let sender = socket::RawSender::open().map_err(|e| format!("raw IPv6 socket: {e}"))?;
         let silencer = nft::KernelSilencer::install_mobile()
             .map_err(|e| format!("nftables table {}: {e}", nft::MOBILE_TABLE))?;
+        let watch = care_of::AddrWatch::open()
+            .map_err(|e| {
+                let why =
+                    format!("rtnetlink address notices: {e}; reading addresses once a second");
+                log_event!(Level::Warn, "mip6-addr-watch-failed", "why" => why);
+            })
+            .ok();
         Ok(MobileNodeRuntime {
             conf: conf.clone(),
             mn: None,
@@ -120,12 +130,25 @@ impl MobileNodeRuntime {
             want_events: false,
             next_scan: 0,
             started: false,
+            watch,
         })
     }
 
     /// The link socket, for poll(2).
     pub fn fd(&self) -> RawFd {
         self.link.fd()
+    }
+
+    /// The address-notice socket, for poll(2), if it opened.
+    pub fn watch_fd(&self) -> Option<RawFd> {
+        self.watch.as_ref().map(care_of::AddrWatch::fd)
+    }
+
+    /// The kernel announced an address change: the next tick reads the addresses at once.
+    pub fn addresses_changed(&mut self) {
+        if self.watch.as_mut().is_some_and(care_of::AddrWatch::drain) {
+            self.next_scan = 0;
+        }
     }
 
     fn now(&self) -> Time {
@@ -171,7 +194,8 @@ impl MobileNodeRuntime {
         }
     }
 
-    /// Movement detection once a second, then whatever Binding Update is due (first one,
+    /// Movement detection (at once after an address notice, else once a second), then whatever
+    /// Binding Update is due (first one,
     /// retransmission with back-off, refresh before the lifetime runs out: `mip6`'s timers).
     pub fn tick(&mut self, plane: &mut ControlPlane) {
         if !self.started {
