@@ -87,6 +87,14 @@ pub fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc:
     r == 0
 }
 
+/// Sets a socket buffer to `bytes` with the `force` option (SO_RCVBUFFORCE/SO_SNDBUFFORCE:
+/// not capped by `net.core.[rw]mem_max`, needs CAP_NET_ADMIN), else with `plain`; true if one
+/// of them took.
+pub fn force_buffer(fd: RawFd, force: libc::c_int, plain: libc::c_int, bytes: usize) -> bool {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX);
+    setsockopt_int(fd, libc::SOL_SOCKET, force, v) || setsockopt_int(fd, libc::SOL_SOCKET, plain, v)
+}
+
 /// Binds netlink socket `fd` to the multicast `groups` (a bit mask, netlink(7) `nl_groups`);
 /// the kernel picks the port id. A netlink socket hears its groups only once bound.
 #[allow(unsafe_code)]

@@ -153,7 +153,8 @@ impl BindingCache {
     /// wheel's mentions.
     pub fn memory_bytes(&self) -> usize {
         let buckets = self.table.buckets();
-        let wheel: usize = self.slots.iter().map(|s| s.capacity() * 16 + 24).sum();
+        let (mention, slot) = (size_of::<Ipv6Addr>(), size_of::<Vec<Ipv6Addr>>());
+        let wheel: usize = self.slots.iter().map(|s| s.capacity() * mention + slot).sum();
         buckets * Self::ENTRY_BYTES + wheel
     }
 

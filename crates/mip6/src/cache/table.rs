@@ -101,6 +101,13 @@ impl<V: Copy> HomeTable<V> {
             return Some(std::mem::replace(v, value));
         }
         self.reserve(1);
+        self.place(home, value);
+        None
+    }
+
+    /// Puts an absent `home` in the first free bucket of its probe run (there is room: the
+    /// caller reserved it).
+    fn place(&mut self, home: Ipv6Addr, value: V) {
         let mask = self.mask();
         let mut i = self.ideal(&home);
         while let Some(Some(_)) = self.buckets.get(i) {
@@ -110,7 +117,6 @@ impl<V: Copy> HomeTable<V> {
             *b = Some((home, value));
             self.len += 1;
         }
-        None
     }
 
     /// Removes `home`, shifting the rest of its probe run back so no gap breaks a later look-up.
@@ -144,16 +150,8 @@ impl<V: Copy> HomeTable<V> {
     fn resize(&mut self, buckets: usize) {
         let old = std::mem::replace(&mut self.buckets, vec![None; buckets]);
         self.len = 0;
-        let mask = self.mask();
         for (home, value) in old.into_iter().flatten() {
-            let mut i = self.ideal(&home);
-            while let Some(Some(_)) = self.buckets.get(i) {
-                i = (i + 1) & mask;
-            }
-            if let Some(b) = self.buckets.get_mut(i) {
-                *b = Some((home, value));
-                self.len += 1;
-            }
+            self.place(home, value);
         }
     }
 }

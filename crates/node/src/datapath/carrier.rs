@@ -19,14 +19,11 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// Sets a socket's buffers to `bytes` (SO_RCVBUFFORCE/SO_SNDBUFFORCE where allowed, so that
 /// `net.core.[rw]mem_max` does not cap them). Best effort.
 pub fn force_buffers(s: &UdpSocket, bytes: usize) {
-    let v = i32::try_from(bytes).unwrap_or(i32::MAX);
     let fd = s.as_raw_fd();
     for (force, plain) in
         [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)]
     {
-        if !crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, force, v) {
-            crate::sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, v);
-        }
+        crate::sys::force_buffer(fd, force, plain, bytes);
     }
 }
 

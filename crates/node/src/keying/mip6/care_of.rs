@@ -139,7 +139,7 @@ garbage line
     /// silent before, readable after `ip -6 addr add`, and again after the delete.
     #[test]
     fn watch_hears_address_changes() {
-        if unsafe_free_euid() != 0 {
+        if effective_uid() != 0 {
             println!("SKIPPED: needs root (CAP_SYS_ADMIN + CAP_NET_ADMIN)");
             return;
         }
@@ -182,7 +182,7 @@ garbage line
         assert_eq!(got.ok(), Some((true, true, true)), "(quiet before, heard add, heard delete)");
     }
 
-    fn unsafe_free_euid() -> u32 {
+    fn effective_uid() -> u32 {
         // /proc/self/status "Uid: real effective saved fs".
         std::fs::read_to_string("/proc/self/status")
             .ok()

@@ -167,11 +167,12 @@ impl HomeAgentRuntime {
                 break;
             }
             let now = self.now();
-            // Touch every claimed home address's cache entry first, so that in a large cache
-            // the batch's memory loads overlap (mip6::BindingCache::touch).
-            for (got, buf) in self.got.iter().zip(bufs.iter()).take(n) {
-                let inb = buf.get(..got.len).and_then(|f| packet::parse(f).ok());
-                if let Some(inb) = inb {
+            // Parse the batch and touch every claimed home address's cache entry first, so that
+            // in a large cache the batch's memory loads overlap (mip6::BindingCache::touch).
+            let mut parsed: [Option<packet::Inbound>; BATCH] = [None; BATCH];
+            for ((got, buf), p) in self.got.iter().zip(bufs.iter()).zip(parsed.iter_mut()).take(n) {
+                *p = buf.get(..got.len).and_then(|f| packet::parse(f).ok());
+                if let Some(inb) = p {
                     self.ha.cache().touch(&inb.home_address.unwrap_or(inb.src));
                 }
             }
@@ -183,7 +184,7 @@ impl HomeAgentRuntime {
                     continue;
                 }
                 if let Some(frame) = bufs.get(i).and_then(|b| b.get(..len)) {
-                    self.packet(frame, now);
+                    self.packet(frame, parsed.get(i).copied().flatten(), now);
                 }
             }
             // The batch's replies leave together (RFC 6275 §9.5.4: each to its care-of address).
@@ -210,8 +211,8 @@ impl HomeAgentRuntime {
     }
 
     /// One packet: steps 2–5 of the module documentation.
-    fn packet(&mut self, frame: &[u8], now: Time) {
-        let Ok(inb) = packet::parse(frame) else {
+    fn packet(&mut self, frame: &[u8], inb: Option<packet::Inbound>, now: Time) {
+        let Some(inb) = inb else {
             self.counters.not_parsed += 1;
             return;
         };

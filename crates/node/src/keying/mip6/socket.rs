@@ -63,13 +63,9 @@ impl LinkSocket {
         sock.set_nonblocking(true)?;
         // A burst of Binding Updates queues whole veth/NIC buffers (2–3 kB of accounting each):
         // 16 MiB holds several thousand, past `net.core.rmem_max` where we may (root).
-        if !crate::sys::setsockopt_int(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            16 << 20,
-        ) {
-            sock.set_recv_buffer_size(16 << 20)?;
+        let fd = sock.as_raw_fd();
+        if !crate::sys::force_buffer(fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 16 << 20) {
+            return Err(io::Error::last_os_error());
         }
         Ok(LinkSocket { sock })
     }
