@@ -48,6 +48,11 @@ pub struct ChildConf {
     pub rand_time: Duration,
     /// What starts it.
     pub start_action: StartAction,
+    /// `mip6 = "signalling"`: the ESP transport-mode SAs of a mobile node's Binding Updates
+    /// and its home agent's Acknowledgements (RFC 4877 §4.4). Their keys go to the
+    /// `[home-agent]` or `[mobile-node]` role (`keying::handover`), never to the data path; the
+    /// selectors are one IPv6 address each side, Mobility Header only (protocol 135).
+    pub mip6: bool,
 }
 
 /// Authentication of a connection (swanctl `local.auth` / `remote.auth`).
@@ -139,6 +144,7 @@ struct RawChild {
     life_time: Option<Spanned<String>>,
     rand_time: Option<Spanned<String>>,
     start_action: Option<Spanned<String>>,
+    mip6: Option<Spanned<String>>,
 }
 
 /// `[secrets.NAME]`: `id` (one identity or a list) and `secret` (text, `0x` hex or `0s`
@@ -222,6 +228,8 @@ pub fn traffic_selector(s: &str) -> Result<TrafficSelector, String> {
             "udp" => 17,
             "icmp" => 1,
             "ipv6-icmp" | "icmp6" => 58,
+            // /etc/protocols' names for the Mobility Header (RFC 6275 §6.1).
+            "mobility-header" | "ipv6-mh" | "mh" => 135,
             n => n.parse().map_err(|_| format!("{s:?}: unknown protocol {n:?}"))?,
         };
         if !port.is_empty() && port != "any" {
@@ -447,6 +455,47 @@ fn find_secret<'a>(
     })
 }
 
+/// The address of a selector that names exactly one IPv6 address, if it does.
+pub fn single_v6(ts: &[TrafficSelector]) -> Option<std::net::Ipv6Addr> {
+    match ts {
+        [t] if t.start_addr == t.end_addr => match t.start_addr {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// RFC 4877 §4.4 (after RFC 3776 §4.1): the SA protecting Binding Updates is ESP in transport
+/// mode between the home address and the home agent's address, for the Mobility Header.
+fn mip6_signalling(
+    ctx: &Ctx<'_>,
+    at: std::ops::Range<usize>,
+    local: &[TrafficSelector],
+    remote: &[TrafficSelector],
+    mode: ike::Mode,
+    start: StartAction,
+) -> Result<(), ConfigError> {
+    if mode != ike::Mode::Transport {
+        return Err(ctx.err(at, "mode", "mip6 = \"signalling\" wants mode = \"transport\""));
+    }
+    if start == StartAction::Trap {
+        // Its packets never meet the data path's policies, so a trap would never fire.
+        return Err(ctx.err(at, "start_action", "mip6 signalling starts with none or start"));
+    }
+    for (ts, field) in [(local, "local_ts"), (remote, "remote_ts")] {
+        if single_v6(ts).is_none() || ts.iter().any(|t| t.ip_protocol != 135) {
+            return Err(ctx.err(
+                at.clone(),
+                field,
+                "mip6 signalling wants one IPv6 address for the Mobility Header, as \
+                 \"2001:db8:1::100[mobility-header]\" (RFC 4877 §4.4)",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn child(ctx: &Ctx<'_>, name: &str, c: &Spanned<RawChild>) -> Result<ChildConf, ConfigError> {
     let r = c.get_ref();
     let ts =
@@ -504,6 +553,20 @@ fn child(ctx: &Ctx<'_>, name: &str, c: &Spanned<RawChild>) -> Result<ChildConf, 
             ));
         }
     };
+    let mip6 = match &r.mip6 {
+        None => false,
+        Some(m) if m.get_ref() == "signalling" => {
+            mip6_signalling(ctx, m.span(), &local_ts, &remote_ts, mode, start_action)?;
+            true
+        }
+        Some(m) => {
+            return Err(ctx.err(
+                m.span(),
+                "mip6",
+                format!("{:?}: want \"signalling\"", m.get_ref()),
+            ));
+        }
+    };
     Ok(ChildConf {
         name: name.to_string(),
         local_ts,
@@ -514,5 +577,6 @@ fn child(ctx: &Ctx<'_>, name: &str, c: &Spanned<RawChild>) -> Result<ChildConf, 
         life_time,
         rand_time,
         start_action,
+        mip6,
     })
 }

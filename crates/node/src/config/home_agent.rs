@@ -23,15 +23,17 @@
 //! enc-key = "0x..."
 //! auth-key = "0x..."
 //! [home-agent.mobile-node.sa-out]     # our BAs to it: src and dst the other way round
+//! # or, instead of sa-in and sa-out: ike = "NAME", a [[connection]] whose child has
+//! # mip6 = "signalling" (RFC 4877 §4.4)
 //! [home-agent.mobile-node.tunnel-in]  # optional, with tunnel-out: ESP tunnel mode (RFC 4877),
 //! [home-agent.mobile-node.tunnel-out] # its traffic to us and ours to it (via the care-of address)
 //! ```
 
 use super::error::{ConfigError, Ctx};
-use super::mip6_sa;
+use super::mip6_sa::{self, SignallingKeys};
 use super::safile::RawSa;
+use ipsec::SaParams;
 use ipsec::spd::Prefix;
-use ipsec::{Mode, SaParams};
 use serde::Deserialize;
 use std::net::{IpAddr, Ipv6Addr};
 use toml::Spanned;
@@ -65,10 +67,9 @@ pub struct HomeAgentConf {
 pub struct MobileNodeConf {
     /// The home address (§6.3).
     pub home_address: Ipv6Addr,
-    /// The ESP transport-mode SA its Binding Updates come in (home address → us).
-    pub sa_in: SaParams,
-    /// The SA our Binding Acknowledgements go out in (us → home address).
-    pub sa_out: SaParams,
+    /// Its signalling SAs: `sa-in` (its Binding Updates, home address → us) and `sa-out` (our
+    /// Binding Acknowledgements), or the IKEv2 connection that makes them (RFC 4877 §4.4).
+    pub keys: SignallingKeys,
     /// The ESP tunnel-mode SAs of its traffic (RFC 4877 §4.3), `(tunnel-in, tunnel-out)`:
     /// forwarding to the care-of address is on only with them.
     pub tunnel: Option<(SaParams, SaParams)>,
@@ -92,8 +93,9 @@ pub(super) struct RawHomeAgent {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawMobileNode {
     home_address: Spanned<String>,
-    sa_in: Spanned<RawSa>,
-    sa_out: Spanned<RawSa>,
+    sa_in: Option<Spanned<RawSa>>,
+    sa_out: Option<Spanned<RawSa>>,
+    ike: Option<Spanned<String>>,
     tunnel_in: Option<Spanned<RawSa>>,
     tunnel_out: Option<Spanned<RawSa>>,
 }
@@ -105,7 +107,11 @@ fn v6(ctx: &Ctx<'_>, s: &Spanned<String>, field: &'static str) -> Result<Ipv6Add
         .map_err(|_| ctx.err(s.span(), field, format!("{:?} is not an IPv6 address", s.get_ref())))
 }
 
-pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHomeAgent) -> Result<HomeAgentConf, ConfigError> {
+pub(super) fn parse(
+    ctx: &Ctx<'_>,
+    r: &RawHomeAgent,
+    ike_children: &[String],
+) -> Result<HomeAgentConf, ConfigError> {
     let name = r.interface.get_ref();
     if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\0']) {
         return Err(ctx.err(r.interface.span(), "interface", "want a device name of 1..=15 bytes"));
@@ -139,18 +145,19 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHomeAgent) -> Result<HomeAgentConf, Co
     let mut homes = std::collections::HashSet::with_capacity(r.mobile_node.len());
     let mut spis = std::collections::HashSet::with_capacity(r.mobile_node.len());
     for m in &r.mobile_node {
-        let mn = mobile_node(ctx, m, address)?;
+        let mn = mobile_node(ctx, m, address, ike_children)?;
         let raw = m.get_ref();
         if !homes.insert(mn.home_address) {
             return Err(ctx.err(raw.home_address.span(), "home-address", "listed twice"));
         }
-        let taken = !spis.insert(mn.sa_in.spi);
-        if taken {
-            return Err(ctx.err(
-                raw.sa_in.get_ref().spi.span(),
-                "spi",
-                format!("{} is the sa-in of another mobile node", mn.sa_in.spi),
-            ));
+        if let (Some((sa_in, _)), Some(raw_in)) = (mn.keys.manual(), &raw.sa_in) {
+            if !spis.insert(sa_in.spi) {
+                return Err(ctx.err(
+                    raw_in.get_ref().spi.span(),
+                    "spi",
+                    format!("{} is the sa-in of another mobile node", sa_in.spi),
+                ));
+            }
         }
         if let (Some((tin, _)), Some(t)) = (&mn.tunnel, &raw.tunnel_in) {
             if !spis.insert(tin.spi) {
@@ -180,11 +187,20 @@ fn mobile_node(
     ctx: &Ctx<'_>,
     m: &Spanned<RawMobileNode>,
     ha: Ipv6Addr,
+    ike_children: &[String],
 ) -> Result<MobileNodeConf, ConfigError> {
     let r = m.get_ref();
     let home_address = v6(ctx, &r.home_address, "home-address")?;
-    let sa_in = mip6_sa::read(ctx, &r.sa_in, "sa-in", Mode::Transport, home_address, ha)?;
-    let sa_out = mip6_sa::read(ctx, &r.sa_out, "sa-out", Mode::Transport, ha, home_address)?;
+    let keys = mip6_sa::signalling_keys(
+        ctx,
+        m.span(),
+        r.sa_in.as_ref(),
+        r.sa_out.as_ref(),
+        r.ike.as_ref(),
+        ike_children,
+        home_address,
+        ha,
+    )?;
     // RFC 4877 §4.3: the tunnel SAs carry the home address's traffic (the home agent's
     // tunnel-out goes from us to the home address; its outer destination is the care-of address).
     let tunnel = mip6_sa::tunnel_pair(
@@ -195,13 +211,7 @@ fn mobile_node(
         home_address,
         ha,
     )?;
-    Ok(MobileNodeConf {
-        home_address,
-        sa_in,
-        sa_out,
-        tunnel,
-        line: ctx.header_line(m.span().start),
-    })
+    Ok(MobileNodeConf { home_address, keys, tunnel, line: ctx.header_line(m.span().start) })
 }
 
 #[cfg(test)]

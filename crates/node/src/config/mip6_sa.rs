@@ -83,3 +83,66 @@ pub(crate) fn tunnel_pair(
         (None, Some(_)) => Err(ctx.err(at, "tunnel-in", "tunnel-out needs tunnel-in")),
     }
 }
+
+/// How a mobile node's signalling SAs are keyed.
+#[derive(Debug, Clone)]
+pub enum SignallingKeys {
+    /// `sa-in` and `sa-out` in the config (the seed's setup, RFC 3776 §4.1 manual keying).
+    Manual {
+        /// The SA we receive Binding Updates (or Acknowledgements) in.
+        sa_in: SaParams,
+        /// The SA we send in.
+        sa_out: SaParams,
+    },
+    /// `ike = "NAME"`: the CHILD SA of `[[connection]]` NAME (with `mip6 = "signalling"`,
+    /// RFC 4877 §4.4), once IKEv2 has made it.
+    Ike {
+        /// The connection's name.
+        connection: String,
+    },
+}
+
+impl SignallingKeys {
+    /// The manual pair `(sa_in, sa_out)`, if keyed by hand.
+    pub fn manual(&self) -> Option<(&SaParams, &SaParams)> {
+        match self {
+            SignallingKeys::Manual { sa_in, sa_out } => Some((sa_in, sa_out)),
+            SignallingKeys::Ike { .. } => None,
+        }
+    }
+}
+
+/// `sa-in` and `sa-out` (sa-in from `them` to `us`, sa-out back), or `ike` instead of both,
+/// naming one of `ike_children`, the connections with a `mip6 = "signalling"` child (`at`
+/// spans the section).
+pub(crate) fn signalling_keys(
+    ctx: &Ctx<'_>,
+    at: std::ops::Range<usize>,
+    sa_in: Option<&Spanned<RawSa>>,
+    sa_out: Option<&Spanned<RawSa>>,
+    ike: Option<&Spanned<String>>,
+    ike_children: &[String],
+    them: Ipv6Addr,
+    us: Ipv6Addr,
+) -> Result<SignallingKeys, ConfigError> {
+    match (sa_in, sa_out, ike) {
+        (Some(i), Some(o), None) => Ok(SignallingKeys::Manual {
+            sa_in: read(ctx, i, "sa-in", Mode::Transport, them, us)?,
+            sa_out: read(ctx, o, "sa-out", Mode::Transport, us, them)?,
+        }),
+        (None, None, Some(c)) if ike_children.contains(c.get_ref()) => {
+            Ok(SignallingKeys::Ike { connection: c.get_ref().clone() })
+        }
+        (None, None, Some(c)) => Err(ctx.err(
+            c.span(),
+            "ike",
+            format!(
+                "{:?}: no [[connection]] of that name with a child of mip6 = \"signalling\"",
+                c.get_ref()
+            ),
+        )),
+        (_, _, Some(c)) => Err(ctx.err(c.span(), "ike", "ike replaces sa-in and sa-out")),
+        (None, _, None) => Err(ctx.err(at, "sa-in", "want sa-in and sa-out, or ike = \"NAME\"")),
+        (Some(_), None, None) => Err(ctx.err(at, "sa-out", "sa-in needs sa-out")),
+    }
+}

@@ -12,14 +12,16 @@
 //! lifetime = 600                     # seconds asked for, 4..=262140 (RFC 6275 §6.1.7)
 //! [mobile-node.sa-out]               # our BUs: home address → home agent, ESP transport
 //! [mobile-node.sa-in]                # its BAs: home agent → home address
+//! # or, instead of sa-out and sa-in: ike = "NAME", a [[connection]] whose child has
+//! # mip6 = "signalling" (RFC 4877 §4.4)
 //! [mobile-node.tunnel-out]           # our traffic: home address → home agent, ESP tunnel
 //! [mobile-node.tunnel-in]            # its traffic: home agent → home address
 //! ```
 
 use super::error::{ConfigError, Ctx};
-use super::mip6_sa;
+use super::mip6_sa::{self, SignallingKeys};
 use super::safile::RawSa;
-use ipsec::{Mode, SaParams};
+use ipsec::SaParams;
 use serde::Deserialize;
 use std::net::Ipv6Addr;
 use toml::Spanned;
@@ -38,10 +40,10 @@ pub struct MobileNodeConf {
     pub home_agent: Ipv6Addr,
     /// The lifetime asked for, in 4-second units (§6.1.7).
     pub lifetime_units: u16,
-    /// Our Binding Updates' SA (home address → home agent, transport).
-    pub sa_out: SaParams,
-    /// The home agent's Binding Acknowledgements' SA (home agent → home address, transport).
-    pub sa_in: SaParams,
+    /// The signalling SAs: `sa-out` (our Binding Updates, home address → home agent,
+    /// transport) and `sa-in` (its Acknowledgements), or the IKEv2 connection that makes them
+    /// (RFC 4877 §4.4).
+    pub keys: SignallingKeys,
     /// Tunnel SA of the traffic from the home agent (tunnel mode).
     pub tunnel_in: SaParams,
     /// Tunnel SA of our traffic to the home agent (tunnel mode).
@@ -55,8 +57,9 @@ pub(super) struct RawMobileNode {
     home_address: Spanned<String>,
     home_agent: Spanned<String>,
     lifetime: Option<Spanned<i64>>,
-    sa_out: Spanned<RawSa>,
-    sa_in: Spanned<RawSa>,
+    sa_out: Option<Spanned<RawSa>>,
+    sa_in: Option<Spanned<RawSa>>,
+    ike: Option<Spanned<String>>,
     tunnel_in: Option<Spanned<RawSa>>,
     tunnel_out: Option<Spanned<RawSa>>,
 }
@@ -71,6 +74,7 @@ fn v6(ctx: &Ctx<'_>, s: &Spanned<String>, field: &'static str) -> Result<Ipv6Add
 pub(super) fn parse(
     ctx: &Ctx<'_>,
     m: &Spanned<RawMobileNode>,
+    ike_children: &[String],
 ) -> Result<MobileNodeConf, ConfigError> {
     let r = m.get_ref();
     let name = r.interface.get_ref();
@@ -90,8 +94,16 @@ pub(super) fn parse(
             .filter(|s| (4..=262_140).contains(s))
             .ok_or_else(|| ctx.err(l.span(), "lifetime", "want 4..=262140 seconds"))?,
     };
-    let sa_out = mip6_sa::read(ctx, &r.sa_out, "sa-out", Mode::Transport, home, ha)?;
-    let sa_in = mip6_sa::read(ctx, &r.sa_in, "sa-in", Mode::Transport, ha, home)?;
+    let keys = mip6_sa::signalling_keys(
+        ctx,
+        m.span(),
+        r.sa_in.as_ref(),
+        r.sa_out.as_ref(),
+        r.ike.as_ref(),
+        ike_children,
+        ha,
+        home,
+    )?;
     let tunnel =
         mip6_sa::tunnel_pair(ctx, m.span(), r.tunnel_in.as_ref(), r.tunnel_out.as_ref(), ha, home)?;
     let Some((tunnel_in, tunnel_out)) = tunnel else {
@@ -106,8 +118,7 @@ pub(super) fn parse(
         home_address: home,
         home_agent: ha,
         lifetime_units: (secs / wire::mip6::LIFETIME_UNIT_SECS) as u16,
-        sa_out,
-        sa_in,
+        keys,
         tunnel_in,
         tunnel_out,
     })

@@ -294,7 +294,16 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             "IKE connections need [interface] queues = 1 (policies change at run time)",
         ));
     }
-    if let (Some(c), Transport::Raw { .. }) = (raw.connection.first(), &transport) {
+    // Connections whose child keys Mobile IPv6 signalling (RFC 4877 §4.4) never reach the
+    // data path, so they work over the raw carrier the Mobile IPv6 tunnels want.
+    let ike_children: Vec<String> = connections
+        .iter()
+        .filter(|c| c.children.iter().any(|ch| ch.mip6))
+        .map(|c| c.name.clone())
+        .collect();
+    let data_path_ike =
+        raw.connection.iter().zip(&connections).find(|(_, c)| c.children.iter().any(|ch| !ch.mip6));
+    if let (Some((c, _)), Transport::Raw { .. }) = (data_path_ike, &transport) {
         return Err(ctx.err(
             c.span(),
             "connection",
@@ -331,9 +340,27 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
             Some(hip::parse(&ctx, h.get_ref(), local)?)
         }
     };
-    let home_agent =
-        raw.home_agent.as_ref().map(|h| home_agent::parse(&ctx, h.get_ref())).transpose()?;
-    let mobile_node = raw.mobile_node.as_ref().map(|m| mobile_node::parse(&ctx, m)).transpose()?;
+    let home_agent = raw
+        .home_agent
+        .as_ref()
+        .map(|h| home_agent::parse(&ctx, h.get_ref(), &ike_children))
+        .transpose()?;
+    let mobile_node =
+        raw.mobile_node.as_ref().map(|m| mobile_node::parse(&ctx, m, &ike_children)).transpose()?;
+    if home_agent.is_none() && mobile_node.is_none() {
+        let signalling = raw
+            .connection
+            .iter()
+            .zip(&connections)
+            .find(|(_, c)| c.children.iter().any(|ch| ch.mip6));
+        if let Some((c, _)) = signalling {
+            return Err(ctx.err(
+                c.span(),
+                "mip6",
+                "mip6 = \"signalling\" keys a [home-agent] or a [mobile-node]; this node has neither",
+            ));
+        }
+    }
     if let (Some(_), Some(m)) = (&home_agent, &raw.mobile_node) {
         return Err(ctx.err(m.span(), "mobile-node", "a node is a home agent or a mobile node"));
     }

@@ -141,6 +141,7 @@ impl<'a> ControlThread<'a> {
                 }
                 ike.tick(&mut self.plane);
             }
+            self.hand_over_signalling();
             if let Some(hip) = &mut self.hip {
                 if ready.get(hip_at) == Some(&true) {
                     hip.read_socket(&mut self.plane);
@@ -176,6 +177,23 @@ impl<'a> ControlThread<'a> {
             }
             if ready.first() == Some(&true) && self.socket.is_some() {
                 self.serve_socket();
+                // `hipsec rekey` and `terminate` act on signalling children too.
+                self.hand_over_signalling();
+            }
+        }
+    }
+
+    /// Gives the IKE driver's `mip6 = "signalling"` pairs to the home agent or mobile node
+    /// (RFC 4877 §4.4); the config admits such children only beside one of them.
+    fn hand_over_signalling(&mut self) {
+        let Some(ike) = &mut self.ike else { return };
+        for e in ike.take_signalling() {
+            if let Some(ha) = &mut self.home_agent {
+                ha.signalling(e);
+            } else if let Some(mn) = &mut self.mobile_node {
+                mn.signalling(e);
+            } else {
+                log_event!(Level::Warn, "mip6-ike-no-role", "connection" => e.connection());
             }
         }
     }

@@ -2,6 +2,7 @@
 //! ([`manual`]); the IKEv2, HIP and Mobile IPv6 drivers will each get a file here, all speaking
 //! to the lanes through the same control interface.
 
+pub mod handover;
 pub mod hip;
 pub mod ike;
 pub mod manual;

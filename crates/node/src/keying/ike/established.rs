@@ -9,6 +9,8 @@ use super::install::{self, ChildSpecs};
 use crate::config::connection::{ChildConf, ConnectionConf};
 use crate::datapath::mailbox::{InKey, OutKey};
 use crate::datapath::mailbox::{PolicyAction, PolicySpec};
+use crate::keying::handover::SignallingEvent;
+use crate::keying::plane::SaSpec;
 use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
 use ike::ChildSaKeys;
@@ -41,6 +43,8 @@ pub struct Ctx<'a> {
     pub jitter: u64,
     /// When the datagram being handled was read (the end of an exchange, for its delay).
     pub received: Instant,
+    /// Where a `mip6 = "signalling"` child's SAs go instead of the data path.
+    pub signalling: &'a mut Vec<SignallingEvent>,
 }
 
 /// A CHILD SA pair in the data path.
@@ -134,7 +138,11 @@ impl Up {
             install::child_specs(k, cc, cx.local, cx.esp_peer.ip(), cx.esp_peer, &self.name);
         let (in_key, out_key) = (in_key_of(&inbound.params), out_key_of(&outbound.params));
         let rekey_at_ms = rekey_at(cc, cx.now_ms, cx.jitter);
-        if self.policies.is_empty() {
+        if cc.mip6 {
+            if !self.hand_over(k, inbound, outbound, rekeys, cx) {
+                return;
+            }
+        } else if self.policies.is_empty() {
             self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             let policies = install::child_policies(k, out_key, in_key);
             let ids: Vec<PolicyId> =
@@ -204,6 +212,52 @@ impl Up {
         }
     }
 
+    /// A `mip6 = "signalling"` child (RFC 4877 §4.4): its pair goes to the Mobile IPv6 role,
+    /// with the selectors' addresses as the SAs' (transport mode: the home address and the home
+    /// agent, RFC 3776 §4.1), not the IKE SA's outer ones, which change as the node moves.
+    fn hand_over(
+        &mut self,
+        k: &ChildSaKeys,
+        mut inbound: SaSpec,
+        mut outbound: SaSpec,
+        rekeys: Option<u32>,
+        cx: &mut Ctx<'_>,
+    ) -> bool {
+        let single = crate::config::connection::single_v6;
+        let (Some(local), Some(remote)) = (single(&k.local_ts), single(&k.remote_ts)) else {
+            warn(
+                "child-sa-install-failed",
+                &self.name,
+                "mip6 selectors are not one IPv6 address each",
+            );
+            return false;
+        };
+        let (l, r) = (IpAddr::V6(local), IpAddr::V6(remote));
+        (inbound.params.src, inbound.params.dst) = (r, l);
+        (outbound.params.src, outbound.params.dst) = (l, r);
+        let first = self.pairs.is_empty();
+        // As for the data path: send on the new pair at once when it is the first one or when
+        // this end asked for the rekey (the peer installed first).
+        let send = first || rekeys.is_some_and(|o| self.rekeying.contains_key(&o));
+        let out_key = out_key_of(&outbound.params);
+        cx.signalling.push(SignallingEvent::Install {
+            connection: cx.conn.name.clone(),
+            local,
+            remote,
+            sa_in: inbound.params,
+            sa_out: outbound.params,
+            send,
+        });
+        if send {
+            self.active_out = Some(out_key);
+        }
+        if first {
+            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
+            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "to" => "mip6");
+        }
+        true
+    }
+
     /// The child's policies, pointed at outbound SA `to`.
     fn repointed(&self, to: OutKey, cx: &Ctx<'_>) -> Vec<(PolicyId, PolicySpec)> {
         self.policies
@@ -221,6 +275,14 @@ impl Up {
         if self.active_out == Some(to) {
             return;
         }
+        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+            cx.signalling.push(SignallingEvent::Send {
+                connection: cx.conn.name.clone(),
+                spi_out: ipsec::Spi(to.spi),
+            });
+            self.active_out = Some(to);
+            return;
+        }
         let specs = self.repointed(to, cx);
         match cx.plane.set_policies(specs) {
             Ok(()) => self.active_out = Some(to),
@@ -234,6 +296,26 @@ impl Up {
     fn remove(&mut self, spi_in: u32, cx: &mut Ctx<'_>) {
         let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
         let old = self.pairs.remove(i);
+        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+            // Outbound moves to the newest pair first, then the old pair goes: the peer deleted
+            // it, so nothing more arrives in it.
+            if self.active_out == Some(old.out_key) {
+                self.active_out = None;
+                let next =
+                    self.pairs.iter().rev().find(|p| p.awaiting_switch).or(self.pairs.last());
+                if let Some(n) = next.map(|p| p.out_key) {
+                    self.switch_to(n, cx);
+                }
+            }
+            for p in &mut self.pairs {
+                p.awaiting_switch = false;
+            }
+            self.signalling_removed(&old, cx);
+            if self.pairs.is_empty() {
+                log_event!(Level::Info, "child-sa-down", "child" => self.name, "spi_in" => format!("{spi_in:08x}"));
+            }
+            return;
+        }
         if self.pairs.is_empty() {
             let r = cx
                 .plane
@@ -262,8 +344,24 @@ impl Up {
         cx.plane.retire_after(old.in_key, REKEY_GRACE);
     }
 
+    fn signalling_removed(&self, p: &Pair, cx: &mut Ctx<'_>) {
+        cx.signalling.push(SignallingEvent::Remove {
+            connection: cx.conn.name.clone(),
+            spi_in: ipsec::Spi(p.in_key.0),
+            spi_out: ipsec::Spi(p.out_key.spi),
+        });
+    }
+
     /// Removes every pair and the child's policies (the IKE SA closed).
     pub fn remove_all(&mut self, cx: &mut Ctx<'_>) {
+        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+            for p in std::mem::take(&mut self.pairs) {
+                self.signalling_removed(&p, cx);
+            }
+            self.active_out = None;
+            log_event!(Level::Info, "child-sa-down", "child" => self.name);
+            return;
+        }
         let ins: Vec<InKey> = self
             .pairs
             .iter()

@@ -13,6 +13,7 @@ pub mod sockets;
 mod status;
 
 use crate::config::connection::{AuthConf, ConnectionConf, StartAction};
+use crate::keying::handover::SignallingEvent;
 use crate::keying::plane::ControlPlane;
 use crate::log::{Level, log_event};
 use established::{Ctx, Up};
@@ -131,6 +132,8 @@ pub struct IkeDriver {
     /// Trap policies (their acquires start the connection).
     traps: HashMap<PolicyId, usize>,
     traps_installed: bool,
+    /// Pairs of `mip6 = "signalling"` children for the Mobile IPv6 role, not yet collected.
+    signalling: Vec<SignallingEvent>,
 }
 
 impl std::fmt::Debug for IkeDriver {
@@ -207,7 +210,13 @@ impl IkeDriver {
             received: std::time::Instant::now(),
             traps: HashMap::new(),
             traps_installed: false,
+            signalling: Vec::new(),
         })
+    }
+
+    /// The signalling CHILD SAs' steps since the last call (`keying::handover`), in order.
+    pub fn take_signalling(&mut self) -> Vec<SignallingEvent> {
+        std::mem::take(&mut self.signalling)
     }
 
     /// Initiates every connection whose child says `start_action = start`.
@@ -383,6 +392,7 @@ impl IkeDriver {
             now_ms,
             jitter: u64::from_ne_bytes(j),
             received: self.received,
+            signalling: &mut self.signalling,
         };
         f(&mut cx)
     }

@@ -127,6 +127,12 @@ impl IkeRuntime {
         self.driver.wireshark_keys().map(<[String]>::to_vec)
     }
 
+    /// The steps of `mip6 = "signalling"` children since the last call, for the Mobile IPv6
+    /// role (`keying::handover`).
+    pub fn take_signalling(&mut self) -> Vec<crate::keying::handover::SignallingEvent> {
+        self.driver.take_signalling()
+    }
+
     /// The `ike` part of `status`.
     pub fn status(&self) -> Value {
         self.driver.status(self.now_ms())

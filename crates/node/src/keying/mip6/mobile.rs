@@ -16,13 +16,15 @@
 //!   plane on the first tick with `tunnel-in` for the way back.
 
 use super::{care_of, forward, nft, socket};
+use crate::config::mip6_sa::SignallingKeys;
 use crate::config::mobile_node::MobileNodeConf;
 use crate::datapath::mailbox::{PolicyAction, PolicySpec};
+use crate::keying::handover::SignallingEvent;
 use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
 use crate::sys::{Datagram, recv_mmsg};
 use ipsec::spd::Prefix;
-use ipsec::{DropReason, Engine, PacketBuf, PolicyId, Processed, SaHandle, Selector, Time};
+use ipsec::{DropReason, Engine, PacketBuf, PolicyId, Processed, SaHandle, Selector, Spi, Time};
 use mip6::{AckOutcome, MobileNode, MobileNodeConfig, Outgoing};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -61,6 +63,8 @@ pub struct MobileCounters {
     pub ignored: u64,
     /// Care-of address changes.
     pub moves: u64,
+    /// IKEv2-made signalling SAs refused (selectors not our home address and home agent).
+    pub ike_refused: u64,
 }
 
 /// The mobile node with its sockets and signalling SAs: what the control thread holds.
@@ -70,7 +74,9 @@ pub struct MobileNodeRuntime {
     /// The state machine, once the interface has a care-of address.
     mn: Option<MobileNode>,
     engine: Engine,
-    bu_sa: SaHandle,
+    /// The SA our Binding Updates go out in: the configured `sa-out`, or the IKEv2-made one
+    /// (RFC 4877 §4.4) once it is up; no registration starts before.
+    bu_sa: Option<SaHandle>,
     buf: PacketBuf,
     link: socket::LinkSocket,
     sender: socket::RawSender,
@@ -96,9 +102,14 @@ impl MobileNodeRuntime {
     pub fn open(conf: &MobileNodeConf) -> Result<MobileNodeRuntime, String> {
         let start = Instant::now();
         let mut engine = Engine::new(crypto::default_provider());
-        let bu_sa =
-            engine.add_outbound(&conf.sa_out, Time(0)).map_err(|e| format!("sa-out: {e}"))?;
-        engine.add_inbound(&conf.sa_in, Time(0)).map_err(|e| format!("sa-in: {e}"))?;
+        let bu_sa = match conf.keys.manual() {
+            Some((sa_in, sa_out)) => {
+                let h = engine.add_outbound(sa_out, Time(0)).map_err(|e| format!("sa-out: {e}"))?;
+                engine.add_inbound(sa_in, Time(0)).map_err(|e| format!("sa-in: {e}"))?;
+                Some(h)
+            }
+            None => None,
+        };
         let link = socket::LinkSocket::open_mobile(&conf.interface)
             .map_err(|e| format!("AF_PACKET socket on {}: {e}", conf.interface))?;
         let sender = socket::RawSender::open().map_err(|e| format!("raw IPv6 socket: {e}"))?;
@@ -212,6 +223,10 @@ impl MobileNodeRuntime {
     }
 
     fn scan(&mut self, now: Time) {
+        if self.bu_sa.is_none() {
+            // Keyed by IKEv2 and not up yet: a Binding Update could not be protected.
+            return;
+        }
         let current = self.mn.as_ref().map(|m| m.care_of());
         let Some(next) = care_of::pick(current, &care_of::read(&self.conf.interface)) else {
             return;
@@ -254,7 +269,8 @@ impl MobileNodeRuntime {
         let sealed = bu.ok().and_then(|o| {
             let plain = o.to_plain_ipv6().ok()?;
             self.buf.load(&plain, HEADROOM).ok()?;
-            self.engine.protect_with(&[self.bu_sa], &mut self.buf, now).ok()?;
+            let sa = self.bu_sa?;
+            self.engine.protect_with(&[sa], &mut self.buf, now).ok()?;
             Some(o)
         });
         let Some(o) = sealed else {
@@ -403,11 +419,81 @@ impl MobileNodeRuntime {
             "counters": self.counters,
             "refused": refused,
             "signalling": {
-                "sa_out_spi": c.sa_out.spi.to_string(), "sa_in_spi": c.sa_in.spi.to_string(),
+                "keyed_by": match &c.keys {
+                    SignallingKeys::Manual { .. } => "config".to_string(),
+                    SignallingKeys::Ike { connection } => format!("ike:{connection}"),
+                },
+                "sa_out_spi": self.bu_sa.and_then(|h| self.engine.outbound_sa(h)).map(|sa| sa.spi().to_string()),
+                "sa_in_spis": self.engine.inbound_sas().map(|sa| sa.spi().to_string()).collect::<Vec<_>>(),
                 "tunnel_out_spi": c.tunnel_out.spi.to_string(),
                 "tunnel_in_spi": c.tunnel_in.spi.to_string(),
             },
         })
+    }
+}
+
+impl MobileNodeRuntime {
+    /// A step of the IKEv2-made signalling SAs (RFC 4877 §4.4) of connection `ike`: only the
+    /// connection this node names, and only for our home address and home agent.
+    pub fn signalling(&mut self, e: SignallingEvent) {
+        let ours = matches!(&self.conf.keys, SignallingKeys::Ike { connection } if connection == e.connection());
+        if !ours {
+            log_event!(Level::Warn, "mip6-ike-not-ours", "connection" => e.connection());
+            return;
+        }
+        let now = self.now();
+        match e {
+            SignallingEvent::Install { local, remote, sa_in, sa_out, send, connection } => {
+                if local != self.conf.home_address || remote != self.conf.home_agent {
+                    self.counters.ike_refused += 1;
+                    log_event!(Level::Warn, "mip6-ike-refused", "connection" => connection, "local_ts" => local.to_string(), "remote_ts" => remote.to_string(), "why" => "not our home address and home agent");
+                    return;
+                }
+                if let Err(e) = self.engine.add_inbound(&sa_in, now) {
+                    return log_event!(Level::Warn, "mip6-ike-install-failed", "why" => e.to_string());
+                }
+                match self.engine.add_outbound(&sa_out, now) {
+                    Ok(h) => {
+                        let first = self.bu_sa.is_none();
+                        if send || first {
+                            self.bu_sa = Some(h);
+                        }
+                        if first {
+                            // Register at once rather than at the next scan.
+                            self.next_scan = 0;
+                        }
+                        log_event!(Level::Info, "mip6-signalling-sa-up", "connection" => connection, "spi_in" => sa_in.spi.to_string(), "spi_out" => sa_out.spi.to_string());
+                        self.event(json!({ "event": "signalling-sa-up", "connection": connection, "spi_in": sa_in.spi.to_string(), "spi_out": sa_out.spi.to_string() }));
+                    }
+                    Err(e) => {
+                        self.engine.remove_inbound(sa_in.spi, sa_in.protocol);
+                        log_event!(Level::Warn, "mip6-ike-install-failed", "why" => e.to_string());
+                    }
+                }
+            }
+            SignallingEvent::Send { spi_out, .. } => {
+                if let Some(h) = self.outbound_handle(spi_out) {
+                    self.bu_sa = Some(h);
+                }
+            }
+            SignallingEvent::Remove { spi_in, spi_out, .. } => {
+                let proto =
+                    self.engine.inbound_sas().find(|sa| sa.spi() == spi_in).map(|sa| sa.protocol());
+                if let Some(p) = proto {
+                    self.engine.remove_inbound(spi_in, p);
+                }
+                if let Some(h) = self.outbound_handle(spi_out) {
+                    self.engine.remove_outbound(h);
+                    if self.bu_sa == Some(h) {
+                        self.bu_sa = None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn outbound_handle(&self, spi: Spi) -> Option<SaHandle> {
+        self.engine.outbound_entries().find(|(_, sa)| sa.spi() == spi).map(|(h, _)| h)
     }
 }
 

@@ -26,6 +26,7 @@
 pub mod bpf;
 pub mod care_of;
 pub mod forward;
+mod ike_keys;
 pub mod kernel;
 pub mod mobile;
 pub mod nft;
@@ -67,6 +68,9 @@ pub struct LinkCounters {
     pub send_failed: u64,
     /// Replies that could not be sealed (no outbound SA for the home address).
     pub not_sealed: u64,
+    /// IKEv2-made signalling SAs refused: their selectors were not the home address of the
+    /// mobile node that names the connection (RFC 4877 §4.4).
+    pub ike_refused: u64,
 }
 
 /// The home agent with its sockets, SAs and clock: what the control thread holds.
@@ -93,6 +97,8 @@ pub struct HomeAgentRuntime {
     /// Binding changes of the batch for `fwd`: the home address and its care-of address
     /// (None: the binding is gone).
     changed: Vec<(std::net::Ipv6Addr, Option<std::net::Ipv6Addr>)>,
+    /// `ike = "NAME"` of the mobile nodes keyed by IKEv2: connection → home address.
+    ike_homes: std::collections::HashMap<String, std::net::Ipv6Addr>,
 }
 
 impl HomeAgentRuntime {
@@ -132,6 +138,7 @@ impl HomeAgentRuntime {
             next_expire_s: 1,
             fwd: forward::Forwarding::new(conf, tun),
             changed: Vec::new(),
+            ike_homes: ike_keys::homes(conf),
         })
     }
 

@@ -5,7 +5,7 @@
 //! selectors protect; outbound SAs are found by home address.
 
 use crate::config::home_agent::MobileNodeConf;
-use ipsec::{DropReason, Engine, PacketBuf, Processed, SaHandle, Time};
+use ipsec::{DropReason, Engine, PacketBuf, Processed, SaHandle, SaParams, Spi, Time};
 use mip6::{Extension, Outgoing, SaIdentity};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -33,14 +33,73 @@ impl Signalling {
         let mut engine = Engine::new(crypto::default_provider());
         let mut homes = HashMap::new();
         let mut out = HashMap::new();
+        // Mobile nodes keyed by IKEv2 get their pair when the CHILD SA comes up (`install`).
         for n in nodes {
+            let Some((sa_in, sa_out)) = n.keys.manual() else { continue };
             let at = |e: ipsec::EngineError| format!("mobile node {}: {e}", n.home_address);
-            engine.add_inbound(&n.sa_in, now).map_err(at)?;
-            let h = engine.add_outbound(&n.sa_out, now).map_err(at)?;
-            homes.insert(n.sa_in.spi.0, n.home_address);
+            engine.add_inbound(sa_in, now).map_err(at)?;
+            let h = engine.add_outbound(sa_out, now).map_err(at)?;
+            homes.insert(sa_in.spi.0, n.home_address);
             out.insert(n.home_address, h);
         }
         Ok(Signalling { engine, homes, out, buf: PacketBuf::new(CAPACITY, HEADROOM) })
+    }
+
+    /// Adds an IKEv2-made pair for `home` (RFC 4877 §4.4): the inbound SA takes Binding Updates
+    /// at once; the outbound one seals Acknowledgements now if `send`, else after
+    /// [`Signalling::send_on`].
+    pub fn install(
+        &mut self,
+        home: Ipv6Addr,
+        sa_in: &SaParams,
+        sa_out: &SaParams,
+        send: bool,
+        now: Time,
+    ) -> Result<(), String> {
+        self.engine.add_inbound(sa_in, now).map_err(|e| format!("inbound SA: {e}"))?;
+        let h = match self.engine.add_outbound(sa_out, now) {
+            Ok(h) => h,
+            Err(e) => {
+                self.engine.remove_inbound(sa_in.spi, sa_in.protocol);
+                return Err(format!("outbound SA: {e}"));
+            }
+        };
+        self.homes.insert(sa_in.spi.0, home);
+        if send {
+            self.out.insert(home, h);
+        }
+        Ok(())
+    }
+
+    /// Seals `home`'s Acknowledgements with the outbound SA `spi` from now on; false if there
+    /// is no such SA.
+    pub fn send_on(&mut self, home: Ipv6Addr, spi: Spi) -> bool {
+        let Some(h) = self.outbound_handle(home, spi) else { return false };
+        self.out.insert(home, h);
+        true
+    }
+
+    fn outbound_handle(&self, home: Ipv6Addr, spi: Spi) -> Option<SaHandle> {
+        self.engine
+            .outbound_entries()
+            .find(|(_, sa)| sa.spi() == spi && sa.addrs().1 == IpAddr::V6(home))
+            .map(|(h, _)| h)
+    }
+
+    /// Drops a pair (its keys are wiped with it); if it was `home`'s sending SA, the home
+    /// agent cannot answer until another pair sends.
+    pub fn remove(&mut self, home: Ipv6Addr, spi_in: Spi, spi_out: Spi) {
+        let proto = self.engine.inbound_sas().find(|sa| sa.spi() == spi_in).map(|sa| sa.protocol());
+        if let Some(p) = proto {
+            self.engine.remove_inbound(spi_in, p);
+            self.homes.remove(&spi_in.0);
+        }
+        if let Some(h) = self.outbound_handle(home, spi_out) {
+            if self.out.get(&home) == Some(&h) {
+                self.out.remove(&home);
+            }
+            self.engine.remove_outbound(h);
+        }
     }
 
     /// Verifies and decrypts the ESP of `packet` (ESP at the Destination Options header's end,
