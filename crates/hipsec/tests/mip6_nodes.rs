@@ -97,8 +97,8 @@ impl Lab {
         assert!(out.status.success(), "sysctl {kv}: {}", common::stderr(&out));
     }
 
-    fn new() -> Lab {
-        let base = format!("mip6n-{}", std::process::id());
+    fn new(tag: &str) -> Lab {
+        let base = format!("mip6{tag}-{}", std::process::id());
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&base);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -152,28 +152,68 @@ impl Lab {
         lab
     }
 
-    fn write_configs(&self) {
+    /// The two configs; with `ike`, the signalling SAs come from an IKEv2 connection whose
+    /// child says `mip6 = "signalling"` (RFC 4877 §4.4) instead of `sa-in`/`sa-out`.
+    fn write_configs(&self, ike: bool) {
+        let (ha_keys, mn_keys) = if ike {
+            ("ike = \"mn1\"\n".to_string(), "ike = \"ha\"\n".to_string())
+        } else {
+            (
+                sa("home-agent.mobile-node.sa-in", HOA, HA, "transport", 0x1100, 1)
+                    + &sa("home-agent.mobile-node.sa-out", HA, HOA, "transport", 0x2100, 2),
+                sa("mobile-node.sa-out", HOA, HA, "transport", 0x1100, 1)
+                    + &sa("mobile-node.sa-in", HA, HOA, "transport", 0x2100, 2),
+            )
+        };
+        let conn = |name: &str,
+                    remote: &str,
+                    local: &str,
+                    me: &str,
+                    peer: &str,
+                    ts: (&str, &str),
+                    start: &str| {
+            if !ike {
+                return String::new();
+            }
+            format!(
+                "\n[[connection]]\nname = \"{name}\"\nremote_addrs = \"{remote}\"\n{local}\
+                 proposals = [\"aes128gcm16-prfsha256-x25519\"]\n[connection.local]\nauth = \"psk\"\n\
+                 id = \"{me}\"\n[connection.remote]\nauth = \"psk\"\nid = \"{peer}\"\n\
+                 [connection.children.bu]\nlocal_ts = [\"{}[mobility-header]\"]\n\
+                 remote_ts = [\"{}[mobility-header]\"]\nmode = \"transport\"\nmip6 = \"signalling\"\n\
+                 esp_proposals = [\"aes128gcm16\"]\nstart_action = \"{start}\"\n\
+                 [secrets.bu]\nid = [\"ha.example\", \"mn1.example\"]\nsecret = \"a mobile node's secret\"\n",
+                ts.0, ts.1
+            )
+        };
         let ha = format!(
             "[interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\n\
              peer = \"{HOA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n[home-agent]\ninterface = \"hv\"\n\
              address = \"{HA}\"\nhome-prefix = \"2001:db8:1::/64\"\nmax-lifetime = 600\n\n\
-             [[home-agent.mobile-node]]\nhome-address = \"{HOA}\"\n{}{}{}{}",
+             [[home-agent.mobile-node]]\nhome-address = \"{HOA}\"\n{ha_keys}{}{}{}",
             self.sock(1).display(),
-            sa("home-agent.mobile-node.sa-in", HOA, HA, "transport", 0x1100, 1),
-            sa("home-agent.mobile-node.sa-out", HA, HOA, "transport", 0x2100, 2),
             sa("home-agent.mobile-node.tunnel-in", HOA, HA, "tunnel", 0x3100, 3),
             sa("home-agent.mobile-node.tunnel-out", HA, HOA, "tunnel", 0x4100, 4),
+            conn("mn1", "%any", "", "ha.example", "mn1.example", (HA, HOA), "none"),
         );
         let mn = format!(
             "[interface]\nname = \"mip6mn0\"\naddresses = [\"{HOA}/128\"]\n\n[network]\n\
              transport = \"raw\"\nlocal = \"::\"\npeer = \"{HA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n\
              [mobile-node]\ninterface = \"mv\"\nhome-address = \"{HOA}\"\nhome-agent = \"{HA}\"\n\
-             lifetime = 60\n{}{}{}{}",
+             lifetime = 60\n{mn_keys}{}{}{}",
             self.sock(2).display(),
-            sa("mobile-node.sa-out", HOA, HA, "transport", 0x1100, 1),
-            sa("mobile-node.sa-in", HA, HOA, "transport", 0x2100, 2),
             sa("mobile-node.tunnel-out", HOA, HA, "tunnel", 0x3100, 3),
             sa("mobile-node.tunnel-in", HA, HOA, "tunnel", 0x4100, 4),
+            // The IKE SA runs between the care-of address and the home agent (RFC 4877 §4.4).
+            conn(
+                "ha",
+                HA,
+                &format!("local_addrs = \"{COA1}\"\n"),
+                "mn1.example",
+                "ha.example",
+                (HOA, HA),
+                "start"
+            ),
         );
         for (i, text) in [(1, ha), (2, mn)] {
             let p = self.dir.join(format!("{i}.toml"));
@@ -245,8 +285,8 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
         return;
     }
     let t0 = Instant::now();
-    let mut lab = Lab::new();
-    lab.write_configs();
+    let mut lab = Lab::new("n");
+    lab.write_configs(false);
     let pcap = lab.dir.join("foreign.pcap");
     let dump = Command::new("ip")
         .args(["netns", "exec", &lab.ns("mn"), "tcpdump", "-i", "mv", "-U", "-w"])
@@ -440,4 +480,79 @@ fn home_agent_tunnels_to_the_care_of_address_and_follows_a_move() {
     assert!(esp > 1000, "ESP packets on the foreign link: {esp}");
     assert_eq!(clear, 0, "packets with the home address in clear on the foreign link");
     assert_eq!(tcp, 0, "TCP or ICMPv6 echo in clear on the foreign link");
+}
+
+/// The home agent's inbound signalling SA with SPI `spi` (as status prints it), if any.
+fn ha_sa_in(ha: &serde_json::Value, spi: &str) -> Option<serde_json::Value> {
+    ha["home_agent"]["signalling"]["sas"]
+        .as_array()?
+        .iter()
+        .find(|s| s["direction"] == "in" && s["spi"] == spi)
+        .cloned()
+}
+
+/// RFC 4877 §4.4: the signalling SAs come from IKEv2 between the mobile node's care-of address
+/// and the home agent, not from the config. The mobile node registers only once the CHILD SA is
+/// up, the home agent accepts the Binding Update in that SA (whose selectors name the home
+/// address the home agent lists for that connection), a rekey replaces the pair make-before-
+/// break, and the Binding Update after the next move travels in the new SA while the old one is
+/// gone from both ends.
+#[test]
+fn signalling_sas_made_by_ikev2_register_and_follow_a_rekey() {
+    if !common::netns_ready(&["nft", "tcpdump", "python3"]) {
+        return;
+    }
+    let mut lab = Lab::new("i");
+    lab.write_configs(true);
+    lab.nodes.push(common::start_node(&lab.ns("ha"), &lab.dir, 1, &[]));
+    lab.wait_status(1, 5, "home agent up", |s| s["home_agent"].is_object());
+    let ha = lab.status(1);
+    assert_eq!(ha["home_agent"]["signalling"]["sas"], serde_json::json!([]), "{ha:#}");
+    lab.nodes.push(common::start_node(&lab.ns("mn"), &lab.dir, 2, &[]));
+    lab.ip("mn", "route add 2001:db8:1::/64 dev mip6mn0");
+    lab.wait_status(2, 15, "registered in IKEv2-made SAs", |s| {
+        s["mobile_node"]["registration"]["care_of_address"] == COA1
+    });
+    let mn = lab.status(2);
+    assert_eq!(mn["mobile_node"]["signalling"]["keyed_by"], "ike:ha", "{mn:#}");
+    let spi1 = mn["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string();
+    let ha = lab.status(1);
+    let sa = ha_sa_in(&ha, &spi1).unwrap_or_else(|| panic!("no inbound SA {spi1}: {ha:#}"));
+    assert!(sa["packets"].as_u64().unwrap() >= 1, "{sa:#}");
+    assert_eq!(sa["home_address"], HOA, "{sa:#}");
+    assert_eq!(ha["home_agent"]["link"]["ike_refused"], 0, "{ha:#}");
+    assert_eq!(ha["ike"]["ike_sas"].as_array().map(Vec::len), Some(1), "{ha:#}");
+    // The tunnel (manual SAs here) carries traffic: the binding is real.
+    let got = lab.ping(5);
+    lab.diagnose(got, 5);
+    assert_eq!(got, 5, "pings through the tunnel: {got}/5");
+
+    // A CHILD rekey from the mobile node: the new pair sends at once on both ends.
+    let out = Command::new(BIN).arg("rekey").arg(lab.sock(2)).arg("ha").output().unwrap();
+    assert!(out.status.success(), "rekey: {}", common::stderr(&out));
+    lab.wait_status(2, 10, "the mobile node's new SA", |s| {
+        s["mobile_node"]["signalling"]["sa_out_spi"].as_str().is_some_and(|s| s != spi1)
+            && s["mobile_node"]["signalling"]["sa_in_spis"].as_array().map(Vec::len) == Some(1)
+    });
+    let spi2 =
+        lab.status(2)["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string();
+    // The move's Binding Update is sealed in the new SA and accepted.
+    lab.ip("mn", &format!("addr add {COA2}/64 dev mv nodad"));
+    lab.ip("mn", &format!("addr del {COA1}/64 dev mv"));
+    lab.wait_status(2, 10, "registered after the move", |s| {
+        s["mobile_node"]["registration"]["care_of_address"] == COA2
+    });
+    let ha = lab.status(1);
+    let sa = ha_sa_in(&ha, &spi2).unwrap_or_else(|| panic!("no inbound SA {spi2}: {ha:#}"));
+    assert!(sa["packets"].as_u64().unwrap() >= 1, "{sa:#}");
+    assert!(ha_sa_in(&ha, &spi1).is_none(), "the old SA is still there: {ha:#}");
+    let ins = ha["home_agent"]["signalling"]["sas"].as_array().unwrap();
+    assert_eq!(ins.len(), 2, "one pair left: {ha:#}");
+    let got = lab.ping(5);
+    lab.diagnose(got, 5);
+    assert_eq!(got, 5, "pings after the move: {got}/5");
+    // Keys never appear in status.
+    let text =
+        serde_json::to_string(&ha).unwrap() + &serde_json::to_string(&lab.status(2)).unwrap();
+    assert!(!text.contains("a mobile node's secret"), "the secret in status");
 }

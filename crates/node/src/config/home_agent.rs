@@ -198,8 +198,7 @@ fn mobile_node(
         r.sa_out.as_ref(),
         r.ike.as_ref(),
         ike_children,
-        home_address,
-        ha,
+        (home_address, ha),
     )?;
     // RFC 4877 §4.3: the tunnel SAs carry the home address's traffic (the home agent's
     // tunnel-out goes from us to the home address; its outer destination is the care-of address).

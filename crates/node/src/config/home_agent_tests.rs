@@ -56,10 +56,11 @@ fn documented_shape_parses() {
     assert_eq!(h.capacity, 1000);
     assert_eq!(h.mobile_nodes.len(), 1);
     let m = &h.mobile_nodes[0];
-    assert_eq!(m.sa_in.spi.0, 0x1100);
-    assert_eq!(m.sa_out.spi.0, 0x2100);
+    let (sa_in, sa_out) = m.keys.manual().unwrap();
+    assert_eq!(sa_in.spi.0, 0x1100);
+    assert_eq!(sa_out.spi.0, 0x2100);
     // Keys never reach a Debug print of the config.
-    let shown = format!("{:?}", m.sa_in);
+    let shown = format!("{:?}", m.keys);
     assert!(!shown.contains("202122"), "{shown}");
 }
 
@@ -140,4 +141,66 @@ fn tunnel_sas_parse_and_are_checked() {
     assert_eq!(f, "tunnel-out", "{m}");
     let (f, m) = field_of(&with_tunnels(&TUNNELS.replace("0x3100", "0x1100")));
     assert_eq!(f, "spi", "{m}");
+}
+
+/// A home agent whose mobile node is keyed by IKEv2 (RFC 4877 §4.4), over the raw carrier.
+fn ike_keyed(child: &str, node: &str) -> String {
+    let i = BASE.find("[home-agent.mobile-node.sa-in]").unwrap();
+    let raw =
+        "[network]\ntransport = \"raw\"\nlocal = \"2001:db8:1::1\"\npeer = \"2001:db8:1::100\"";
+    let base = BASE[..i].replace("[network]\nlocal = \"[2001:db8:1::1]:4500\"", raw);
+    format!(
+        "{base}{node}\n\n[[connection]]\nname = \"mn1\"\nremote_addrs = \"%any\"\n\
+         [connection.local]\nauth = \"psk\"\nid = \"ha.example\"\n[connection.remote]\n\
+         auth = \"psk\"\nid = \"mn1.example\"\n[connection.children.bu]\n{child}\n\
+         [secrets.mn1]\nid = [\"ha.example\", \"mn1.example\"]\nsecret = \"a long shared secret\"\n"
+    )
+}
+
+const MIP6_CHILD: &str = "local_ts = [\"2001:db8:1::1[mobility-header]\"]\n\
+    remote_ts = [\"2001:db8:1::100[mobility-header]\"]\nmode = \"transport\"\nmip6 = \"signalling\"";
+
+#[test]
+fn mobile_nodes_keyed_by_ike_are_checked() {
+    use crate::config::mip6_sa::SignallingKeys;
+    let c = parse("t.toml", &ike_keyed(MIP6_CHILD, "ike = \"mn1\"")).unwrap();
+    let m = &c.home_agent.unwrap().mobile_nodes[0];
+    assert!(matches!(&m.keys, SignallingKeys::Ike { connection } if connection == "mn1"));
+    let ch = &c.connections[0].children[0];
+    assert!(ch.mip6);
+    assert_eq!(ch.local_ts[0].ip_protocol, 135);
+    for (child, node, field) in [
+        // A connection that does not exist; one whose child is the data path's cannot run
+        // over the raw carrier.
+        (MIP6_CHILD, "ike = \"mn2\"", "ike"),
+        (&*MIP6_CHILD.replace("mip6 = \"signalling\"", ""), "ike = \"mn1\"", "connection"),
+        (&*MIP6_CHILD.replace("signalling", "tunnel"), "ike = \"mn1\"", "mip6"),
+        // RFC 4877 §4.4: transport mode, one address each side, the Mobility Header only.
+        (&*MIP6_CHILD.replace("\"transport\"", "\"tunnel\""), "ike = \"mn1\"", "mode"),
+        (
+            &*MIP6_CHILD.replace("::1[mobility-header]", "::/64[mobility-header]"),
+            "ike = \"mn1\"",
+            "local_ts",
+        ),
+        (&*MIP6_CHILD.replace("::100[mobility-header]", "::100"), "ike = \"mn1\"", "remote_ts"),
+        (&format!("{MIP6_CHILD}\nstart_action = \"trap\""), "ike = \"mn1\"", "start_action"),
+        // Neither keys nor ike.
+        (MIP6_CHILD, "", "sa-in"),
+    ] {
+        let (f, msg) = field_of(&ike_keyed(child, node));
+        assert_eq!(f, field, "{child} / {node}: {msg}");
+    }
+    // ike and manual keys together.
+    let both = format!("{}{}", ike_keyed(MIP6_CHILD, "ike = \"mn1\""), "");
+    let i = BASE.find("[home-agent.mobile-node.sa-in]").unwrap();
+    let keys = &BASE[i..];
+    let at = both.find("\n\n[[connection]]").unwrap();
+    let (f, msg) = field_of(&format!("{}\n{keys}{}", &both[..at], &both[at..]));
+    assert_eq!(f, "ike", "{msg}");
+    // A signalling child on a node that is neither home agent nor mobile node.
+    let plain = ike_keyed(MIP6_CHILD, "ike = \"mn1\"");
+    let ha_at = plain.find("[home-agent]").unwrap();
+    let conn_at = plain.find("[[connection]]").unwrap();
+    let (f, msg) = field_of(&format!("{}{}", &plain[..ha_at], &plain[conn_at..]));
+    assert_eq!(f, "mip6", "{msg}");
 }

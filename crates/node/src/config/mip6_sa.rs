@@ -90,9 +90,9 @@ pub enum SignallingKeys {
     /// `sa-in` and `sa-out` in the config (the seed's setup, RFC 3776 §4.1 manual keying).
     Manual {
         /// The SA we receive Binding Updates (or Acknowledgements) in.
-        sa_in: SaParams,
+        sa_in: Box<SaParams>,
         /// The SA we send in.
-        sa_out: SaParams,
+        sa_out: Box<SaParams>,
     },
     /// `ike = "NAME"`: the CHILD SA of `[[connection]]` NAME (with `mip6 = "signalling"`,
     /// RFC 4877 §4.4), once IKEv2 has made it.
@@ -122,13 +122,12 @@ pub(crate) fn signalling_keys(
     sa_out: Option<&Spanned<RawSa>>,
     ike: Option<&Spanned<String>>,
     ike_children: &[String],
-    them: Ipv6Addr,
-    us: Ipv6Addr,
+    (them, us): (Ipv6Addr, Ipv6Addr),
 ) -> Result<SignallingKeys, ConfigError> {
     match (sa_in, sa_out, ike) {
         (Some(i), Some(o), None) => Ok(SignallingKeys::Manual {
-            sa_in: read(ctx, i, "sa-in", Mode::Transport, them, us)?,
-            sa_out: read(ctx, o, "sa-out", Mode::Transport, us, them)?,
+            sa_in: Box::new(read(ctx, i, "sa-in", Mode::Transport, them, us)?),
+            sa_out: Box::new(read(ctx, o, "sa-out", Mode::Transport, us, them)?),
         }),
         (None, None, Some(c)) if ike_children.contains(c.get_ref()) => {
             Ok(SignallingKeys::Ike { connection: c.get_ref().clone() })

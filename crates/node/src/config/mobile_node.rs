@@ -101,8 +101,7 @@ pub(super) fn parse(
         r.sa_out.as_ref(),
         r.ike.as_ref(),
         ike_children,
-        ha,
-        home,
+        (ha, home),
     )?;
     let tunnel =
         mip6_sa::tunnel_pair(ctx, m.span(), r.tunnel_in.as_ref(), r.tunnel_out.as_ref(), ha, home)?;

@@ -39,7 +39,7 @@ fn mobile_node_parses() {
     let m = c.mobile_node.unwrap();
     assert_eq!(m.interface, "eth0");
     assert_eq!(m.lifetime_units, 15);
-    assert_eq!(m.sa_out.spi.0, 0x1100);
+    assert_eq!(m.keys.manual().unwrap().1.spi.0, 0x1100);
     assert_eq!(m.tunnel_out.spi.0, 0x3100);
     assert_eq!(m.tunnel_in.mode, ipsec::Mode::Tunnel);
 }

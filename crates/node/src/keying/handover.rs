@@ -22,9 +22,9 @@ pub enum SignallingEvent {
         /// The peer's traffic selector's address.
         remote: Ipv6Addr,
         /// Ours to receive on (`src` the peer's selector, `dst` ours).
-        sa_in: SaParams,
+        sa_in: Box<SaParams>,
         /// Ours to send on.
-        sa_out: SaParams,
+        sa_out: Box<SaParams>,
         /// Whether `sa_out` replaces the outbound SA now.
         send: bool,
     },

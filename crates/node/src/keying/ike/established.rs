@@ -232,6 +232,8 @@ impl Up {
             );
             return false;
         };
+        // The pair is known by the keys `install` made (before the addresses change below).
+        let out_key = out_key_of(&outbound.params);
         let (l, r) = (IpAddr::V6(local), IpAddr::V6(remote));
         (inbound.params.src, inbound.params.dst) = (r, l);
         (outbound.params.src, outbound.params.dst) = (l, r);
@@ -239,13 +241,12 @@ impl Up {
         // As for the data path: send on the new pair at once when it is the first one or when
         // this end asked for the rekey (the peer installed first).
         let send = first || rekeys.is_some_and(|o| self.rekeying.contains_key(&o));
-        let out_key = out_key_of(&outbound.params);
         cx.signalling.push(SignallingEvent::Install {
             connection: cx.conn.name.clone(),
             local,
             remote,
-            sa_in: inbound.params,
-            sa_out: outbound.params,
+            sa_in: Box::new(inbound.params),
+            sa_out: Box::new(outbound.params),
             send,
         });
         if send {
