@@ -551,6 +551,18 @@ fn signalling_sas_made_by_ikev2_register_and_follow_a_rekey() {
     let got = lab.ping(5);
     lab.diagnose(got, 5);
     assert_eq!(got, 5, "pings after the move: {got}/5");
+    // The IKE SA began at the first care-of address; a rekey the mobile node asks for from the
+    // new one is answered there (RFC 7296 §2.11), not at the address it left.
+    let out = Command::new(BIN).arg("rekey").arg(lab.sock(2)).arg("ha").output().unwrap();
+    assert!(out.status.success(), "rekey: {}", common::stderr(&out));
+    lab.wait_status(2, 10, "the new SA after the move", |s| {
+        s["mobile_node"]["signalling"]["sa_out_spi"].as_str().is_some_and(|s| s != spi2)
+            && s["mobile_node"]["signalling"]["sa_in_spis"].as_array().map(Vec::len) == Some(1)
+    });
+    let spi3 =
+        lab.status(2)["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string();
+    let ha = lab.status(1);
+    assert!(ha_sa_in(&ha, &spi3).is_some(), "no inbound SA {spi3}: {ha:#}");
     // Keys never appear in status.
     let text =
         serde_json::to_string(&ha).unwrap() + &serde_json::to_string(&lab.status(2)).unwrap();

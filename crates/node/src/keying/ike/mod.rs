@@ -311,7 +311,11 @@ impl IkeDriver {
                 match up.session.handle(now_ms, bytes) {
                     Ok(o) => {
                         let sent = self.with_ctx(plane, &e, now_ms, |cx| up.apply(o, cx));
-                        let (natt, to) = (e.natt, e.peer);
+                        // RFC 7296 §2.11: a response goes to the address and port the request
+                        // came from (a mobile node that moved asks from its new care-of
+                        // address); our own requests still go to the peer we know.
+                        let to = if flags.response { e.peer } else { from };
+                        let natt = e.natt;
                         out.extend(sent.into_iter().map(|bytes| Transmit { natt, to, bytes }));
                     }
                     Err(why) => {
