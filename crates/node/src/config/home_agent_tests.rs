@@ -197,6 +197,18 @@ fn mobile_nodes_keyed_by_ike_are_checked() {
     let at = both.find("\n\n[[connection]]").unwrap();
     let (f, msg) = field_of(&format!("{}\n{keys}{}", &both[..at], &both[at..]));
     assert_eq!(f, "ike", "{msg}");
+    // A signalling connection no mobile node names; two mobile nodes naming one connection.
+    let second = format!(
+        "{}\n[[connection]]\nname = \"mn2\"\nremote_addrs = \"%any\"\n[connection.local]\n\
+         auth = \"psk\"\nid = \"ha.example\"\n[connection.remote]\nauth = \"psk\"\n\
+         id = \"mn1.example\"\n[connection.children.bu]\n{MIP6_CHILD}\n",
+        ike_keyed(MIP6_CHILD, "ike = \"mn1\"")
+    );
+    let (f, msg) = field_of(&second);
+    assert_eq!(f, "mip6", "{msg}");
+    let node = "ike = \"mn1\"\n\n[[home-agent.mobile-node]]\nhome-address = \"2001:db8:1::101\"\nike = \"mn1\"";
+    let (f, msg) = field_of(&ike_keyed(MIP6_CHILD, node));
+    assert_eq!(f, "ike", "{msg}");
     // A signalling child on a node that is neither home agent nor mobile node.
     let plain = ike_keyed(MIP6_CHILD, "ike = \"mn1\"");
     let ha_at = plain.find("[home-agent]").unwrap();

@@ -103,6 +103,14 @@ pub enum SignallingKeys {
 }
 
 impl SignallingKeys {
+    /// The connection's name, if keyed by IKEv2.
+    pub fn ike_connection(&self) -> Option<&str> {
+        match self {
+            SignallingKeys::Ike { connection } => Some(connection),
+            SignallingKeys::Manual { .. } => None,
+        }
+    }
+
     /// The manual pair `(sa_in, sa_out)`, if keyed by hand.
     pub fn manual(&self) -> Option<(&SaParams, &SaParams)> {
         match self {
