@@ -491,6 +491,18 @@ fn ha_sa_in(ha: &serde_json::Value, spi: &str) -> Option<serde_json::Value> {
         .cloned()
 }
 
+/// `hipsec rekey` of the mobile node's connection; waits until its Binding Updates go out in
+/// an SA other than `old` and one inbound SA is left (the old pair deleted); the new SPI.
+fn rekey(lab: &Lab, old: &str) -> String {
+    let out = Command::new(BIN).arg("rekey").arg(lab.sock(2)).arg("ha").output().unwrap();
+    assert!(out.status.success(), "rekey: {}", common::stderr(&out));
+    lab.wait_status(2, 10, "the mobile node's new SA", |s| {
+        s["mobile_node"]["signalling"]["sa_out_spi"].as_str().is_some_and(|s| s != old)
+            && s["mobile_node"]["signalling"]["sa_in_spis"].as_array().map(Vec::len) == Some(1)
+    });
+    lab.status(2)["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string()
+}
+
 /// RFC 4877 §4.4: the signalling SAs come from IKEv2 between the mobile node's care-of address
 /// and the home agent, not from the config. The mobile node registers only once the CHILD SA is
 /// up, the home agent accepts the Binding Update in that SA (whose selectors name the home
@@ -528,14 +540,7 @@ fn signalling_sas_made_by_ikev2_register_and_follow_a_rekey() {
     assert_eq!(got, 5, "pings through the tunnel: {got}/5");
 
     // A CHILD rekey from the mobile node: the new pair sends at once on both ends.
-    let out = Command::new(BIN).arg("rekey").arg(lab.sock(2)).arg("ha").output().unwrap();
-    assert!(out.status.success(), "rekey: {}", common::stderr(&out));
-    lab.wait_status(2, 10, "the mobile node's new SA", |s| {
-        s["mobile_node"]["signalling"]["sa_out_spi"].as_str().is_some_and(|s| s != spi1)
-            && s["mobile_node"]["signalling"]["sa_in_spis"].as_array().map(Vec::len) == Some(1)
-    });
-    let spi2 =
-        lab.status(2)["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string();
+    let spi2 = rekey(&lab, &spi1);
     // The move's Binding Update is sealed in the new SA and accepted.
     lab.ip("mn", &format!("addr add {COA2}/64 dev mv nodad"));
     lab.ip("mn", &format!("addr del {COA1}/64 dev mv"));
@@ -553,14 +558,7 @@ fn signalling_sas_made_by_ikev2_register_and_follow_a_rekey() {
     assert_eq!(got, 5, "pings after the move: {got}/5");
     // The IKE SA began at the first care-of address; a rekey the mobile node asks for from the
     // new one is answered there (RFC 7296 §2.11), not at the address it left.
-    let out = Command::new(BIN).arg("rekey").arg(lab.sock(2)).arg("ha").output().unwrap();
-    assert!(out.status.success(), "rekey: {}", common::stderr(&out));
-    lab.wait_status(2, 10, "the new SA after the move", |s| {
-        s["mobile_node"]["signalling"]["sa_out_spi"].as_str().is_some_and(|s| s != spi2)
-            && s["mobile_node"]["signalling"]["sa_in_spis"].as_array().map(Vec::len) == Some(1)
-    });
-    let spi3 =
-        lab.status(2)["mobile_node"]["signalling"]["sa_out_spi"].as_str().unwrap().to_string();
+    let spi3 = rekey(&lab, &spi2);
     let ha = lab.status(1);
     assert!(ha_sa_in(&ha, &spi3).is_some(), "no inbound SA {spi3}: {ha:#}");
     // Keys never appear in status.
