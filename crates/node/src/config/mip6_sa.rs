@@ -6,6 +6,7 @@
 //! the home agent (the SA's selectors, RFC 3776 §4.1), never the care-of address, which changes:
 //! a tunnel SA's outer destination follows the binding.
 
+use super::connection::{ConnectionConf, RawConnection};
 use super::error::{ConfigError, Ctx};
 use super::safile::{self, Options, RawSa};
 use ipsec::{Mode, SaParams};
@@ -152,4 +153,46 @@ pub(crate) fn signalling_keys(
         (None, _, None) => Err(ctx.err(at, "sa-in", "want sa-in and sa-out, or ike = \"NAME\"")),
         (Some(_), None, None) => Err(ctx.err(at, "sa-out", "sa-in needs sa-out")),
     }
+}
+
+/// RFC 4877 §4.4 across sections: a `mip6 = "signalling"` connection keys a mobile node, so it
+/// needs a `[home-agent]` or `[mobile-node]` (`named`: the connections their mobile nodes name,
+/// `None` without either), and exactly one mobile node names it (its identity vouches for one
+/// home address).
+pub(super) fn check_connections(
+    ctx: &Ctx<'_>,
+    raw: &[Spanned<RawConnection>],
+    conns: &[ConnectionConf],
+    named: Option<&[&str]>,
+) -> Result<(), ConfigError> {
+    for (c, conn) in raw.iter().zip(conns) {
+        let signalling = conn.children.iter().any(|ch| ch.mip6);
+        let Some(named) = named else {
+            if signalling {
+                return Err(ctx.err(
+                    c.span(),
+                    "mip6",
+                    "mip6 = \"signalling\" keys a [home-agent] or a [mobile-node]; this node has \
+                     neither",
+                ));
+            }
+            continue;
+        };
+        let n = named.iter().filter(|n| **n == conn.name).count();
+        if signalling && n == 0 {
+            let why = format!(
+                "connection {:?} keys no mobile node: name it with ike = {:?}",
+                conn.name, conn.name
+            );
+            return Err(ctx.err(c.span(), "mip6", why));
+        }
+        if n > 1 {
+            let why = format!(
+                "{n} mobile nodes name connection {:?}; one connection keys one home address",
+                conn.name
+            );
+            return Err(ctx.err(c.span(), "ike", why));
+        }
+    }
+    Ok(())
 }

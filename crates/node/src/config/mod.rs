@@ -347,51 +347,15 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         .transpose()?;
     let mobile_node =
         raw.mobile_node.as_ref().map(|m| mobile_node::parse(&ctx, m, &ike_children)).transpose()?;
-    if home_agent.is_none() && mobile_node.is_none() {
-        let signalling = raw
-            .connection
-            .iter()
-            .zip(&connections)
-            .find(|(_, c)| c.children.iter().any(|ch| ch.mip6));
-        if let Some((c, _)) = signalling {
-            return Err(ctx.err(
-                c.span(),
-                "mip6",
-                "mip6 = \"signalling\" keys a [home-agent] or a [mobile-node]; this node has neither",
-            ));
+    // RFC 4877 §4.4: which mobile node each signalling connection keys.
+    let named: Option<Vec<&str>> = match (&home_agent, &mobile_node) {
+        (Some(h), _) => {
+            Some(h.mobile_nodes.iter().filter_map(|m| m.keys.ike_connection()).collect())
         }
-    }
-    // RFC 4877 §4.4: a signalling connection's identity vouches for one mobile node's home
-    // address, so exactly one mobile node names it.
-    let named: Vec<&str> = match (&home_agent, &mobile_node) {
-        (Some(h), _) => h.mobile_nodes.iter().filter_map(|m| m.keys.ike_connection()).collect(),
-        (None, Some(m)) => m.keys.ike_connection().into_iter().collect(),
-        (None, None) => Vec::new(),
+        (None, Some(m)) => Some(m.keys.ike_connection().into_iter().collect()),
+        (None, None) => None,
     };
-    for (c, conn) in raw.connection.iter().zip(&connections) {
-        let signalling = conn.children.iter().any(|ch| ch.mip6);
-        let n = named.iter().filter(|n| **n == conn.name).count();
-        if signalling && n == 0 && (home_agent.is_some() || mobile_node.is_some()) {
-            return Err(ctx.err(
-                c.span(),
-                "mip6",
-                format!(
-                    "connection {:?} keys no mobile node: name it with ike = {:?}",
-                    conn.name, conn.name
-                ),
-            ));
-        }
-        if n > 1 {
-            return Err(ctx.err(
-                c.span(),
-                "ike",
-                format!(
-                    "{n} mobile nodes name connection {:?}; one connection keys one home address",
-                    conn.name
-                ),
-            ));
-        }
-    }
+    mip6_sa::check_connections(&ctx, &raw.connection, &connections, named.as_deref())?;
     if let (Some(_), Some(m)) = (&home_agent, &raw.mobile_node) {
         return Err(ctx.err(m.span(), "mobile-node", "a node is a home agent or a mobile node"));
     }
