@@ -187,8 +187,7 @@ impl Lab {
             )
         };
         let ha = format!(
-            "[interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\n\
-             peer = \"{HOA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n[home-agent]\ninterface = \"hv\"\n\
+            "[interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n[home-agent]\ninterface = \"hv\"\n\
              address = \"{HA}\"\nhome-prefix = \"2001:db8:1::/64\"\nmax-lifetime = 600\n\n\
              [[home-agent.mobile-node]]\nhome-address = \"{HOA}\"\n{ha_keys}{}{}{}",
             self.sock(1).display(),

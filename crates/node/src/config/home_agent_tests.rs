@@ -146,8 +146,7 @@ fn tunnel_sas_parse_and_are_checked() {
 /// A home agent whose mobile node is keyed by IKEv2 (RFC 4877 §4.4), over the raw carrier.
 fn ike_keyed(child: &str, node: &str) -> String {
     let i = BASE.find("[home-agent.mobile-node.sa-in]").unwrap();
-    let raw =
-        "[network]\ntransport = \"raw\"\nlocal = \"2001:db8:1::1\"\npeer = \"2001:db8:1::100\"";
+    let raw = "[network]\ntransport = \"raw\"\nlocal = \"2001:db8:1::1\"";
     let base = BASE[..i].replace("[network]\nlocal = \"[2001:db8:1::1]:4500\"", raw);
     format!(
         "{base}{node}\n\n[[connection]]\nname = \"mn1\"\nremote_addrs = \"%any\"\n\

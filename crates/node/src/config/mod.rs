@@ -127,8 +127,9 @@ pub enum Transport {
     Raw {
         /// Local address.
         local: IpAddr,
-        /// Peer address.
-        peer: IpAddr,
+        /// Where packets go whose SA names no endpoint of its own (required with `[[sa]]`
+        /// tables; a Mobile IPv6 home agent's tunnels each have their care-of address).
+        peer: Option<IpAddr>,
     },
 }
 
@@ -267,7 +268,18 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     };
     let sas = sa::parse_all(&ctx, &raw.sa)?;
     if let Transport::Raw { local, peer } = transport {
-        sa::check_raw_addresses(&ctx, &raw.sa, &sas, local, peer)?;
+        match (peer, raw.sa.first()) {
+            (Some(peer), _) => sa::check_raw_addresses(&ctx, &raw.sa, &sas, local, peer)?,
+            (None, Some(first)) => {
+                // The SA file's SAs have no endpoint of their own over raw IP.
+                return Err(ctx.err(
+                    first.span(),
+                    "peer",
+                    "[[sa]] over transport = \"raw\" needs [network] peer",
+                ));
+            }
+            (None, None) => {}
+        }
     }
     let mut policies = Vec::with_capacity(raw.policy.len());
     for p in &raw.policy {
@@ -587,14 +599,20 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
                 })
             };
             let local = addr(&r.local, "local")?;
-            let Some(p) = &r.peer else {
-                let span = r.transport.as_ref().map_or(0..0, |t| t.span());
-                return Err(ctx.err(span, "peer", "transport = \"raw\" needs the peer's address"));
+            let peer = match &r.peer {
+                None => None,
+                Some(p) => {
+                    let peer = addr(p, "peer")?;
+                    if local.is_ipv4() != peer.is_ipv4() {
+                        return Err(ctx.err(
+                            p.span(),
+                            "peer",
+                            "local and peer differ in IP version",
+                        ));
+                    }
+                    Some(peer)
+                }
             };
-            let peer = addr(p, "peer")?;
-            if local.is_ipv4() != peer.is_ipv4() {
-                return Err(ctx.err(p.span(), "peer", "local and peer differ in IP version"));
-            }
             Ok(Transport::Raw { local, peer })
         }
         other => {

@@ -54,8 +54,16 @@ fn raw_transport_and_spi_reference() {
         .replace("peer = \"192.0.2.2:4500\"", "peer = \"192.0.2.2\"")
         .replace("sas = [\"a-to-b\"]", "sas = [0x1001]");
     let c = parse("t.toml", &t).unwrap();
-    assert!(matches!(c.transport, Transport::Raw { .. }));
+    assert!(matches!(c.transport, Transport::Raw { peer: Some(_), .. }));
     assert_eq!(c.policies[1].action, PolicyAction::Protect(vec![0]));
+    // Without a peer, the file's SAs would have nowhere to go: refused, naming the field.
+    let no_peer: String =
+        t.lines().filter(|l| !l.starts_with("peer = ")).map(|l| format!("{l}\n")).collect();
+    assert!(no_peer.len() < t.len(), "the example has a [network] peer line");
+    match parse("t.toml", &no_peer) {
+        Err(e) => assert_eq!(e.field(), Some("peer"), "{e}"),
+        Ok(_) => panic!("raw transport with [[sa]] and no peer accepted"),
+    }
 }
 
 #[test]

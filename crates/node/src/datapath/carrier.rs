@@ -70,8 +70,9 @@ pub enum Carrier {
         hdrincl: Option<UdpSocket>,
         /// Local address.
         local: IpAddr,
-        /// Peer address (where IPv6 packets go; IPv4 ones go to their header's destination).
-        peer: IpAddr,
+        /// Peer address (where IPv6 packets go unless their SA names an endpoint; IPv4 ones go
+        /// to their header's destination). None: only packets whose SA names one are sent.
+        peer: Option<IpAddr>,
         /// Batched I/O: recvmmsg(2)/sendmmsg(2) (`HIPSEC_NODE_TUNING` word `no-mmsg` turns it
         /// off: then one recvfrom(2)/sendto(2) per packet).
         batch: bool,
@@ -312,7 +313,8 @@ impl Carrier {
             st.unsendable = packets.count() as u64;
             return st;
         };
-        let mut to = *peer;
+        // Only read once a run has a packet, which sets it.
+        let mut to = IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED);
         let mut run: [IoSlice<'a>; crate::sys::MMSG_MAX] =
             std::array::from_fn(|_| IoSlice::new(&[]));
         // The IPv4 header fields of each packet of the run (None: none to give).
@@ -323,16 +325,23 @@ impl Carrier {
                 st.unsendable += 1;
                 continue;
             };
-            let dest = match sa_to {
-                Some(a) if hdrincl.is_none() => a,
-                _ => *peer,
+            let dest = match (sa_to, *peer) {
+                (Some(a), _) if hdrincl.is_none() => a,
+                (_, Some(p)) => p,
+                // Nowhere to send it: counted, never guessed.
+                (_, None) => {
+                    st.unsendable += 1;
+                    continue;
+                }
             };
             let ((f, h), bytes) = match hdrincl {
                 // AH: the engine's header, as it is.
-                Some(s) if dst == *peer && protocol == proto::AH => ((s.as_raw_fd(), None), p),
+                Some(s) if Some(dst) == *peer && protocol == proto::AH => {
+                    ((s.as_raw_fd(), None), p)
+                }
                 // ESP: the kernel writes a header like the engine's (`p` is IPv4: there is
                 // an IP_HDRINCL socket).
-                Some(_) if dst == *peer => match v4_header(p) {
+                Some(_) if Some(dst) == *peer => match v4_header(p) {
                     Some(h) => ((esp.as_raw_fd(), Some(h)), &p[hdr_len..]),
                     None => {
                         st.unsendable += 1;
@@ -380,13 +389,14 @@ impl Carrier {
             }
             Carrier::Raw { esp, ah, hdrincl, peer, .. } => match hdrincl {
                 // The engine's header, as it is: AH's ICV covers it.
-                Some(s) if dst == *peer => s.send_to(p, SocketAddr::new(dst, 0)),
+                Some(s) if Some(dst) == *peer => s.send_to(p, SocketAddr::new(dst, 0)),
                 // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes the
                 // carrier's header in front of the ESP packet, to the SA's own endpoint if it
                 // has one (IPv6 only), else to the peer.
                 _ => {
                     let s = if protocol == proto::AH { ah } else { esp };
-                    let dest = to.filter(|_| hdrincl.is_none()).map_or(*peer, |t| t.ip());
+                    let dest = to.filter(|_| hdrincl.is_none()).map(|t| t.ip()).or(*peer);
+                    let Some(dest) = dest else { return Ok(false) };
                     s.send_to(&p[hdr_len..], SocketAddr::new(dest, 0))
                 }
             },
@@ -521,7 +531,7 @@ mod tests {
     fn raw_batch_round_trip_over_loopback() {
         let lo = IpAddr::from([127, 0, 0, 1]);
         let Ok(Carrier::Raw { esp, ah, hdrincl, local, peer, .. }) =
-            Carrier::open(&Transport::Raw { local: lo, peer: lo })
+            Carrier::open(&Transport::Raw { local: lo, peer: Some(lo) })
         else {
             return;
         };

@@ -107,7 +107,7 @@ pub fn ha_config(sock: &Path) -> String {
     let t = "home-agent.mobile-node";
     format!(
         "# hipsec lab, scenario mip6-binding, forwarding (generated)\n\
-         [interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\npeer = \"{HOME}\"\n\n\
+         [interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\n\n\
          [data-path]\nscheduling = \"other\"\n\n[control]\nsocket = \"{}\"\n\n\
          [home-agent]\ninterface = \"{HA_DEV}\"\naddress = \"{HA}\"\nhome-prefix = \"2001:db8:1::/64\"\nmax-lifetime = 600\n\n\
          [[home-agent.mobile-node]]\nhome-address = \"{HOME}\"\n{}{}{}{}",
