@@ -571,25 +571,30 @@ fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigErr
     Ok(InterfaceConf { name: name.clone(), link_mtu, addresses, queues })
 }
 
+/// `[network] peer` if given, read by `read` (an address, or an address and port, with the
+/// address alone beside it), of `local`'s IP version.
+fn optional_peer<T>(
+    ctx: &Ctx<'_>,
+    peer: &Option<Spanned<String>>,
+    local: IpAddr,
+    read: impl Fn(&Spanned<String>) -> Result<(T, IpAddr), ConfigError>,
+) -> Result<Option<T>, ConfigError> {
+    let Some(p) = peer else { return Ok(None) };
+    let (v, ip) = read(p)?;
+    if ip.is_ipv4() != local.is_ipv4() {
+        return Err(ctx.err(p.span(), "peer", "local and peer differ in IP version"));
+    }
+    Ok(Some(v))
+}
+
 fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
     let kind = r.transport.as_ref().map_or("udp", |t| t.get_ref().as_str());
     match kind {
         "udp" => {
             let local = sa::endpoint(ctx, &r.local, "local")?;
-            let peer = match &r.peer {
-                None => None,
-                Some(p) => {
-                    let peer = sa::endpoint(ctx, p, "peer")?;
-                    if local.is_ipv4() != peer.is_ipv4() {
-                        return Err(ctx.err(
-                            p.span(),
-                            "peer",
-                            "local and peer differ in IP version",
-                        ));
-                    }
-                    Some(peer)
-                }
-            };
+            let peer = optional_peer(ctx, &r.peer, local.ip(), |p| {
+                sa::endpoint(ctx, p, "peer").map(|e| (e, e.ip()))
+            })?;
             Ok(Transport::Udp { local, peer })
         }
         "raw" => {
@@ -599,20 +604,7 @@ fn network(ctx: &Ctx<'_>, r: &RawNetwork) -> Result<Transport, ConfigError> {
                 })
             };
             let local = addr(&r.local, "local")?;
-            let peer = match &r.peer {
-                None => None,
-                Some(p) => {
-                    let peer = addr(p, "peer")?;
-                    if local.is_ipv4() != peer.is_ipv4() {
-                        return Err(ctx.err(
-                            p.span(),
-                            "peer",
-                            "local and peer differ in IP version",
-                        ));
-                    }
-                    Some(peer)
-                }
-            };
+            let peer = optional_peer(ctx, &r.peer, local, |p| addr(p, "peer").map(|a| (a, a)))?;
             Ok(Transport::Raw { local, peer })
         }
         other => {
