@@ -64,6 +64,17 @@ fn raw_transport_and_spi_reference() {
         Err(e) => assert_eq!(e.field(), Some("peer"), "{e}"),
         Ok(_) => panic!("raw transport with [[sa]] and no peer accepted"),
     }
+    // A peer of the other IP version, for either carrier.
+    for (text, from, to) in [
+        (&t, "peer = \"192.0.2.2\"", "peer = \"2001:db8::2\""),
+        (&edited("x", "x"), "peer = \"192.0.2.2:4500\"", "peer = \"[2001:db8::2]:4500\""),
+    ] {
+        assert!(text.contains(from), "{from}");
+        match parse("t.toml", &text.replacen(from, to, 1)) {
+            Err(e) => assert!(e.field() == Some("peer") && e.to_string().contains("IP version")),
+            Ok(_) => panic!("a peer of the other IP version accepted"),
+        }
+    }
 }
 
 #[test]
