@@ -28,6 +28,8 @@ const HOA: &str = "2001:db8:1::100";
 const HA: &str = "2001:db8:1::1";
 const CN: &str = "2001:db8:1::2";
 const COA1: &str = "2001:db8:2::100";
+/// A second mobile node the home agent serves (IKEv2 test only; it never connects).
+const HOA2: &str = "2001:db8:1::101";
 const COA2: &str = "2001:db8:3::100";
 
 fn key(seed: u8) -> String {
@@ -181,15 +183,31 @@ impl Lab {
                  id = \"{me}\"\n[connection.remote]\nauth = \"psk\"\nid = \"{peer}\"\n\
                  [connection.children.bu]\nlocal_ts = [\"{}[mobility-header]\"]\n\
                  remote_ts = [\"{}[mobility-header]\"]\nmode = \"transport\"\nmip6 = \"signalling\"\n\
-                 esp_proposals = [\"aes128gcm16\"]\nstart_action = \"{start}\"\n\
-                 [secrets.bu]\nid = [\"ha.example\", \"mn1.example\"]\nsecret = \"a mobile node's secret\"\n",
+                 esp_proposals = [\"aes128gcm16\"]\nstart_action = \"{start}\"\n",
                 ts.0, ts.1
             )
+        };
+        let secrets = if ike {
+            "\n[secrets.bu]\nid = [\"ha.example\", \"mn1.example\", \"mn2.example\"]\n\
+             secret = \"a mobile node's secret\"\n"
+        } else {
+            ""
+        };
+        // With IKEv2 the home agent serves a second mobile node, whose connection (also open to
+        // any peer) comes first: IKE_SA_INIT carries no identity, so the mobile node's
+        // IKE_AUTH must move the exchange to its own connection (by its IDi).
+        let (other_node, other_conn) = if ike {
+            (
+                format!("\n[[home-agent.mobile-node]]\nhome-address = \"{HOA2}\"\nike = \"mn2\"\n"),
+                conn("mn2", "%any", "", "ha.example", "mn2.example", (HA, HOA2), "none"),
+            )
+        } else {
+            (String::new(), String::new())
         };
         let ha = format!(
             "[interface]\nname = \"mip6ha0\"\n\n[network]\ntransport = \"raw\"\nlocal = \"{HA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n[home-agent]\ninterface = \"hv\"\n\
              address = \"{HA}\"\nhome-prefix = \"2001:db8:1::/64\"\nmax-lifetime = 600\n\n\
-             [[home-agent.mobile-node]]\nhome-address = \"{HOA}\"\n{ha_keys}{}{}{}",
+             [[home-agent.mobile-node]]\nhome-address = \"{HOA}\"\n{ha_keys}{}{}{other_node}{other_conn}{}{secrets}",
             self.sock(1).display(),
             sa("home-agent.mobile-node.tunnel-in", HOA, HA, "tunnel", 0x3100, 3),
             sa("home-agent.mobile-node.tunnel-out", HA, HOA, "tunnel", 0x4100, 4),
@@ -199,7 +217,7 @@ impl Lab {
             "[interface]\nname = \"mip6mn0\"\naddresses = [\"{HOA}/128\"]\n\n[network]\n\
              transport = \"raw\"\nlocal = \"::\"\npeer = \"{HA}\"\n\n[control]\nsocket = \"{}\"\n\n[log]\nlevel = \"debug\"\n\n\
              [mobile-node]\ninterface = \"mv\"\nhome-address = \"{HOA}\"\nhome-agent = \"{HA}\"\n\
-             lifetime = 60\n{mn_keys}{}{}{}",
+             lifetime = 60\n{mn_keys}{}{}{}{secrets}",
             self.sock(2).display(),
             sa("mobile-node.tunnel-out", HOA, HA, "tunnel", 0x3100, 3),
             sa("mobile-node.tunnel-in", HA, HOA, "tunnel", 0x4100, 4),

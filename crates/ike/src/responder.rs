@@ -7,7 +7,7 @@ use crate::auth::{
     CookieSecret, SIGNATURE_HASH_ALGORITHMS, make_auth, nat_hash, ts_narrow, verify_auth,
 };
 use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
-use crate::error::{Error, PeerMisbehaved};
+use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
 use crate::sa::{
     Established, HALF_OPEN_TIMEOUT_MS, IkeSa, NONCE_LEN, Rejected, emit, find_notify, header,
@@ -16,7 +16,7 @@ use crate::sa::{
 use crate::sk::{Role, SkKeys};
 use crate::suite::{ChildSuite, IkeSuite};
 use crypto::{KeyExchange, Provider};
-use wire::ikev2::{ExchangeType, Header, Ke, Message, NotifyType, Payload, Sa, Ts};
+use wire::ikev2::{ExchangeType, Header, Id, Ke, Message, NotifyType, Payload, Sa, Ts};
 
 /// A responder for one configuration: stateless until a valid IKE_SA_INIT arrives.
 pub struct Responder {
@@ -288,9 +288,33 @@ impl ResponderAuth {
         self.ike.sk.seal(self.provider, &h, inner)
     }
 
-    /// Handles a datagram that should be the IKE_AUTH request.
-    pub fn handle(mut self, bytes: &[u8]) -> Result<AuthOutcome, Rejected<Self>> {
-        let opened = wire::ikev2::Packet::new_checked(bytes)
+    /// The identity (IDi) an IKE_AUTH request claims, read without acting on it: a responder
+    /// with several connections open to any peer picks the one configured for this identity
+    /// (then [`ResponderAuth::reconfigure`]) before [`ResponderAuth::handle`] verifies it.
+    /// `None` if the datagram is not this SA's IKE_AUTH request or does not decrypt.
+    pub fn peer_id(&self, bytes: &[u8]) -> Option<Id> {
+        self.auth_request(bytes).ok().and_then(|payloads| take_payload!(payloads, IdI).cloned())
+    }
+
+    /// Continues the exchange under `config` (another connection's identities, credentials and
+    /// CHILD SA policy) instead of the one IKE_SA_INIT was answered with. Refused if `config`
+    /// does not offer the IKE suite already negotiated, which its own proposals would have had
+    /// to choose.
+    pub fn reconfigure(&mut self, config: Config) -> Result<(), Error> {
+        config.validate()?;
+        if !config.ike_suites.contains(&self.ike.suite) {
+            return Err(ConfigError::UnsupportedAlgorithm(
+                "the negotiated IKE suite is not among this connection's proposals",
+            )
+            .into());
+        }
+        self.config = config;
+        Ok(())
+    }
+
+    /// The payloads of this SA's IKE_AUTH request (header checked, SK opened).
+    fn auth_request(&self, bytes: &[u8]) -> Result<Vec<Payload>, Error> {
+        wire::ikev2::Packet::new_checked(bytes)
             .map_err(Error::InvalidMessage)
             .and_then(|p| {
                 let ok = p.spi_i() == self.ike.spi_i
@@ -305,9 +329,15 @@ impl ResponderAuth {
                     Err(PeerMisbehaved::UnexpectedMessage("not an IKE_AUTH request").into())
                 }
             })
-            .and_then(|()| self.ike.sk.open(bytes));
+            .and_then(|()| self.ike.sk.open(bytes))
+            .map(|(_, payloads)| payloads)
+    }
+
+    /// Handles a datagram that should be the IKE_AUTH request.
+    pub fn handle(mut self, bytes: &[u8]) -> Result<AuthOutcome, Rejected<Self>> {
+        let opened = self.auth_request(bytes);
         let payloads = match opened {
-            Ok((_, payloads)) => payloads,
+            Ok(payloads) => payloads,
             Err(error) => return Err(Rejected::Dropped { state: Box::new(self), error }),
         };
         let refuse = |st: &mut Self, ty: NotifyType, error: Error| match st

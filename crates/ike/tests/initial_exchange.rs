@@ -333,3 +333,49 @@ fn wireshark_line_for_the_ike_sa() {
     );
     assert_eq!(line, want);
 }
+
+/// A responder with several connections open to any peer answers IKE_SA_INIT with one of them,
+/// then reads the IDi of the IKE_AUTH request and continues under the connection configured
+/// for that identity; without the switch the wrong connection's identity check fails.
+#[test]
+fn responder_picks_the_connection_by_the_initiators_identity() {
+    let p = crypto::default_provider();
+    let (ep_a, ep_b) = eps();
+    let carol = config("bob.example", "carol.example", b"carol's key", net(2), net(3));
+    for switch in [true, false] {
+        let (st, req) = initiator::start(alice(), p, ep_a, 1_000).unwrap();
+        let InitOutcome::HalfOpen(mut half, resp) =
+            responder(carol.clone()).handle_init(1_010, ep_b, &req, false)
+        else {
+            panic!("no half-open SA")
+        };
+        let SaInitNext::Auth(auth, auth_req) = st.handle(1_020, &resp).unwrap() else {
+            panic!("no IKE_AUTH")
+        };
+        assert_eq!(half.peer_id(&auth_req), Some(Id::fqdn("alice.example")));
+        // Bytes that are not this SA's IKE_AUTH request name nobody.
+        assert_eq!(half.peer_id(&resp), None);
+        let mut tampered = auth_req.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert_eq!(half.peer_id(&tampered), None);
+        if switch {
+            // A connection that never offered the negotiated IKE suite cannot take over.
+            let mut other = bob();
+            other.ike_suites = vec![CBC];
+            assert!(half.reconfigure(other).is_err());
+            half.reconfigure(bob()).unwrap();
+        }
+        match half.handle(&auth_req).unwrap() {
+            AuthOutcome::Established(b, reply) => {
+                assert!(switch, "carol's connection accepted alice");
+                let a = auth.handle(&reply).unwrap();
+                assert_mirrored(&a, &b);
+            }
+            AuthOutcome::Failed(e, _) => {
+                assert!(!switch, "refused after the switch: {e}");
+                assert_eq!(e, Error::PeerMisbehaved(PeerMisbehaved::UnexpectedIdentity));
+            }
+        }
+    }
+}

@@ -151,6 +151,8 @@ impl IkeDriver {
     ) -> bool {
         let (bytes, from, natt, ours) = msg;
         self.half_open.remove(&(e.spi_i, e.peer));
+        let mut st = st;
+        self.pick_by_identity(e, &mut st, bytes, from);
         match st.handle(bytes) {
             Ok(AuthOutcome::Established(est, reply)) => {
                 e.peer = from;
@@ -172,6 +174,41 @@ impl IkeDriver {
                     self.half_open.insert((e.spi_i, e.peer), ours);
                 }
                 keep
+            }
+        }
+    }
+
+    /// IKE_SA_INIT carries no identity, so it was answered with the first connection open to
+    /// this peer. When several are (a home agent's `%any` connection per mobile node), the
+    /// IKE_AUTH request's IDi picks the one whose `remote.id` it is, as strongSwan picks its
+    /// config; the exchange continues under that connection's credentials and CHILD SA policy.
+    fn pick_by_identity(
+        &mut self,
+        e: &mut Entry,
+        st: &mut ResponderAuth,
+        bytes: &[u8],
+        from: SocketAddr,
+    ) {
+        let open_to = |c: &super::Conn| c.conf.remote_addr.is_none_or(|a| a == from.ip());
+        if self.conns.iter().filter(|c| open_to(c)).count() < 2 {
+            return;
+        }
+        let Some(id) = st.peer_id(bytes) else { return };
+        let by_id = |c: &super::Conn| open_to(c) && c.conf.remote_id.as_ref() == Some(&id);
+        // A connection for this very address first, then one open to any peer.
+        let found = self
+            .conns
+            .iter()
+            .position(|c| by_id(c) && c.conf.remote_addr.is_some())
+            .or_else(|| self.conns.iter().position(by_id));
+        let Some(ci) = found.filter(|&ci| ci != e.conn) else { return };
+        match st.reconfigure(self.conns[ci].config.clone()) {
+            Ok(()) => {
+                log_event!(Level::Debug, "ike-connection-switched", "from" => self.conns[e.conn].conf.name, "to" => self.conns[ci].conf.name);
+                e.conn = ci;
+            }
+            Err(why) => {
+                log_event!(Level::Warn, "ike-connection-not-switched", "to" => self.conns[ci].conf.name, "why" => why.to_string());
             }
         }
     }
