@@ -73,7 +73,13 @@ fuzz_target!(|input: &[u8]| {
         return;
     };
     let half = if step == 2 {
-        match half.handle(&mutate(how, &msg3, data)) {
+        // The identity peek a responder with several connections makes first: it must read
+        // only what `handle` would accept, and never panic.
+        let bad = mutate(how, &msg3, data);
+        if let Some(id) = half.peer_id(&bad) {
+            assert_eq!(half.peer_id(&msg3), Some(id), "a changed request named its sender");
+        }
+        match half.handle(&bad) {
             Err(Rejected::Dropped { state, .. }) => *state,
             _ => return,
         }
