@@ -199,9 +199,10 @@ impl Engine {
         Ok(SaHandle(idx))
     }
 
-    /// Removes an inbound SA.
-    pub fn remove_inbound(&mut self, spi: Spi, protocol: Protocol) -> Option<SecurityAssociation> {
-        let idx = self.sad.remove(&(spi.0, protocol.number()))?;
+    /// Removes an inbound SA, found as [`Engine::inbound_handle`] finds it: by SPI and protocol
+    /// number (50 ESP, 51 AH).
+    pub fn remove_inbound(&mut self, spi: Spi, protocol: u8) -> Option<SecurityAssociation> {
+        let idx = self.sad.remove(&(spi.0, protocol))?;
         self.last_in = None;
         let sa = self.inbound.get_mut(idx).and_then(Option::take)?;
         self.free_in.push(idx);

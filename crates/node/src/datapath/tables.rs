@@ -264,16 +264,13 @@ impl InTables {
         match u {
             Update::AddInbound { sa, peer } => {
                 let key = (sa.spi().0, sa.protocol().number());
-                let proto = sa.protocol();
-                e.remove_inbound(sa.spi(), proto);
+                e.remove_inbound(sa.spi(), key.1);
                 e.insert_inbound(*sa).map_err(|x| x.to_string())?;
                 self.peers.insert(key, peer);
                 self.refresh(e, &key)
             }
             Update::DelInbound { key } => {
-                let h = e.inbound_handle(ipsec::Spi(key.0), key.1).ok_or("no such inbound SA")?;
-                let proto = e.inbound_sa(h).map(|s| s.protocol()).ok_or("no such inbound SA")?;
-                e.remove_inbound(ipsec::Spi(key.0), proto);
+                e.remove_inbound(ipsec::Spi(key.0), key.1).ok_or("no such inbound SA")?;
                 self.peers.remove(&key);
                 self.refresh(e, &key)
             }

@@ -91,6 +91,11 @@ fn child_conf(conn: &ConnectionConf) -> Option<&ChildConf> {
     conn.children.first()
 }
 
+/// Whether the child's SAs go to a Mobile IPv6 role (`mip6 = "signalling"`), not the data path.
+fn for_role(cx: &Ctx<'_>) -> bool {
+    child_conf(cx.conn).is_some_and(|c| c.mip6)
+}
+
 fn rekey_at(c: &ChildConf, now_ms: u64, jitter: u64) -> Option<u64> {
     if c.rekey_time.is_zero() {
         return None;
@@ -276,7 +281,7 @@ impl Up {
         if self.active_out == Some(to) {
             return;
         }
-        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+        if for_role(cx) {
             cx.signalling.push(SignallingEvent::Send {
                 connection: cx.conn.name.clone(),
                 spi_out: ipsec::Spi(to.spi),
@@ -297,7 +302,7 @@ impl Up {
     fn remove(&mut self, spi_in: u32, cx: &mut Ctx<'_>) {
         let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
         let old = self.pairs.remove(i);
-        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+        if for_role(cx) {
             // Outbound moves to the newest pair first, then the old pair goes: the peer deleted
             // it, so nothing more arrives in it.
             if self.active_out == Some(old.out_key) {
@@ -355,7 +360,7 @@ impl Up {
 
     /// Removes every pair and the child's policies (the IKE SA closed).
     pub fn remove_all(&mut self, cx: &mut Ctx<'_>) {
-        if child_conf(cx.conn).is_some_and(|c| c.mip6) {
+        if for_role(cx) {
             for p in std::mem::take(&mut self.pairs) {
                 self.signalling_removed(&p, cx);
             }

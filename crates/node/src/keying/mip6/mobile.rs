@@ -15,7 +15,7 @@
 //!   whose outer source the kernel picks: the care-of address), installed through the control
 //!   plane on the first tick with `tunnel-in` for the way back.
 
-use super::{care_of, forward, nft, socket};
+use super::{care_of, forward, nft, signalling, socket};
 use crate::config::mip6_sa::SignallingKeys;
 use crate::config::mobile_node::MobileNodeConf;
 use crate::datapath::mailbox::{PolicyAction, PolicySpec};
@@ -24,7 +24,7 @@ use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
 use crate::sys::{Datagram, recv_mmsg};
 use ipsec::spd::Prefix;
-use ipsec::{DropReason, Engine, PacketBuf, PolicyId, Processed, SaHandle, Selector, Spi, Time};
+use ipsec::{DropReason, Engine, PacketBuf, PolicyId, Processed, SaHandle, Selector, Time};
 use mip6::{AckOutcome, MobileNode, MobileNodeConfig, Outgoing};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -449,10 +449,7 @@ impl MobileNodeRuntime {
                     log_event!(Level::Warn, "mip6-ike-refused", "connection" => connection, "local_ts" => local.to_string(), "remote_ts" => remote.to_string(), "why" => "not our home address and home agent");
                     return;
                 }
-                if let Err(e) = self.engine.add_inbound(&sa_in, now) {
-                    return log_event!(Level::Warn, "mip6-ike-install-failed", "why" => e.to_string());
-                }
-                match self.engine.add_outbound(&sa_out, now) {
+                match signalling::add_pair(&mut self.engine, &sa_in, &sa_out, now) {
                     Ok(h) => {
                         let first = self.bu_sa.is_none();
                         if send || first {
@@ -465,35 +462,30 @@ impl MobileNodeRuntime {
                         log_event!(Level::Info, "mip6-signalling-sa-up", "connection" => connection, "spi_in" => sa_in.spi.to_string(), "spi_out" => sa_out.spi.to_string());
                         self.event(json!({ "event": "signalling-sa-up", "connection": connection, "spi_in": sa_in.spi.to_string(), "spi_out": sa_out.spi.to_string() }));
                     }
-                    Err(e) => {
-                        self.engine.remove_inbound(sa_in.spi, sa_in.protocol);
-                        log_event!(Level::Warn, "mip6-ike-install-failed", "why" => e.to_string());
+                    Err(why) => {
+                        log_event!(Level::Warn, "mip6-ike-install-failed", "why" => why);
                     }
                 }
             }
             SignallingEvent::Send { spi_out, .. } => {
-                if let Some(h) = self.outbound_handle(spi_out) {
+                if let Some(h) =
+                    signalling::outbound_to(&self.engine, spi_out, self.conf.home_agent)
+                {
                     self.bu_sa = Some(h);
                 }
             }
             SignallingEvent::Remove { spi_in, spi_out, .. } => {
-                let proto =
-                    self.engine.inbound_sas().find(|sa| sa.spi() == spi_in).map(|sa| sa.protocol());
-                if let Some(p) = proto {
-                    self.engine.remove_inbound(spi_in, p);
-                }
-                if let Some(h) = self.outbound_handle(spi_out) {
-                    self.engine.remove_outbound(h);
-                    if self.bu_sa == Some(h) {
-                        self.bu_sa = None;
-                    }
+                let gone = signalling::remove_pair(
+                    &mut self.engine,
+                    spi_in,
+                    spi_out,
+                    self.conf.home_agent,
+                );
+                if gone.is_some() && self.bu_sa == gone {
+                    self.bu_sa = None;
                 }
             }
         }
-    }
-
-    fn outbound_handle(&self, spi: Spi) -> Option<SaHandle> {
-        self.engine.outbound_entries().find(|(_, sa)| sa.spi() == spi).map(|(h, _)| h)
     }
 }
 

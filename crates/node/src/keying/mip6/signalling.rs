@@ -11,6 +11,9 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use wire::mip6::{IPPROTO_MH, ROUTING_HEADER_2_LEN, RoutingHeader2};
 
+/// ESP's protocol number (RFC 4303).
+const IPPROTO_ESP: u8 = 50;
+
 /// Room in front of a packet for what sealing adds (transport mode: only ESP's header and IV).
 const HEADROOM: usize = 64;
 /// Largest packet handled (a Mobility Header is at most 2048 octets, wire::mip6::MAX_LEN).
@@ -56,14 +59,7 @@ impl Signalling {
         send: bool,
         now: Time,
     ) -> Result<(), String> {
-        self.engine.add_inbound(sa_in, now).map_err(|e| format!("inbound SA: {e}"))?;
-        let h = match self.engine.add_outbound(sa_out, now) {
-            Ok(h) => h,
-            Err(e) => {
-                self.engine.remove_inbound(sa_in.spi, sa_in.protocol);
-                return Err(format!("outbound SA: {e}"));
-            }
-        };
+        let h = add_pair(&mut self.engine, sa_in, sa_out, now)?;
         self.homes.insert(sa_in.spi.0, home);
         if send {
             self.out.insert(home, h);
@@ -74,31 +70,19 @@ impl Signalling {
     /// Seals `home`'s Acknowledgements with the outbound SA `spi` from now on; false if there
     /// is no such SA.
     pub fn send_on(&mut self, home: Ipv6Addr, spi: Spi) -> bool {
-        let Some(h) = self.outbound_handle(home, spi) else { return false };
+        let Some(h) = outbound_to(&self.engine, spi, home) else { return false };
         self.out.insert(home, h);
         true
-    }
-
-    fn outbound_handle(&self, home: Ipv6Addr, spi: Spi) -> Option<SaHandle> {
-        self.engine
-            .outbound_entries()
-            .find(|(_, sa)| sa.spi() == spi && sa.addrs().1 == IpAddr::V6(home))
-            .map(|(h, _)| h)
     }
 
     /// Drops a pair (its keys are wiped with it); if it was `home`'s sending SA, the home
     /// agent cannot answer until another pair sends.
     pub fn remove(&mut self, home: Ipv6Addr, spi_in: Spi, spi_out: Spi) {
-        let proto = self.engine.inbound_sas().find(|sa| sa.spi() == spi_in).map(|sa| sa.protocol());
-        if let Some(p) = proto {
-            self.engine.remove_inbound(spi_in, p);
-            self.homes.remove(&spi_in.0);
-        }
-        if let Some(h) = self.outbound_handle(home, spi_out) {
+        self.homes.remove(&spi_in.0);
+        if let Some(h) = remove_pair(&mut self.engine, spi_in, spi_out, home) {
             if self.out.get(&home) == Some(&h) {
                 self.out.remove(&home);
             }
-            self.engine.remove_outbound(h);
         }
     }
 
@@ -177,4 +161,44 @@ impl Signalling {
 
 fn ip_string(a: IpAddr) -> String {
     a.to_string()
+}
+
+// The engine work of an IKEv2-made pair, the same for both roles (the home agent's
+// `Signalling`, the mobile node's engine): signalling SAs are ESP (RFC 3776 §4.1; the config
+// and IKE make nothing else).
+
+/// Adds a pair's inbound and outbound SA, both or neither; the outbound SA's handle.
+pub fn add_pair(
+    engine: &mut Engine,
+    sa_in: &SaParams,
+    sa_out: &SaParams,
+    now: Time,
+) -> Result<SaHandle, String> {
+    engine.add_inbound(sa_in, now).map_err(|e| format!("inbound SA: {e}"))?;
+    engine.add_outbound(sa_out, now).map_err(|e| {
+        engine.remove_inbound(sa_in.spi, sa_in.protocol.number());
+        format!("outbound SA: {e}")
+    })
+}
+
+/// The outbound SA with SPI `spi` to `dst` (outbound SPIs are the peers' choice: two mobile
+/// nodes may pick the same one).
+pub fn outbound_to(engine: &Engine, spi: Spi, dst: Ipv6Addr) -> Option<SaHandle> {
+    engine
+        .outbound_entries()
+        .find(|(_, sa)| sa.spi() == spi && sa.addrs().1 == IpAddr::V6(dst))
+        .map(|(h, _)| h)
+}
+
+/// Removes a pair (keys wiped with the SAs); the outbound SA's handle as it was, if it was there.
+pub fn remove_pair(
+    engine: &mut Engine,
+    spi_in: Spi,
+    spi_out: Spi,
+    dst: Ipv6Addr,
+) -> Option<SaHandle> {
+    engine.remove_inbound(spi_in, IPPROTO_ESP);
+    let h = outbound_to(engine, spi_out, dst)?;
+    engine.remove_outbound(h);
+    Some(h)
 }
