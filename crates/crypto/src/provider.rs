@@ -36,6 +36,11 @@ pub enum CryptoError {
 pub trait Aead: Send + Sync + Debug {
     /// Tag length in bytes.
     fn tag_len(&self) -> usize;
+    /// A hint that this key is about to be used: bring its expanded state (round keys, GHASH
+    /// table) towards the core without waiting for it, so that a batch of packets to thousands
+    /// of SAs can overlap those cache misses instead of meeting them one by one inside the
+    /// cipher. Changes nothing observable; providers that cannot do it do nothing.
+    fn warm(&self) {}
     /// Encrypts `in_out` in place and writes the tag into `tag` (`tag.len() == tag_len()`).
     fn seal_in_place(
         &self,

@@ -134,8 +134,11 @@ fn host(a: Ipv4Addr) -> Prefix {
 /// A sender engine (outbound SA and a host policy per peer) and a receiver engine (the
 /// matching inbound SAs and mirrored policies), as two nodes would hold them.
 fn engines(peers: usize) -> Result<(Engine, Engine), String> {
-    let provider = crypto::default_provider();
+    let provider = node::datapath::cipher::provider();
     let (mut tx, mut rx) = (Engine::new(provider), Engine::new(provider));
+    // As the node's lanes have them (`keying::manual::build_engine_for`).
+    tx.set_prefetch(node::sys::prefetch);
+    rx.set_prefetch(node::sys::prefetch);
     let selector = |p: usize| Selector {
         src: host(INNER_LOCAL),
         dst: host(inner_addr(p)),
@@ -258,7 +261,7 @@ fn per_packet(peers: usize, args: &BenchSasArgs) -> Result<(f64, f64), String> {
 fn raw_seal(peers: usize, args: &BenchSasArgs) -> Result<f64, String> {
     let (size, burst, seconds) = (args.size, args.burst, args.seconds);
     let scattered = args.order == "scattered";
-    let provider = crypto::default_provider();
+    let provider = node::datapath::cipher::provider();
     let alg = crypto::AeadAlg::Aes128Gcm;
     let keys: Vec<Box<dyn crypto::Aead>> = (0..peers)
         .map(|p| {
@@ -303,7 +306,7 @@ fn rss_bytes() -> f64 {
 
 /// A lane without I/O: serves its mailbox as a worker does between batches.
 fn lane(mb: mailbox::Mailbox, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    let provider = crypto::default_provider();
+    let provider = node::datapath::cipher::provider();
     let (mut out_e, mut in_e) = (Engine::new(provider), Engine::new(provider));
     let (mut out_t, mut in_t) = (OutTables::default(), InTables::default());
     let mut peer = None;

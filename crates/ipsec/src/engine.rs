@@ -3,15 +3,13 @@
 
 use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
+use crate::keyed_index::KeyedIndex;
 use crate::lifetime::SaEvent;
 use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
 use crate::spd::{Action, FlowKey, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable, Verdict};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
-/// Randomly keyed per process (aHash seeded from `getrandom`), so SPIs chosen by an attacker do
-/// not collide, and cheaper per packet than std's SipHash-1-3.
-type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 use wire::{IpLayout, proto};
 
 /// How many nested ESP/AH headers inbound processing unwraps (AH+ESP is two).
@@ -19,6 +17,7 @@ const MAX_NESTING: usize = 3;
 
 #[path = "engine_batch.rs"]
 mod batch;
+pub use batch::Prefetch;
 
 /// Handle of an outbound SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,8 +97,8 @@ pub struct Engine {
     outbound: Vec<Option<SecurityAssociation>>,
     inbound: Vec<Option<SecurityAssociation>>,
     /// Inbound SAs by (SPI, protocol), hashed with a random key so that a peer choosing SPIs
-    /// cannot make lookups collide.
-    sad: HashMap<(u32, u8), usize>,
+    /// cannot make lookups collide; a batch prefetches its slots (`keyed_index`).
+    sad: KeyedIndex<(u32, u8), usize>,
     spd: SpdTable,
     /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
     /// cleartext may enter. Empty: no inbound check (the pcap tools' use).
@@ -116,6 +115,12 @@ pub struct Engine {
     last_in: Option<((u32, u8), usize)>,
     /// `outbound_batch`'s per-packet lookups (kept for their capacity).
     batch_found: Vec<Option<(IpLayout, Option<usize>)>>,
+    /// `inbound_batch`'s per-packet SAD lookups (kept for their capacity).
+    batch_found_in: Vec<Option<((u32, u8), usize)>>,
+    /// `inbound_batch`'s keys and their hashes (kept for their capacity).
+    batch_keys_in: Vec<Option<((u32, u8), u64)>>,
+    /// How the batch calls bring an SA's lines into cache ahead of use (`set_prefetch`).
+    prefetch: batch::Prefetch,
 }
 
 impl Engine {
@@ -125,7 +130,7 @@ impl Engine {
             provider,
             outbound: Vec::new(),
             inbound: Vec::new(),
-            sad: HashMap::default(),
+            sad: KeyedIndex::default(),
             spd: SpdTable::default(),
             spd_in: SpdTable::default(),
             free_out: Vec::new(),
@@ -136,6 +141,9 @@ impl Engine {
             events: Vec::new(),
             last_in: None,
             batch_found: Vec::new(),
+            batch_found_in: Vec::new(),
+            batch_keys_in: Vec::new(),
+            prefetch: batch::no_prefetch,
         }
     }
 
@@ -211,7 +219,7 @@ impl Engine {
 
     /// The handle of the inbound SA with this SPI and protocol number.
     pub fn inbound_handle(&self, spi: Spi, protocol: u8) -> Option<SaHandle> {
-        self.sad.get(&(spi.0, protocol)).map(|&i| SaHandle(i))
+        self.sad.get(&(spi.0, protocol)).map(SaHandle)
     }
 
     /// An inbound SA by handle.
@@ -222,6 +230,15 @@ impl Engine {
     /// An outbound SA by handle.
     pub fn outbound_sa(&self, h: SaHandle) -> Option<&SecurityAssociation> {
         self.outbound.get(h.0).and_then(Option::as_ref)
+    }
+
+    /// Gives the batch calls the CPU's prefetch instruction (see `engine_batch.rs`): a function
+    /// that starts bringing the cache line at an address towards the core and returns without
+    /// waiting. This crate has no unsafe code, so the node passes it; it is only ever given
+    /// addresses inside this engine's own SAs. Without it, the batch calls still warm SAs by
+    /// reading them, a few packets ahead.
+    pub fn set_prefetch(&mut self, f: batch::Prefetch) {
+        self.prefetch = f;
     }
 
     /// Sets the least time between two acquires of one policy.
@@ -564,7 +581,7 @@ impl Engine {
             let idx = match self.last_in {
                 Some((k, i)) if k == key => i,
                 _ => {
-                    let i = *self.sad.get(&key).ok_or(DropReason::NoSa)?;
+                    let i = self.sad.get(&key).ok_or(DropReason::NoSa)?;
                     self.last_in = Some((key, i));
                     i
                 }

@@ -12,6 +12,7 @@ pub mod buf;
 pub mod drop;
 pub mod engine;
 pub mod esp;
+pub mod keyed_index;
 pub mod lifetime;
 pub mod replay;
 pub mod sa;

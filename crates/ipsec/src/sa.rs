@@ -246,13 +246,29 @@ impl SecurityAssociation {
         self.warm_transform();
     }
 
+    /// Starts fetching the lines `warm_out` (`out`) or `warm_in` reads, without waiting for
+    /// them: `prefetch` is the CPU's prefetch instruction (`Engine::set_prefetch`), given
+    /// addresses inside this SA only (the line offsets are the layout asserted above).
+    pub(crate) fn prefetch(&self, prefetch: crate::engine::Prefetch, out: bool) {
+        let base = (self as *const Self).cast::<u8>();
+        let lines: &[usize] = if out { &[0, 64, 256] } else { &[0, 64, 128, 192] };
+        for &off in lines {
+            prefetch(base.wrapping_add(off));
+        }
+    }
+
+    /// The keyed transform: an AEAD is asked to prefetch its expanded key (`Aead::warm`); the
+    /// others are touched through their own allocation.
     fn warm_transform(&self) {
-        let len = match &self.transform {
-            Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.tag_len(),
-            Transform::EspCbc { cipher, .. } => cipher.block_len(),
-            Transform::EspNull { mac } | Transform::AhHmac { mac } => mac.output_len(),
-        };
-        std::hint::black_box(len);
+        match &self.transform {
+            Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.warm(),
+            Transform::EspCbc { cipher, .. } => {
+                std::hint::black_box(cipher.block_len());
+            }
+            Transform::EspNull { mac } | Transform::AhHmac { mac } => {
+                std::hint::black_box(mac.output_len());
+            }
+        }
     }
 
     /// Builds the SA: checks the parameters and keys the transform once.

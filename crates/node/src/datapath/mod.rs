@@ -8,6 +8,7 @@
 
 pub mod board;
 pub mod carrier;
+pub mod cipher;
 pub mod clear;
 pub mod counters;
 pub mod encap;

@@ -38,7 +38,8 @@ pub fn build_engine_for(
     lane: usize,
 ) -> Result<(Engine, InboundAddrs), NodeError> {
     let file = c.file.display().to_string();
-    let mut engine = Engine::new(crypto::default_provider());
+    let mut engine = Engine::new(crate::datapath::cipher::provider());
+    engine.set_prefetch(crate::sys::prefetch);
     let mut handles = vec![None; c.sas.len()];
     let mut in_handles = vec![None; c.sas.len()];
     let mut in_addrs = HashMap::new();

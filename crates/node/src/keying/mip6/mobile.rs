@@ -101,7 +101,7 @@ impl MobileNodeRuntime {
     /// Opens the link socket, the raw sender and the nftables table, and keys the signalling SAs.
     pub fn open(conf: &MobileNodeConf) -> Result<MobileNodeRuntime, String> {
         let start = Instant::now();
-        let mut engine = Engine::new(crypto::default_provider());
+        let mut engine = Engine::new(crate::datapath::cipher::provider());
         let bu_sa = match conf.keys.manual() {
             Some((sa_in, sa_out)) => {
                 let h = engine.add_outbound(sa_out, Time(0)).map_err(|e| format!("sa-out: {e}"))?;

@@ -33,7 +33,7 @@ pub struct Signalling {
 impl Signalling {
     /// Builds every mobile node's pair (the config has checked them once already).
     pub fn new(nodes: &[MobileNodeConf], now: Time) -> Result<Signalling, String> {
-        let mut engine = Engine::new(crypto::default_provider());
+        let mut engine = Engine::new(crate::datapath::cipher::provider());
         let mut homes = HashMap::new();
         let mut out = HashMap::new();
         // Mobile nodes keyed by IKEv2 get their pair when the CHILD SA comes up (`install`).

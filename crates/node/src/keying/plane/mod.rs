@@ -287,7 +287,7 @@ impl ControlPlane {
     }
 
     fn build(&self, s: &SaSpec, field: &str) -> Result<Box<SecurityAssociation>, PlaneError> {
-        SecurityAssociation::new(&s.params, crypto::default_provider(), self.now())
+        SecurityAssociation::new(&s.params, crate::datapath::cipher::provider(), self.now())
             .map(Box::new)
             .map_err(|e| PlaneError::field(field, e.to_string()))
     }
