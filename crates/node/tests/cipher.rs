@@ -6,6 +6,11 @@
 //! Sources: the GCM specification (McGrew & Viega, revised 2005), Appendix B, Test Cases 4 and
 //! 16; RFC 8439 §2.8.2 (ChaCha20-Poly1305).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step should panic with its error"
+)]
 use crypto::{AeadAlg, CryptoError, Provider};
 use proptest::prelude::*;
 
