@@ -19,6 +19,7 @@ use super::Engine;
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
 use crate::engine::Processed;
+use crate::sa::SecurityAssociation;
 use crate::spd_table::Verdict;
 use crate::types::Time;
 use wire::{IpLayout, proto};
@@ -75,8 +76,12 @@ impl Engine {
     fn warm_outbound(&self, found: Option<&Option<(IpLayout, Option<usize>)>>, early: bool) {
         let Some(Some((_, Some(i)))) = found else { return };
         if let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) {
-            for sa in sas.iter().filter_map(|h| self.outbound.get(h)?.as_ref()) {
-                if early { sa.prefetch(self.prefetch, true) } else { sa.warm_out() }
+            for slot in sas.iter().filter_map(|h| self.outbound.get(h)) {
+                match slot {
+                    _ if early => SecurityAssociation::prefetch_slot(slot, self.prefetch, true),
+                    Some(sa) => sa.warm_out(),
+                    None => {}
+                }
             }
         }
     }
@@ -129,8 +134,10 @@ impl Engine {
     /// Warms the inbound SA a packet's outer header names (`inbound_batch`), or only starts
     /// fetching its lines (`early`).
     fn warm_inbound(&self, found: Option<&Option<((u32, u8), usize)>>, early: bool) {
-        if let Some(sa) = found.and_then(|f| self.inbound.get((*f)?.1)?.as_ref()) {
-            if early { sa.prefetch(self.prefetch, false) } else { sa.warm_in() }
+        match found.and_then(|f| self.inbound.get((*f)?.1)) {
+            Some(slot) if early => SecurityAssociation::prefetch_slot(slot, self.prefetch, false),
+            Some(Some(sa)) => sa.warm_in(),
+            _ => {}
         }
     }
 }

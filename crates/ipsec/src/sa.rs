@@ -218,6 +218,9 @@ const _: () = {
     assert!(offset_of!(Sa, replay) == 128 && size_of::<ReplayWindow>() == 64);
     assert!(offset_of!(Sa, admitted) == 192 && offset_of!(Sa, provider) + 16 <= 256);
     assert!(offset_of!(Sa, outer) == 256 && size_of::<Sa>() <= 512);
+    // `Option<Sa>` keeps its tag in a niche, so an SA sits at its slot's own address
+    // (`prefetch_slot`).
+    assert!(size_of::<Option<Sa>>() == size_of::<Sa>());
 };
 
 fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
@@ -246,12 +249,16 @@ impl SecurityAssociation {
         self.warm_transform();
     }
 
-    /// Starts fetching the lines `warm_out` (`out`) or `warm_in` reads, without waiting for
-    /// them: `prefetch` is the CPU's prefetch instruction (`Engine::set_prefetch`), given
-    /// addresses inside this SA only (the line offsets are the layout asserted above).
-    pub(crate) fn prefetch(&self, prefetch: crate::engine::Prefetch, out: bool) {
-        let base = (self as *const Self).cast::<u8>();
-        let lines: &[usize] = if out { &[0, 64, 256] } else { &[0, 64, 128, 192] };
+    /// Starts fetching the lines `warm_out` (`out`) or `warm_in` reads from the SA in `slot`,
+    /// without reading the slot: `prefetch` is the CPU's prefetch instruction
+    /// (`Engine::set_prefetch`), given addresses inside the slot only (the line offsets are
+    /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
+    /// from `None` reads the niche the compiler chose, in line 2 (the replay window), and that
+    /// read would wait for the very miss this is meant to start early. So line 2 is fetched
+    /// for sealing too, since the engine's own `as_ref` reads it.
+    pub(crate) fn prefetch_slot(slot: &Option<Self>, prefetch: crate::engine::Prefetch, out: bool) {
+        let base = std::ptr::from_ref(slot).cast::<u8>();
+        let lines: &[usize] = if out { &[0, 64, 128, 256] } else { &[0, 64, 128, 192] };
         for &off in lines {
             prefetch(base.wrapping_add(off));
         }
