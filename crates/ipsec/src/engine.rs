@@ -114,7 +114,7 @@ pub struct Engine {
     /// Last inbound lookup: consecutive packets of one SA share one lookup (DESIGN rule 5).
     last_in: Option<((u32, u8), usize)>,
     /// `outbound_batch`'s per-packet lookups (kept for their capacity).
-    batch_found: Vec<Option<(IpLayout, Option<usize>)>>,
+    batch_found: Vec<Option<(IpLayout, crate::spd_table::Probe, Option<usize>)>>,
     /// `inbound_batch`'s per-packet SAD lookups (kept for their capacity).
     batch_found_in: Vec<Option<((u32, u8), usize)>>,
     /// `inbound_batch`'s keys and their hashes (kept for their capacity).

@@ -20,7 +20,7 @@ use crate::buf::PacketBuf;
 use crate::drop::DropReason;
 use crate::engine::Processed;
 use crate::sa::SecurityAssociation;
-use crate::spd_table::Verdict;
+use crate::spd_table::{Probe, Verdict};
 use crate::types::Time;
 use wire::{IpLayout, proto};
 
@@ -51,12 +51,23 @@ impl Engine {
         now: Time,
     ) {
         // The scratch list keeps its capacity from batch to batch: no allocation per packet.
+        // The policy lookups in three passes over the batch, each a loop of independent loads
+        // whose misses overlap: hash each packet's addresses and prefetch their index slots;
+        // read those slots and prefetch the entries they name; then match.
         let mut found = std::mem::take(&mut self.batch_found);
         found.clear();
         found.extend(bufs.iter().map(|b| {
             let layout = IpLayout::parse(b.as_slice()).ok()?;
-            Some((layout, self.spd.find(b.as_slice(), &layout)))
+            Some((layout, self.spd.probe(b.as_slice(), &layout, self.prefetch), None))
         }));
+        for (_, probe, _) in found.iter().flatten() {
+            self.spd.prefetch_candidates(probe, self.prefetch);
+        }
+        for (b, f) in bufs.iter().zip(found.iter_mut()) {
+            if let Some((layout, probe, i)) = f {
+                *i = self.spd.find_probed(b.as_slice(), layout, probe);
+            }
+        }
         (0..PREFETCH_AHEAD).for_each(|j| self.warm_outbound(found.get(j), j >= AHEAD));
         for k in 0..bufs.len().min(results.len()).min(found.len()) {
             self.warm_outbound(found.get(k + AHEAD), false);
@@ -64,7 +75,7 @@ impl Engine {
             prefetch_packet(self.prefetch, bufs.get(k + PREFETCH_AHEAD));
             let out = match &found[k] {
                 None => Err(DropReason::Malformed),
-                Some((layout, i)) => self.outbound_found(&mut bufs[k], layout, *i, now),
+                Some((layout, _, i)) => self.outbound_found(&mut bufs[k], layout, *i, now),
             };
             results[k] = self.tally(out);
         }
@@ -73,8 +84,8 @@ impl Engine {
 
     /// Warms the outbound SAs a packet's policy protects it with (`outbound_batch`), or only
     /// starts fetching their lines (`early`).
-    fn warm_outbound(&self, found: Option<&Option<(IpLayout, Option<usize>)>>, early: bool) {
-        let Some(Some((_, Some(i)))) = found else { return };
+    fn warm_outbound(&self, found: Option<&Option<(IpLayout, Probe, Option<usize>)>>, early: bool) {
+        let Some(Some((_, _, Some(i)))) = found else { return };
         if let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) {
             for slot in sas.iter().filter_map(|h| self.outbound.get(h)) {
                 match slot {

@@ -17,6 +17,7 @@ pub mod lifetime;
 pub mod replay;
 pub mod sa;
 pub mod spd;
+mod spd_hosts;
 pub mod spd_table;
 pub mod types;
 

@@ -33,8 +33,7 @@ pub const DEFAULT_PRIORITY: u32 = 1000;
 /// Ids from here up are given by [`SpdTable::push`] to entries added without an id.
 const AUTO_ID_BASE: PolicyId = 1 << 63;
 
-/// Match order: priority, then installation.
-type Order = (u32, u64);
+use crate::spd_hosts::{HostIndex, Order};
 
 /// An entry as the table files it. The first cache line (`hot`) holds all a packet's lookup
 /// reads: the selectors and the action, with a single-SA bundle's handle inline, so that
@@ -119,44 +118,11 @@ impl Sas<'_> {
     }
 }
 
-/// The entries of one address, in match order. Almost every host has one: it is kept inline
-/// in the hash map's slot, so a lookup reaches it without another pointer to follow.
-#[derive(Debug, Default)]
-struct Host {
-    first: Option<(Order, usize)>,
-    more: Vec<(Order, usize)>,
-}
-
-impl Host {
-    fn insert(&mut self, o: Order, i: usize) {
-        match self.first {
-            None => self.first = Some((o, i)),
-            Some(f) if o < f.0 => {
-                self.more.insert(0, f);
-                self.first = Some((o, i));
-            }
-            Some(_) => {
-                let at = self.more.partition_point(|m| m.0 < o);
-                self.more.insert(at, (o, i));
-            }
-        }
-    }
-
-    fn remove(&mut self, o: Order) {
-        if self.first.is_some_and(|f| f.0 == o) {
-            self.first = if self.more.is_empty() { None } else { Some(self.more.remove(0)) };
-        } else {
-            self.more.retain(|m| m.0 != o);
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &(Order, usize)> {
-        self.first.iter().chain(&self.more)
-    }
+/// A packet's addresses and their hashes in the per-address indexes ([`SpdTable::probe`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Probe {
+    dst: Option<(IpAddr, u64)>,
+    src: Option<(IpAddr, u64)>,
 }
 
 /// Where an entry is filed besides the ordered list.
@@ -174,8 +140,8 @@ pub struct SpdTable {
     free: Vec<usize>,
     by_id: HashMap<PolicyId, usize>,
     all: BTreeMap<Order, usize>,
-    by_dst: HashMap<IpAddr, Host>,
-    by_src: HashMap<IpAddr, Host>,
+    by_dst: HostIndex,
+    by_src: HostIndex,
     rest: BTreeMap<Order, usize>,
     next_seq: u64,
     next_auto: PolicyId,
@@ -270,8 +236,8 @@ impl SpdTable {
         self.by_id.insert(id, i);
         self.all.insert(order, i);
         match key {
-            Key::Dst(a) => self.by_dst.entry(a).or_default().insert(order, i),
-            Key::Src(a) => self.by_src.entry(a).or_default().insert(order, i),
+            Key::Dst(a) => self.by_dst.insert(a, order, i),
+            Key::Src(a) => self.by_src.insert(a, order, i),
             Key::Rest => {
                 self.rest.insert(order, i);
             }
@@ -291,17 +257,9 @@ impl SpdTable {
         let s = self.slots.get_mut(i).and_then(Option::take)?;
         self.free.push(i);
         self.all.remove(&s.order);
-        let drop_from = |m: &mut HashMap<IpAddr, Host>, a: IpAddr| {
-            if let Some(t) = m.get_mut(&a) {
-                t.remove(s.order);
-                if t.is_empty() {
-                    m.remove(&a);
-                }
-            }
-        };
         match key_of(&s.entry) {
-            Key::Dst(a) => drop_from(&mut self.by_dst, a),
-            Key::Src(a) => drop_from(&mut self.by_src, a),
+            Key::Dst(a) => self.by_dst.remove(a, s.order),
+            Key::Src(a) => self.by_src.remove(a, s.order),
             Key::Rest => {
                 self.rest.remove(&s.order);
             }
@@ -323,8 +281,47 @@ impl SpdTable {
     /// [`SpdTable::lookup`] without the action: the data path reads the entry's verdict from
     /// its first cache line ([`SpdTable::verdict`]).
     pub(crate) fn find(&self, p: &[u8], layout: &IpLayout) -> Option<usize> {
-        let matches = |i: &usize| self.slot(*i).is_some_and(|s| s.hot.selector.matches(p, layout));
-        let first = |t: &Host| t.iter().find(|(_, i)| matches(i)).copied();
+        self.find_probed(p, layout, &self.probe(p, layout, |_| {}))
+    }
+
+    /// Hashes the packet's addresses for the per-address indexes and starts fetching the
+    /// index slots a lookup will read (`prefetch` is the CPU's, `Engine::set_prefetch`): the
+    /// first of a batch's three passes over its packets (`engine_batch.rs`), which lets the
+    /// misses of many packets' lookups overlap.
+    pub(crate) fn probe(&self, p: &[u8], layout: &IpLayout, prefetch: fn(*const u8)) -> Probe {
+        let mut probe = Probe::default();
+        if self.by_dst.is_empty() && self.by_src.is_empty() {
+            return probe;
+        }
+        let (s, d) = layout.addrs(p);
+        for (ix, a, out) in [(&self.by_dst, d, &mut probe.dst), (&self.by_src, s, &mut probe.src)] {
+            if let Some(a) = addr(a).filter(|_| !ix.is_empty()) {
+                let (h, at) = ix.hash(&a);
+                prefetch(at);
+                *out = Some((a, h));
+            }
+        }
+        probe
+    }
+
+    /// The second pass: starts fetching the entries a probe's index slots name (all of each
+    /// entry's lines, so that `find_probed` and `verdict` then read nothing cold).
+    pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: fn(*const u8)) {
+        for (ix, k) in [(&self.by_dst, probe.dst), (&self.by_src, probe.src)] {
+            if let Some(slot) = k.and_then(|(a, h)| ix.first(&a, h)).and_then(|i| self.slots.get(i))
+            {
+                let base = std::ptr::from_ref(slot).cast::<u8>();
+                for off in (0..std::mem::size_of::<Option<Slot>>()).step_by(64) {
+                    prefetch(base.wrapping_add(off));
+                }
+            }
+        }
+    }
+
+    /// [`SpdTable::find`] with the packet's `probe` (of this packet, taken since the last
+    /// change to the table).
+    pub(crate) fn find_probed(&self, p: &[u8], layout: &IpLayout, probe: &Probe) -> Option<usize> {
+        let matches = |i: usize| self.slot(i).is_some_and(|s| s.hot.selector.matches(p, layout));
         fn better(best: &mut Option<(Order, usize)>, c: Option<(Order, usize)>) {
             if let Some(c) = c {
                 if best.is_none_or(|b| c.0 < b.0) {
@@ -333,14 +330,11 @@ impl SpdTable {
             }
         }
         let mut best: Option<(Order, usize)> = None;
-        if !self.by_dst.is_empty() || !self.by_src.is_empty() {
-            let (s, d) = layout.addrs(p);
-            if let Some(t) = addr(d).and_then(|d| self.by_dst.get(&d)) {
-                better(&mut best, first(t));
-            }
-            if let Some(t) = addr(s).and_then(|s| self.by_src.get(&s)) {
-                better(&mut best, first(t));
-            }
+        if let Some((d, h)) = probe.dst {
+            better(&mut best, self.by_dst.first_match(&d, h, matches));
+        }
+        if let Some((s, h)) = probe.src {
+            better(&mut best, self.by_src.first_match(&s, h, matches));
         }
         // The rest only up to the best found so far: an entry after it cannot win.
         let bound = best.map(|b| b.0);
@@ -348,7 +342,7 @@ impl SpdTable {
             .rest
             .iter()
             .take_while(|(o, _)| bound.is_none_or(|b| **o < b))
-            .find(|(_, i)| matches(i))
+            .find(|(_, i)| matches(**i))
             .map(|(o, i)| (*o, *i));
         better(&mut best, r);
         best.map(|(_, i)| i)
