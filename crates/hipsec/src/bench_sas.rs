@@ -42,7 +42,8 @@ pub struct BenchSasArgs {
     /// state was allocated in, which the hardware prefetcher streams in: a best case).
     #[arg(long, default_value = "scattered", value_parser = ["scattered", "sequential"])]
     pub order: String,
-    /// Seconds of measurement per count and operation (in rounds; medians are reported).
+    /// Seconds of measurement per count, and again for the raw AEAD (in rounds that alternate
+    /// with the 1-SA reference's; medians are reported).
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
     /// Print JSON.
@@ -61,9 +62,10 @@ pub struct Row {
     pub seal_ns: f64,
     /// Open, ns per packet.
     pub open_ns: f64,
-    /// seal_ns / the 1-SA figure.
+    /// seal_ns / the 1-SA figure: the median of the ratios of rounds that alternate with the
+    /// 1-SA pair's own rounds (`interleaved`).
     pub seal_ratio: f64,
-    /// open_ns / the 1-SA figure.
+    /// open_ns / the 1-SA figure, taken as `seal_ratio` is.
     pub open_ratio: f64,
     /// SAs per second through the in-process control interface (plus their policies).
     pub install_per_s: f64,
@@ -194,101 +196,171 @@ fn packet(p: usize, size: usize) -> Vec<u8> {
     v
 }
 
-/// (seal ns, open ns) per packet, medians of rounds of one pass over every peer.
-fn per_packet(peers: usize, args: &BenchSasArgs) -> Result<(f64, f64), String> {
-    let (size, burst, seconds) = (args.size, args.burst, args.seconds);
-    let scattered = args.order == "scattered";
-    /// Packets sealed, then opened, at a time: the data path's batch (its buffers stay in
-    /// cache, as a lane's do; only the SAs change from packet to packet).
-    const BATCH: usize = 256;
-    let (mut tx, mut rx) = engines(peers)?;
-    let burst = burst.max(1);
-    // A round visits every peer `burst` times in a row, and is long enough to time.
-    let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;
-    // One packet, re-addressed to each peer as it is loaded (destination and header checksum,
-    // 4 + 2 bytes from a small per-peer table): the packet bytes themselves cost the same
-    // cache traffic for one peer as for 5,000, as fresh packets from a TUN device do. (A copy
-    // of a whole distinct packet per peer, as this bench took before, read 640 kB of packets
-    // round after round at 5,000 peers and 128 bytes, evicting the engine's own state; at
-    // one peer it read 128 bytes.)
-    let template = packet(0, size);
-    let headers: Vec<([u8; 4], [u8; 2])> = (0..peers)
-        .map(|p| {
-            let v = packet(p, size);
-            ([v[16], v[17], v[18], v[19]], [v[10], v[11]])
+/// Packets sealed, then opened, at a time: the data path's batch (its buffers stay in cache,
+/// as a lane's do; only the SAs change from packet to packet).
+const BATCH: usize = 256;
+
+type Results = Vec<Result<ipsec::Processed, ipsec::DropReason>>;
+
+/// Seal and open over `peers` peers, a round at a time (one pass over every peer).
+struct Packets {
+    tx: Engine,
+    rx: Engine,
+    peers: usize,
+    burst: usize,
+    scattered: bool,
+    per_round: usize,
+    template: Vec<u8>,
+    /// Each peer's destination and header checksum (see `Packets::new`).
+    headers: Vec<([u8; 4], [u8; 2])>,
+    bufs: Vec<PacketBuf>,
+    results: Results,
+}
+
+impl Packets {
+    fn new(peers: usize, args: &BenchSasArgs) -> Result<Packets, String> {
+        let (tx, rx) = engines(peers)?;
+        let burst = args.burst.max(1);
+        // A round visits every peer `burst` times in a row, and is long enough to time.
+        let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;
+        // One packet, re-addressed to each peer as it is loaded (destination and header
+        // checksum, 4 + 2 bytes from a small per-peer table): the packet bytes themselves cost
+        // the same cache traffic for one peer as for 5,000, as fresh packets from a TUN device
+        // do. (A copy of a whole distinct packet per peer, as this bench took before, read
+        // 640 kB of packets round after round at 5,000 peers and 128 bytes, evicting the
+        // engine's own state; at one peer it read 128 bytes.)
+        let headers = (0..peers)
+            .map(|p| {
+                let v = packet(p, args.size);
+                ([v[16], v[17], v[18], v[19]], [v[10], v[11]])
+            })
+            .collect();
+        let head = ipsec::buf::DEFAULT_HEADROOM;
+        Ok(Packets {
+            tx,
+            rx,
+            peers,
+            burst,
+            scattered: args.order == "scattered",
+            per_round,
+            template: packet(0, args.size),
+            headers,
+            bufs: (0..BATCH).map(|_| PacketBuf::new(head + args.size + 256, head)).collect(),
+            results: vec![Err(ipsec::DropReason::Malformed); BATCH],
         })
-        .collect();
-    let head = ipsec::buf::DEFAULT_HEADROOM;
-    let mut bufs: Vec<PacketBuf> =
-        (0..BATCH).map(|_| PacketBuf::new(head + size + 256, head)).collect();
-    let mut results: Vec<Result<ipsec::Processed, ipsec::DropReason>> =
-        vec![Err(ipsec::DropReason::Malformed); BATCH];
-    let check = |rs: &[Result<ipsec::Processed, ipsec::DropReason>], what: &str| {
-        rs.iter().find_map(|r| r.as_ref().err()).map_or(Ok(()), |d| Err(format!("{what}: {d}")))
-    };
-    let (mut seal, mut open) = (Vec::new(), Vec::new());
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    let now = Time(1);
-    while Instant::now() < deadline || seal.len() < 3 {
+    }
+
+    /// One round: (seal ns, open ns) per packet.
+    fn round(&mut self) -> Result<(f64, f64), String> {
+        let check = |rs: &Results, what: &str| {
+            rs.iter().find_map(|r| r.as_ref().err()).map_or(Ok(()), |d| Err(format!("{what}: {d}")))
+        };
         let (mut t_seal, mut t_open) = (Duration::ZERO, Duration::ZERO);
-        for chunk in 0..per_round / BATCH {
-            for (k, b) in bufs.iter_mut().enumerate() {
+        let (head, now) = (ipsec::buf::DEFAULT_HEADROOM, Time(1));
+        for chunk in 0..self.per_round / BATCH {
+            for (k, b) in self.bufs.iter_mut().enumerate() {
                 let i = chunk * BATCH + k;
-                b.load(&template, head).map_err(|e| format!("{e:?}"))?;
-                let (dst, csum) = headers[visit(i, burst, peers, scattered)];
+                b.load(&self.template, head).map_err(|e| format!("{e:?}"))?;
+                let (dst, csum) = self.headers[visit(i, self.burst, self.peers, self.scattered)];
                 let ip = b.as_mut_slice();
                 ip[16..20].copy_from_slice(&dst);
                 ip[10..12].copy_from_slice(&csum);
             }
             // The batch calls, as the node's lanes make them.
             let t = Instant::now();
-            tx.outbound_batch(&mut bufs, &mut results, now);
+            self.tx.outbound_batch(&mut self.bufs, &mut self.results, now);
             t_seal += t.elapsed();
-            check(&results, "seal")?;
+            check(&self.results, "seal")?;
             let t = Instant::now();
-            rx.inbound_batch(&mut bufs, &mut results, now);
+            self.rx.inbound_batch(&mut self.bufs, &mut self.results, now);
             t_open += t.elapsed();
-            check(&results, "open")?;
+            check(&self.results, "open")?;
         }
-        seal.push(t_seal.as_nanos() as f64 / per_round as f64);
-        open.push(t_open.as_nanos() as f64 / per_round as f64);
+        let n = self.per_round as f64;
+        Ok((t_seal.as_nanos() as f64 / n, t_open.as_nanos() as f64 / n))
     }
-    Ok((median(&mut seal), median(&mut open)))
+}
+
+/// Medians over rounds that alternate between `base` and `other`: each one's (seal, open) ns
+/// per packet, and the medians of each pair of rounds' ratios (other / base). Alternating
+/// round by round means both meet the same moments of a shared machine (a neighbour's burst
+/// on the memory bus, a frequency change), which separate runs of a second each did not: on
+/// the 2-vCPU VM, the 10,000-SA figure of one binary ranged over 1.6× from run to run.
+fn interleaved(base: &mut Packets, other: &mut Packets, seconds: f64) -> Result<[f64; 6], String> {
+    let mut v: [Vec<f64>; 6] = Default::default();
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < deadline || v[0].len() < 3 {
+        let (bs, bo) = base.round()?;
+        let (s, o) = other.round()?;
+        for (k, x) in [bs, bo, s, o, s / bs, o / bo].into_iter().enumerate() {
+            v[k].push(x);
+        }
+    }
+    Ok(v.map(|mut x| median(&mut x)))
 }
 
 /// The raw AEAD (AES-128-GCM through the provider, as the engine keys it) sealing `size`
-/// bytes with one key per peer, the keys visited as `per_packet` visits the SAs: ns per call.
-fn raw_seal(peers: usize, args: &BenchSasArgs) -> Result<f64, String> {
-    let (size, burst, seconds) = (args.size, args.burst, args.seconds);
-    let scattered = args.order == "scattered";
-    let provider = node::datapath::cipher::provider();
-    let alg = crypto::AeadAlg::Aes128Gcm;
-    let keys: Vec<Box<dyn crypto::Aead>> = (0..peers)
-        .map(|p| {
-            let k: Vec<u8> = (0..16).map(|i| (p as u8).wrapping_mul(31).wrapping_add(i)).collect();
-            provider.aead(alg, &k).map_err(|e| e.to_string())
+/// bytes with one key per peer, the keys visited as `Packets` visits the SAs.
+struct Raw {
+    keys: Vec<Box<dyn crypto::Aead>>,
+    burst: usize,
+    scattered: bool,
+    per_round: usize,
+    buf: Vec<u8>,
+    n: u64,
+}
+
+impl Raw {
+    fn new(peers: usize, args: &BenchSasArgs) -> Result<Raw, String> {
+        let provider = node::datapath::cipher::provider();
+        let alg = crypto::AeadAlg::Aes128Gcm;
+        let keys = (0..peers)
+            .map(|p| {
+                let k: Vec<u8> =
+                    (0..16).map(|i| (p as u8).wrapping_mul(31).wrapping_add(i)).collect();
+                provider.aead(alg, &k).map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        let burst = args.burst.max(1);
+        Ok(Raw {
+            keys,
+            burst,
+            scattered: args.order == "scattered",
+            per_round: (peers * burst).max(4096),
+            buf: vec![0u8; args.size],
+            n: 0,
         })
-        .collect::<Result<_, _>>()?;
-    let burst = burst.max(1);
-    let per_round = (peers * burst).max(4096);
-    let mut buf = vec![0u8; size];
-    let mut tag = [0u8; 16];
-    let mut nonce = [0u8; 12];
-    let mut rounds = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    let mut n = 0u64;
-    while Instant::now() < deadline || rounds.len() < 3 {
+    }
+
+    /// One round: ns per call.
+    fn round(&mut self) -> Result<(f64, f64), String> {
+        let (mut tag, mut nonce) = ([0u8; 16], [0u8; 12]);
+        let peers = self.keys.len();
         let t = Instant::now();
-        for i in 0..per_round {
-            n += 1;
-            nonce[4..].copy_from_slice(&n.to_be_bytes());
-            keys[visit(i, burst, peers, scattered)]
-                .seal_in_place(&nonce, &[0u8; 8], &mut buf, &mut tag)
+        for i in 0..self.per_round {
+            self.n += 1;
+            nonce[4..].copy_from_slice(&self.n.to_be_bytes());
+            self.keys[visit(i, self.burst, peers, self.scattered)]
+                .seal_in_place(&nonce, &[0u8; 8], &mut self.buf, &mut tag)
                 .map_err(|e| e.to_string())?;
         }
-        rounds.push(t.elapsed().as_nanos() as f64 / per_round as f64);
+        let ns = t.elapsed().as_nanos() as f64 / self.per_round as f64;
+        Ok((ns, ns))
     }
-    Ok(median(&mut rounds))
+}
+
+/// `interleaved` for the raw AEAD: (1-key ns, N-key ns, median ratio).
+fn raw_interleaved(base: &mut Raw, other: &mut Raw, seconds: f64) -> Result<[f64; 3], String> {
+    let mut v: [Vec<f64>; 3] = Default::default();
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < deadline || v[0].len() < 3 {
+        let (b, _) = base.round()?;
+        let (o, _) = other.round()?;
+        for (k, x) in [b, o, o / b].into_iter().enumerate() {
+            v[k].push(x);
+        }
+    }
+    Ok(v.map(|mut x| median(&mut x)))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -394,26 +466,31 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
         return Err(format!("--size {}: 28..=9000", args.size));
     }
     let mut rows: Vec<Row> = Vec::new();
-    let (base_seal, base_open) = per_packet(1, args)?;
-    let base_raw = raw_seal(1, args)?;
-    let (base_stack_seal, base_stack_open) = (base_seal - base_raw, base_open - base_raw);
+    let (mut base, mut base_raw) = (Packets::new(1, args)?, Raw::new(1, args)?);
     for &n in &args.sas {
         let peers = (n / 2).max(1);
         eprintln!("bench sas: {n} SAs ({peers} peers)");
-        let (seal, open) = if n <= 2 { (base_seal, base_open) } else { per_packet(peers, args)? };
+        // One SA pair against itself: its rounds alternate with a copy of the same setup.
+        let mut other = Packets::new(peers, args)?;
+        let [base_seal, base_open, seal, open, seal_ratio, open_ratio] =
+            interleaved(&mut base, &mut other, args.seconds)?;
+        drop(other);
+        let mut other_raw = Raw::new(peers, args)?;
+        let [raw1, raw, raw_ratio] = raw_interleaved(&mut base_raw, &mut other_raw, args.seconds)?;
+        drop(other_raw);
         let (rate, bytes) = install(n)?;
-        let raw = if n <= 2 { base_raw } else { raw_seal(peers, args)? };
+        let (base_stack_seal, base_stack_open) = (base_seal - raw1, base_open - raw1);
         rows.push(Row {
             sas: n,
             peers,
             seal_ns: seal,
             open_ns: open,
-            seal_ratio: seal / base_seal,
-            open_ratio: open / base_open,
+            seal_ratio,
+            open_ratio,
             install_per_s: rate,
             bytes_per_sa: bytes,
             raw_seal_ns: raw,
-            raw_ratio: raw / base_raw,
+            raw_ratio,
             stack_seal_ns: seal - raw,
             stack_seal_ratio: (seal - raw) / base_stack_seal,
             stack_open_ns: open - raw,

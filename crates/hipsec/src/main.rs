@@ -653,8 +653,9 @@ Example:
     #[command(long_about = "\
 How the node scales with SAs: seal (SPD lookup + ESP) and open (SAD lookup, replay check, ESP,
 inbound SPD) per packet with N SAs to N/2 peers, one host policy per peer, every peer once per
-round in a scattered order (--order), beside one SA pair in the same run (ratios); beside them the
-AEAD alone with one key per peer in the same order (raw) and what the stack adds to it (stack);
+round in a scattered order (--order), beside one SA pair in the same run (ratios: medians of
+rounds that alternate with the one pair's, so both meet the same moments of a busy machine);
+beside them the AEAD alone with one key per peer in the same order (raw) and what the stack adds to it (stack);
 SAs per second through the in-process control interface (keyed, sent to a lane, filed,
 acknowledged) and resident memory per SA. In-process, no root needed. With thousands of SAs the
 per-SA state no longer fits the CPU's caches; --burst shows how much of that a flow's packets in
