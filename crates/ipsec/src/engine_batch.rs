@@ -29,8 +29,12 @@ use wire::{IpLayout, proto};
 /// ten lines of it in flight per SA: a lead of several packets covers the latency without
 /// asking for more lines than the core can have outstanding. (AES-GCM over 5,000 keys in a
 /// scattered order, key prefetched 4, 8 and 16 calls ahead: 1.07×, 1.05× and 1.09× its one-key
-/// cost, against 1.40× without.)
-const AHEAD: usize = 8;
+/// cost, against 1.40× without, on the Intel VM of earlier sessions.) On the AMD EPYC VM of
+/// issue 10's last session, `bench sas --sas 10000` with leads of 2, 3, 4, 6 and 8 came out
+/// alike within that machine's noise (seal 1.47–1.72×), 4 never worse than 8 in four paired
+/// runs (seal 1.42–1.52× against 1.54–1.72×): the lines arrive in time at any of these leads,
+/// and what is left is how many of them each packet needs.
+const AHEAD: usize = 4;
 
 /// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
 /// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.
