@@ -249,7 +249,9 @@ impl Packets {
             results: vec![Err(ipsec::DropReason::Malformed); BATCH],
         })
     }
+}
 
+impl Rounds for Packets {
     /// One round: (seal ns, open ns) per packet.
     fn round(&mut self) -> Result<(f64, f64), String> {
         let check = |rs: &Results, what: &str| {
@@ -281,12 +283,18 @@ impl Packets {
     }
 }
 
-/// Medians over rounds that alternate between `base` and `other`: each one's (seal, open) ns
-/// per packet, and the medians of each pair of rounds' ratios (other / base). Alternating
+/// A setup measured a round at a time: two figures per round (seal and open ns per packet;
+/// the raw AEAD gives its one figure twice).
+trait Rounds {
+    fn round(&mut self) -> Result<(f64, f64), String>;
+}
+
+/// Medians over rounds that alternate between `base` and `other`: each one's two figures, and
+/// the medians of each pair of rounds' ratios (other / base), in that order. Alternating
 /// round by round means both meet the same moments of a shared machine (a neighbour's burst
 /// on the memory bus, a frequency change), which separate runs of a second each did not: on
 /// the 2-vCPU VM, the 10,000-SA figure of one binary ranged over 1.6× from run to run.
-fn interleaved(base: &mut Packets, other: &mut Packets, seconds: f64) -> Result<[f64; 6], String> {
+fn interleaved<R: Rounds>(base: &mut R, other: &mut R, seconds: f64) -> Result<[f64; 6], String> {
     let mut v: [Vec<f64>; 6] = Default::default();
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < deadline || v[0].len() < 3 {
@@ -332,8 +340,7 @@ impl Raw {
         })
     }
 
-    /// One round: ns per call.
-    fn round(&mut self) -> Result<(f64, f64), String> {
+    fn one_round(&mut self) -> Result<f64, String> {
         let (mut tag, mut nonce) = ([0u8; 16], [0u8; 12]);
         let peers = self.keys.len();
         let t = Instant::now();
@@ -344,23 +351,15 @@ impl Raw {
                 .seal_in_place(&nonce, &[0u8; 8], &mut self.buf, &mut tag)
                 .map_err(|e| e.to_string())?;
         }
-        let ns = t.elapsed().as_nanos() as f64 / self.per_round as f64;
-        Ok((ns, ns))
+        Ok(t.elapsed().as_nanos() as f64 / self.per_round as f64)
     }
 }
 
-/// `interleaved` for the raw AEAD: (1-key ns, N-key ns, median ratio).
-fn raw_interleaved(base: &mut Raw, other: &mut Raw, seconds: f64) -> Result<[f64; 3], String> {
-    let mut v: [Vec<f64>; 3] = Default::default();
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    while Instant::now() < deadline || v[0].len() < 3 {
-        let (b, _) = base.round()?;
-        let (o, _) = other.round()?;
-        for (k, x) in [b, o, o / b].into_iter().enumerate() {
-            v[k].push(x);
-        }
+impl Rounds for Raw {
+    /// One round: ns per call, twice.
+    fn round(&mut self) -> Result<(f64, f64), String> {
+        self.one_round().map(|ns| (ns, ns))
     }
-    Ok(v.map(|mut x| median(&mut x)))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -476,7 +475,8 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             interleaved(&mut base, &mut other, args.seconds)?;
         drop(other);
         let mut other_raw = Raw::new(peers, args)?;
-        let [raw1, raw, raw_ratio] = raw_interleaved(&mut base_raw, &mut other_raw, args.seconds)?;
+        let [raw1, _, raw, _, raw_ratio, _] =
+            interleaved(&mut base_raw, &mut other_raw, args.seconds)?;
         drop(other_raw);
         let (rate, bytes) = install(n)?;
         let (base_stack_seal, base_stack_open) = (base_seal - raw1, base_open - raw1);

@@ -17,7 +17,7 @@ const MAX_NESTING: usize = 3;
 
 #[path = "engine_batch.rs"]
 mod batch;
-pub use batch::Prefetch;
+pub use crate::types::Prefetch;
 
 /// Handle of an outbound SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -120,7 +120,7 @@ pub struct Engine {
     /// `inbound_batch`'s keys and their hashes (kept for their capacity).
     batch_keys_in: Vec<Option<((u32, u8), u64)>>,
     /// How the batch calls bring an SA's lines into cache ahead of use (`set_prefetch`).
-    prefetch: batch::Prefetch,
+    prefetch: Prefetch,
 }
 
 impl Engine {
@@ -237,7 +237,7 @@ impl Engine {
     /// waiting. This crate has no unsafe code, so the node passes it; it is only ever given
     /// addresses inside this engine's own SAs. Without it, the batch calls still warm SAs by
     /// reading them, a few packets ahead.
-    pub fn set_prefetch(&mut self, f: batch::Prefetch) {
+    pub fn set_prefetch(&mut self, f: Prefetch) {
         self.prefetch = f;
     }
 

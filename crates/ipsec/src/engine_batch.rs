@@ -21,7 +21,7 @@ use crate::drop::DropReason;
 use crate::engine::Processed;
 use crate::sa::SecurityAssociation;
 use crate::spd_table::{Probe, Verdict};
-use crate::types::Time;
+use crate::types::{Prefetch, Time};
 use wire::{IpLayout, proto};
 
 /// How many packets ahead the processing pass warms an SA. A packet of a few hundred bytes
@@ -39,9 +39,6 @@ const AHEAD: usize = 4;
 /// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
 /// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.
 const PREFETCH_AHEAD: usize = 2 * AHEAD;
-
-/// The CPU's prefetch instruction, as the node passes it (`Engine::set_prefetch`).
-pub type Prefetch = fn(*const u8);
 
 /// The default: no prefetch (the batch then warms SAs by reading them).
 pub(crate) fn no_prefetch(_: *const u8) {}

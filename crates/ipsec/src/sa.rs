@@ -256,7 +256,7 @@ impl SecurityAssociation {
     /// from `None` reads the niche the compiler chose, in line 2 (the replay window), and that
     /// read would wait for the very miss this is meant to start early. So line 2 is fetched
     /// for sealing too, since the engine's own `as_ref` reads it.
-    pub(crate) fn prefetch_slot(slot: &Option<Self>, prefetch: crate::engine::Prefetch, out: bool) {
+    pub(crate) fn prefetch_slot(slot: &Option<Self>, prefetch: crate::types::Prefetch, out: bool) {
         let base = std::ptr::from_ref(slot).cast::<u8>();
         let lines: &[usize] = if out { &[0, 64, 128, 256] } else { &[0, 64, 128, 192] };
         for &off in lines {

@@ -288,7 +288,12 @@ impl SpdTable {
     /// index slots a lookup will read (`prefetch` is the CPU's, `Engine::set_prefetch`): the
     /// first of a batch's three passes over its packets (`engine_batch.rs`), which lets the
     /// misses of many packets' lookups overlap.
-    pub(crate) fn probe(&self, p: &[u8], layout: &IpLayout, prefetch: fn(*const u8)) -> Probe {
+    pub(crate) fn probe(
+        &self,
+        p: &[u8],
+        layout: &IpLayout,
+        prefetch: crate::types::Prefetch,
+    ) -> Probe {
         let mut probe = Probe::default();
         if self.by_dst.is_empty() && self.by_src.is_empty() {
             return probe;
@@ -306,7 +311,7 @@ impl SpdTable {
 
     /// The second pass: starts fetching the entries a probe's index slots name (all of each
     /// entry's lines, so that `find_probed` and `verdict` then read nothing cold).
-    pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: fn(*const u8)) {
+    pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: crate::types::Prefetch) {
         for (ix, k) in [(&self.by_dst, probe.dst), (&self.by_src, probe.src)] {
             if let Some(slot) = k.and_then(|(a, h)| ix.first(&a, h)).and_then(|i| self.slots.get(i))
             {

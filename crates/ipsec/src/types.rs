@@ -48,3 +48,9 @@ impl Time {
         Time(self.0.saturating_add(s.saturating_mul(1_000_000)))
     }
 }
+
+/// The CPU's prefetch instruction, as the node passes it (`Engine::set_prefetch`): starts
+/// bringing the cache line at an address towards the core and returns without waiting. This
+/// crate has no unsafe code, so it takes the instruction as a function; the engine only ever
+/// gives it addresses inside its own tables and SAs.
+pub type Prefetch = fn(*const u8);

@@ -48,6 +48,22 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
 
 /// Runs `ip netns exec NS program args...` to completion.
 pub(crate) fn run_in(ns: &str, program: &str, args: &[&str]) -> Result<String, LabError> {
+    // `ip netns exec` would only say "exec of ping failed" after the namespace is built; a
+    // fresh Debian has no ping (iputils-ping), which the hip-bex and mip6-binding scenarios use.
+    if !program.contains('/') && !on_path(program) {
+        let package = match program {
+            "ping" => "iputils-ping",
+            "nft" => "nftables",
+            other => other,
+        };
+        return Err(LabError::Spawn {
+            cmd: format!("ip netns exec {ns} {program}"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{program} is not on PATH (apt-get install {package})"),
+            ),
+        });
+    }
     let mut full = vec!["netns", "exec", ns, program];
     full.extend_from_slice(args);
     run("ip", &full)
@@ -149,4 +165,31 @@ pub(crate) fn delete_namespace(ns: &str) {
         }
     }
     let _ = run("ip", &["netns", "del", ns]);
+}
+
+/// True if `program` names an executable file in a directory of `$PATH`.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program missing from PATH is refused before any namespace is touched, naming the
+    /// package that brings it; one on PATH passes the check.
+    #[test]
+    fn a_missing_program_names_its_package() {
+        assert!(on_path("sh"));
+        assert!(!on_path("hipsec-no-such-program"));
+        let e = run_in("hipsec-no-such-ns", "hipsec-no-such-program", &[]).map(|_| ());
+        let msg = e.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(msg.contains("not on PATH (apt-get install hipsec-no-such-program)"), "{msg}");
+    }
 }
