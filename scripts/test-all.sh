@@ -4,10 +4,10 @@
 #   formatting, clippy -D warnings, rustdoc -D warnings, unit/integration/property tests,
 #   the scapy cross-checks (tests/interop: ESP/AH, and a scapy Mobile IPv6 mobile node against the
 #   home agent in network namespaces), the lab report in headless Chromium
-#   (scripts/report-check.sh), and every fuzz target for FUZZ_SECONDS (default 30).
+#   (scripts/report-check.sh), and every fuzz target for FUZZ_SECONDS (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 step() { printf '\n==> %s\n' "$*"; }
 
