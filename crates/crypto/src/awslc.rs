@@ -119,11 +119,7 @@ impl Aead for AwsAead {
         input: &[u8],
         out: &mut [u8],
     ) -> Result<(), CryptoError> {
-        let ct_len = input.len().checked_sub(self.tag_len()).ok_or(CryptoError::Length)?;
-        if out.len() != ct_len {
-            return Err(CryptoError::Length);
-        }
-        let (ct, tag) = input.split_at(ct_len);
+        let (ct, tag) = crate::provider::split_tag(input, self.tag_len(), out.len())?;
         self.0
             .open_separate_gather(
                 aead::Nonce::assume_unique_for_key(*nonce),

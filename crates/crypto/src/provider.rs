@@ -73,6 +73,21 @@ pub trait Aead: Send + Sync + Debug {
     }
 }
 
+/// Splits `input` (`ciphertext || tag`) for [`Aead::open_to`] into ciphertext and tag, checking
+/// that there is a whole tag and that `out_len` (the output buffer) is exactly the ciphertext's
+/// length: the checks every provider's `open_to` makes before it calls its library.
+pub fn split_tag(
+    input: &[u8],
+    tag_len: usize,
+    out_len: usize,
+) -> Result<(&[u8], &[u8]), CryptoError> {
+    let ct_len = input.len().checked_sub(tag_len).ok_or(CryptoError::Length)?;
+    if out_len != ct_len {
+        return Err(CryptoError::Length);
+    }
+    Ok(input.split_at(ct_len))
+}
+
 /// A keyed block cipher in CBC mode.
 pub trait BlockCipher: Send + Sync + Debug {
     /// Block (and IV) length.

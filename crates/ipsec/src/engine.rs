@@ -143,7 +143,7 @@ impl Engine {
             batch_found: Vec::new(),
             batch_found_in: Vec::new(),
             batch_keys_in: Vec::new(),
-            prefetch: batch::no_prefetch,
+            prefetch: crate::types::no_prefetch,
         }
     }
 

@@ -4,12 +4,14 @@
 //! Why: with thousands of SAs to peers that send in no particular order, every packet's policy,
 //! SA and keyed cipher are cold, and one packet's chain of lookups (hash bucket → policy → SA →
 //! cipher state) is a row of cache misses, each waiting on the one before. So the batch is
-//! worked in two passes:
-//! 1. every packet's lookup (SPD or SAD), in one loop of independent probes whose misses the
-//!    CPU overlaps;
-//! 2. the processing, which, before it seals or opens packet i, warms the SA of packet
-//!    i + [`AHEAD`]: its counters are read and its cipher is asked to prefetch its expanded key
-//!    (`Aead::warm`), so that those lines arrive while the packets in between are processed.
+//! worked in passes, each a loop of independent loads whose misses the CPU overlaps:
+//! 1. every packet's lookup: outbound, the SPD in three passes (hash the addresses and
+//!    prefetch their index slots; read the slots and prefetch the entries they name; match,
+//!    `SpdTable::probe`); inbound, the SAD in two (hash and prefetch; probe);
+//! 2. the processing, which, before it seals or opens packet i, prefetches the SA of packet
+//!    i + [`PREFETCH_AHEAD`] and warms that of packet i + [`AHEAD`]: its counters are read and
+//!    its cipher is asked to prefetch its expanded key (`Aead::warm`), so that those lines
+//!    arrive while the packets in between are processed.
 //!
 //! Warming a whole group at once instead (the first version of this file) asked for some 160
 //! lines together, far more than a core keeps in flight: most of them still arrived late.
@@ -39,9 +41,6 @@ const AHEAD: usize = 4;
 /// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
 /// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.
 const PREFETCH_AHEAD: usize = 2 * AHEAD;
-
-/// The default: no prefetch (the batch then warms SAs by reading them).
-pub(crate) fn no_prefetch(_: *const u8) {}
 
 impl Engine {
     /// Outbound processing of a batch; `results[i]` receives packet i's outcome.

@@ -281,7 +281,7 @@ impl SpdTable {
     /// [`SpdTable::lookup`] without the action: the data path reads the entry's verdict from
     /// its first cache line ([`SpdTable::verdict`]).
     pub(crate) fn find(&self, p: &[u8], layout: &IpLayout) -> Option<usize> {
-        self.find_probed(p, layout, &self.probe(p, layout, |_| {}))
+        self.find_probed(p, layout, &self.probe(p, layout, crate::types::no_prefetch))
     }
 
     /// Hashes the packet's addresses for the per-address indexes and starts fetching the

@@ -54,3 +54,7 @@ impl Time {
 /// crate has no unsafe code, so it takes the instruction as a function; the engine only ever
 /// gives it addresses inside its own tables and SAs.
 pub type Prefetch = fn(*const u8);
+
+/// The [`Prefetch`] of an engine the node has not given one: does nothing (the batch calls
+/// then warm SAs by reading them).
+pub fn no_prefetch(_: *const u8) {}

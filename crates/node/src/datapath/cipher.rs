@@ -193,12 +193,8 @@ impl Aead for InlineAead {
         input: &[u8],
         out: &mut [u8],
     ) -> Result<(), CryptoError> {
-        let ct_len = input.len().checked_sub(self.tag_len()).ok_or(CryptoError::Length)?;
-        if out.len() != ct_len {
-            return Err(CryptoError::Length);
-        }
-        let (ct, tag) = input.split_at(ct_len);
-        self.open_gather(nonce, aad, ct.as_ptr(), out.as_mut_ptr(), ct_len, tag)
+        let (ct, tag) = crypto::provider::split_tag(input, self.tag_len(), out.len())?;
+        self.open_gather(nonce, aad, ct.as_ptr(), out.as_mut_ptr(), ct.len(), tag)
     }
 }
 
