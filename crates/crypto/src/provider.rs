@@ -143,6 +143,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-pub(crate) fn check_key_len(got: usize, want: usize) -> Result<(), CryptoError> {
+/// Refuses a key of the wrong length, naming both lengths (every provider's constructors).
+pub fn check_key_len(got: usize, want: usize) -> Result<(), CryptoError> {
     if got == want { Ok(()) } else { Err(CryptoError::KeyLength { got, want }) }
 }

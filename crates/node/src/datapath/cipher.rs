@@ -34,9 +34,7 @@ impl Provider for DataPathProvider {
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>, CryptoError> {
-        if key.len() != alg.key_len() {
-            return Err(CryptoError::KeyLength { got: key.len(), want: alg.key_len() });
-        }
+        crypto::provider::check_key_len(key.len(), alg.key_len())?;
         Ok(InlineAead::new(alg, key)?)
     }
 
