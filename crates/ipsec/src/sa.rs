@@ -182,6 +182,8 @@ pub struct SecurityAssociation {
     pub(crate) icv_len: u8,
     pub(crate) pad_align: u8,
     pub(crate) outer_len: u8,
+    /// Where `Option<Self>` keeps its tag (`Live`): in this line, which every packet reads.
+    pub(crate) live: crate::types::Live,
     // Line 2: read by opening (64 bytes, 64-aligned).
     /// Replay window (inbound use).
     pub(crate) replay: ReplayWindow,
@@ -253,12 +255,13 @@ impl SecurityAssociation {
     /// without reading the slot: `prefetch` is the CPU's prefetch instruction
     /// (`Engine::set_prefetch`), given addresses inside the slot only (the line offsets are
     /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
-    /// from `None` reads the niche the compiler chose, in line 2 (the replay window), and that
-    /// read would wait for the very miss this is meant to start early. So line 2 is fetched
-    /// for sealing too, since the engine's own `as_ref` reads it.
+    /// from `None` reads the slot's tag, and that read would wait for the very miss this is
+    /// meant to start early. The tag is `live`, in line 1, which both directions read anyway
+    /// (before it, the compiler kept it in the replay window's line 2, and sealing fetched
+    /// that line for nothing but the tag).
     pub(crate) fn prefetch_slot(slot: &Option<Self>, prefetch: crate::types::Prefetch, out: bool) {
         let base = std::ptr::from_ref(slot).cast::<u8>();
-        let lines: &[usize] = if out { &[0, 64, 128, 256] } else { &[0, 64, 128, 192] };
+        let lines: &[usize] = if out { &[0, 64, 256] } else { &[0, 64, 128, 192] };
         for &off in lines {
             prefetch(base.wrapping_add(off));
         }
@@ -309,6 +312,7 @@ impl SecurityAssociation {
             icv_len: byte(icv_len),
             pad_align: byte(pad_align),
             outer_len: byte(outer_len),
+            live: crate::types::Live::Yes,
             outer,
             provider,
             cold: Cold {

@@ -58,6 +58,8 @@ struct Hot {
     verdict: Kind,
     /// The SA of a `Protect` with exactly one SA (`Kind::One`).
     sa: u32,
+    /// Where `Option<Slot>` keeps its tag (`Live`): in this line, which every lookup reads.
+    live: crate::types::Live,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,7 @@ impl Hot {
                 _ => (Kind::Bundle, 0),
             },
         };
-        Hot { selector: e.selector.clone(), verdict, sa }
+        Hot { selector: e.selector.clone(), verdict, sa, live: crate::types::Live::Yes }
     }
 }
 
@@ -309,14 +311,15 @@ impl SpdTable {
         probe
     }
 
-    /// The second pass: starts fetching the entries a probe's index slots name (all of each
-    /// entry's lines, so that `find_probed` and `verdict` then read nothing cold).
+    /// The second pass: starts fetching the entries a probe's index slots name (their first
+    /// line, `Hot`, all that `find_probed` and `verdict` read of a single-SA entry; the slot's
+    /// `Option` tag is in it too, `Live`).
     pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: crate::types::Prefetch) {
         for (ix, k) in [(&self.by_dst, probe.dst), (&self.by_src, probe.src)] {
             if let Some(slot) = k.and_then(|(a, h)| ix.first(&a, h)).and_then(|i| self.slots.get(i))
             {
                 let base = std::ptr::from_ref(slot).cast::<u8>();
-                for off in (0..std::mem::size_of::<Option<Slot>>()).step_by(64) {
+                for off in (0..std::mem::size_of::<Hot>()).step_by(64) {
                     prefetch(base.wrapping_add(off));
                 }
             }

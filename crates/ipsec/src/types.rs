@@ -58,3 +58,18 @@ pub type Prefetch = fn(*const u8);
 /// The [`Prefetch`] of an engine the node has not given one: does nothing (the batch calls
 /// then warm SAs by reading them).
 pub fn no_prefetch(_: *const u8) {}
+
+/// A field with one valid value, whose 2^64 − 1 invalid ones are the largest niche in any
+/// struct that holds it (larger than a `Vec` capacity's or a two-variant enum's 64-bit tag's):
+/// `Option` of that struct keeps its tag in this field, so a hot table of
+/// `Option<T>` tells `Some` from `None` by reading the line the marker is declared in. Without
+/// it the compiler picks a niche of its own (in `SecurityAssociation`, the replay window's
+/// line; in an SPD slot, its third line), and every lookup of a cold entry reads, and waits
+/// for, a line it would not otherwise need (issue 10, `hipsec bench sas`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u64)]
+pub(crate) enum Live {
+    /// The only value.
+    #[default]
+    Yes = 1,
+}
