@@ -46,9 +46,24 @@ pub struct BenchSasArgs {
     /// with the 1-SA reference's; medians are reported).
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
+    /// The ESP AEAD every SA uses (and the raw reference). Its key state is part of what a
+    /// packet meets cold: AES-GCM's round keys and GHASH table fill 9 cache lines in AWS-LC,
+    /// ChaCha20-Poly1305's 32-byte key one or two, so comparing the two separates the key's
+    /// share of the growth from the stack's own.
+    #[arg(long, default_value = "aes128gcm", value_parser = ["aes128gcm", "aes256gcm", "chacha20poly1305"])]
+    pub suite: String,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The AEAD of `--suite` (one of the parser's three names).
+fn suite_alg(suite: &str) -> crypto::AeadAlg {
+    match suite {
+        "aes256gcm" => crypto::AeadAlg::Aes256Gcm,
+        "chacha20poly1305" => crypto::AeadAlg::ChaCha20Poly1305,
+        _ => crypto::AeadAlg::Aes128Gcm,
+    }
 }
 
 /// One SA count's figures.
@@ -113,13 +128,18 @@ fn inner_addr(p: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 128 + (p >> 16) as u8, (p >> 8) as u8, p as u8)
 }
 
-fn params(spi: u32, src: Ipv4Addr, dst: Ipv4Addr) -> SaParams {
-    let key: Vec<u8> = (0..20).map(|i| (spi as u8).wrapping_mul(31).wrapping_add(i)).collect();
+fn params(spi: u32, src: Ipv4Addr, dst: Ipv4Addr, alg: crypto::AeadAlg) -> SaParams {
+    // The cipher key and the 4-byte salt (RFC 4106 §8.1, RFC 7634 §4).
+    let key: Vec<u8> = (0..alg.key_len() as u8 + 4)
+        .map(|i| (spi as u8).wrapping_mul(31).wrapping_add(i))
+        .collect();
     SaParams {
         spi: Spi(spi),
-        protocol: Protocol::Esp(
-            "aes128gcm".parse().unwrap_or_else(|_| unreachable!("known suite")),
-        ),
+        // An AEAD needs no integrity transform (RFC 4303 §3.2).
+        protocol: Protocol::Esp(crypto::EspSuite {
+            encr: crypto::EncrAlg::Aead(alg),
+            integ: crypto::IntegAlg::None,
+        }),
         mode: Mode::Tunnel,
         src: IpAddr::V4(src),
         dst: IpAddr::V4(dst),
@@ -141,7 +161,7 @@ fn host(a: Ipv4Addr) -> Prefix {
 
 /// A sender engine (outbound SA and a host policy per peer) and a receiver engine (the
 /// matching inbound SAs and mirrored policies), as two nodes would hold them.
-fn engines(peers: usize) -> Result<(Engine, Engine), String> {
+fn engines(peers: usize, alg: crypto::AeadAlg) -> Result<(Engine, Engine), String> {
     let provider = node::datapath::cipher::provider();
     let (mut tx, mut rx) = (Engine::new(provider), Engine::new(provider));
     // As the node's lanes have them (`keying::manual::build_engine_for`).
@@ -161,7 +181,7 @@ fn engines(peers: usize) -> Result<(Engine, Engine), String> {
     // which no node does.
     let outs: Vec<usize> = (0..peers)
         .map(|p| {
-            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p));
+            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p), alg);
             tx.add_outbound(&pr, Time(0)).map(|h| h.0).map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
@@ -171,7 +191,7 @@ fn engines(peers: usize) -> Result<(Engine, Engine), String> {
     }
     let ins: Vec<usize> = (0..peers)
         .map(|p| {
-            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p));
+            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p), alg);
             rx.add_inbound(&pr, Time(0)).map(|h| h.0).map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
@@ -225,7 +245,7 @@ struct Packets {
 
 impl Packets {
     fn new(peers: usize, args: &BenchSasArgs) -> Result<Packets, String> {
-        let (tx, rx) = engines(peers)?;
+        let (tx, rx) = engines(peers, suite_alg(&args.suite))?;
         let burst = args.burst.max(1);
         // A round visits every peer `burst` times in a row, and is long enough to time.
         let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;
@@ -327,11 +347,12 @@ struct Raw {
 impl Raw {
     fn new(peers: usize, args: &BenchSasArgs) -> Result<Raw, String> {
         let provider = node::datapath::cipher::provider();
-        let alg = crypto::AeadAlg::Aes128Gcm;
+        let alg = suite_alg(&args.suite);
         let keys = (0..peers)
             .map(|p| {
-                let k: Vec<u8> =
-                    (0..16).map(|i| (p as u8).wrapping_mul(31).wrapping_add(i)).collect();
+                let k: Vec<u8> = (0..alg.key_len() as u8)
+                    .map(|i| (p as u8).wrapping_mul(31).wrapping_add(i))
+                    .collect();
                 provider.aead(alg, &k).map_err(|e| e.to_string())
             })
             .collect::<Result<_, _>>()?;
@@ -432,10 +453,16 @@ pub(crate) fn install(sas: usize) -> Result<(f64, f64), String> {
         EndpointDefaults { udp_port: Some(4500), peer: None },
     );
     let spec = |p: SaParams| SaSpec { params: p, lane: 0, endpoint: None, beet: false, name: None };
-    let ins: Vec<SaSpec> =
-        (0..peers).map(|p| spec(params(0x2000_0000 + p as u32, peer_addr(p), LOCAL))).collect();
-    let outs: Vec<SaSpec> =
-        (0..peers).map(|p| spec(params(0x1000_0000 + p as u32, LOCAL, peer_addr(p)))).collect();
+    let ins: Vec<SaSpec> = (0..peers)
+        .map(|p| {
+            spec(params(0x2000_0000 + p as u32, peer_addr(p), LOCAL, crypto::AeadAlg::Aes128Gcm))
+        })
+        .collect();
+    let outs: Vec<SaSpec> = (0..peers)
+        .map(|p| {
+            spec(params(0x1000_0000 + p as u32, LOCAL, peer_addr(p), crypto::AeadAlg::Aes128Gcm))
+        })
+        .collect();
     let policies: Vec<(PolicyId, PolicySpec)> = (0..peers)
         .map(|p| {
             let key =
@@ -522,11 +549,11 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "bench sas: aes128gcm, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
+        "bench sas: {}, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
          {} order; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
          one key per peer, same order; raw pf: the same with each key prefetched 4 calls ahead, as \
          the engine does; stack: seal or open minus raw, the work besides the cipher's",
-        args.size, args.burst, args.order
+        args.suite, args.size, args.burst, args.order
     );
     println!(
         "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",
