@@ -5,9 +5,9 @@ use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
 use crate::keyed_index::KeyedIndex;
 use crate::lifetime::SaEvent;
-use crate::sa::{Protocol, SaError, SaParams, SecurityAssociation};
-use crate::spd::{Action, FlowKey, SpdEntry};
-use crate::spd_table::{PolicyId, SpdTable, Verdict};
+use crate::sa::{Protocol, SaError, SecurityAssociation};
+use crate::spd::{Action, FlowKey};
+use crate::spd_table::{SpdTable, Verdict};
 use crate::types::{SeqNum, Spi, Time};
 use crypto::Provider;
 use wire::{IpLayout, proto};
@@ -17,6 +17,8 @@ const MAX_NESTING: usize = 3;
 
 #[path = "engine_batch.rs"]
 mod batch;
+#[path = "engine_tables.rs"]
+mod tables;
 pub use crate::types::Prefetch;
 
 /// Handle of an outbound SA.
@@ -147,91 +149,6 @@ impl Engine {
         }
     }
 
-    /// Installs an outbound SA.
-    pub fn add_outbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
-        let sa = SecurityAssociation::new(p, self.provider, now)?;
-        Ok(self.insert_outbound(sa))
-    }
-
-    /// Installs an outbound SA built elsewhere (by the control plane, off the data path): the
-    /// engine only files it. Reuses the slot of a removed SA that no policy names any more.
-    pub fn insert_outbound(&mut self, sa: SecurityAssociation) -> SaHandle {
-        let slot = take_free(&mut self.free_out, &self.outbound, &self.spd);
-        match slot {
-            Some(i) => {
-                self.outbound[i] = Some(sa);
-                SaHandle(i)
-            }
-            None => {
-                self.outbound.push(Some(sa));
-                SaHandle(self.outbound.len() - 1)
-            }
-        }
-    }
-
-    /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed) and
-    /// raise an acquire.
-    pub fn remove_outbound(&mut self, h: SaHandle) -> Option<SecurityAssociation> {
-        let sa = self.outbound.get_mut(h.0).and_then(Option::take)?;
-        self.free_out.push(h.0);
-        Some(sa)
-    }
-
-    /// Installs an inbound SA, keyed by SPI and protocol.
-    pub fn add_inbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
-        let key = (p.spi.0, p.protocol.number());
-        if self.sad.contains_key(&key) {
-            return Err(EngineError::DuplicateSpi { spi: p.spi, proto: p.protocol.name() });
-        }
-        let sa = SecurityAssociation::new(p, self.provider, now)?;
-        self.insert_inbound(sa)
-    }
-
-    /// Installs an inbound SA built elsewhere; refuses an SPI and protocol already in the SAD.
-    pub fn insert_inbound(&mut self, sa: SecurityAssociation) -> Result<SaHandle, EngineError> {
-        let key = (sa.spi.0, sa.protocol.number());
-        if self.sad.contains_key(&key) {
-            return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
-        }
-        let idx = match take_free(&mut self.free_in, &self.inbound, &self.spd_in) {
-            Some(i) => {
-                self.inbound[i] = Some(sa);
-                i
-            }
-            None => {
-                self.inbound.push(Some(sa));
-                self.inbound.len() - 1
-            }
-        };
-        self.sad.insert(key, idx);
-        Ok(SaHandle(idx))
-    }
-
-    /// Removes an inbound SA, found as [`Engine::inbound_handle`] finds it: by SPI and protocol
-    /// number (50 ESP, 51 AH).
-    pub fn remove_inbound(&mut self, spi: Spi, protocol: u8) -> Option<SecurityAssociation> {
-        let idx = self.sad.remove(&(spi.0, protocol))?;
-        self.last_in = None;
-        let sa = self.inbound.get_mut(idx).and_then(Option::take)?;
-        self.free_in.push(idx);
-        Some(sa)
-    }
-
-    /// The handle of the inbound SA with this SPI and protocol number.
-    pub fn inbound_handle(&self, spi: Spi, protocol: u8) -> Option<SaHandle> {
-        self.sad.get(&(spi.0, protocol)).map(SaHandle)
-    }
-
-    /// An inbound SA by handle.
-    pub fn inbound_sa(&self, h: SaHandle) -> Option<&SecurityAssociation> {
-        self.inbound.get(h.0).and_then(Option::as_ref)
-    }
-
-    /// An outbound SA by handle.
-    pub fn outbound_sa(&self, h: SaHandle) -> Option<&SecurityAssociation> {
-        self.outbound.get(h.0).and_then(Option::as_ref)
-    }
-
     /// Gives the batch calls the CPU's prefetch instruction (see `engine_batch.rs`): a function
     /// that starts bringing the cache line at an address towards the core and returns without
     /// waiting. This crate has no unsafe code, so the node passes it; it is only ever given
@@ -244,63 +161,6 @@ impl Engine {
     /// Sets the least time between two acquires of one policy.
     pub fn set_acquire_interval(&mut self, t: Time) {
         self.acquire_interval = t;
-    }
-
-    /// Appends an SPD entry (first match wins).
-    pub fn add_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        append(&mut self.spd, self.outbound.len(), e)
-    }
-
-    /// Installs or replaces SPD entry `id` (see [`SpdTable::set`]: a replacement at the same
-    /// priority keeps its place, so repointing a policy to a new SA is one step). A `Protect`
-    /// with no SA, or naming a removed one, is allowed: its packets are dropped as `no_sa` and
-    /// raise [`SaEvent::Acquire`] (fail closed). Handles must have been issued.
-    pub fn set_policy(
-        &mut self,
-        id: PolicyId,
-        priority: u32,
-        e: SpdEntry,
-    ) -> Result<(), EngineError> {
-        set(&mut self.spd, self.outbound.len(), id, priority, e)
-    }
-
-    /// Removes SPD entry `id`.
-    pub fn remove_policy(&mut self, id: PolicyId) -> Result<(), EngineError> {
-        self.spd.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy"))
-    }
-
-    /// The outbound SPD.
-    pub fn policies(&self) -> &SpdTable {
-        &self.spd
-    }
-
-    /// The inbound SPD.
-    pub fn inbound_policies(&self) -> &SpdTable {
-        &self.spd_in
-    }
-
-    /// Appends an inbound SPD entry (first match wins). `Protect` names the inbound SAs (handles
-    /// from [`Engine::add_inbound`]) that may carry matching traffic; `Bypass` admits matching
-    /// cleartext; `Discard` drops it. Once any entry exists, every decapsulated packet must match
-    /// a `Protect` entry naming its outermost SA.
-    pub fn add_inbound_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        append(&mut self.spd_in, self.inbound.len(), e)
-    }
-
-    /// Installs or replaces inbound SPD entry `id`. A `Protect` with an empty list admits
-    /// traffic from any inbound SA (SAs installed later included).
-    pub fn set_inbound_policy(
-        &mut self,
-        id: PolicyId,
-        priority: u32,
-        e: SpdEntry,
-    ) -> Result<(), EngineError> {
-        set(&mut self.spd_in, self.inbound.len(), id, priority, e)
-    }
-
-    /// Removes inbound SPD entry `id`.
-    pub fn remove_inbound_policy(&mut self, id: PolicyId) -> Result<(), EngineError> {
-        self.spd_in.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy"))
     }
 
     /// Checks a cleartext packet that arrived from the network against the inbound SPD: only
@@ -349,34 +209,9 @@ impl Engine {
         }
     }
 
-    /// Outbound SAs (removed ones are `None`).
-    pub fn outbound_sas(&self) -> impl Iterator<Item = &SecurityAssociation> {
-        self.outbound.iter().flatten()
-    }
-
-    /// An outbound SA, mutably (for tools that set its first sequence number).
-    pub fn outbound_sa_mut(&mut self, h: SaHandle) -> Option<&mut SecurityAssociation> {
-        self.outbound.get_mut(h.0).and_then(Option::as_mut)
-    }
-
-    /// Outbound SAs with their handles.
-    pub fn outbound_entries(&self) -> impl Iterator<Item = (SaHandle, &SecurityAssociation)> {
-        self.outbound.iter().enumerate().filter_map(|(i, s)| Some((SaHandle(i), s.as_ref()?)))
-    }
-
-    /// Inbound SAs with their handles.
-    pub fn inbound_entries(&self) -> impl Iterator<Item = (SaHandle, &SecurityAssociation)> {
-        self.inbound.iter().enumerate().filter_map(|(i, s)| Some((SaHandle(i), s.as_ref()?)))
-    }
-
     /// True if events wait to be drained (cheap enough to ask after every batch).
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
-    }
-
-    /// Inbound SAs.
-    pub fn inbound_sas(&self) -> impl Iterator<Item = &SecurityAssociation> {
-        self.inbound.iter().flatten()
     }
 
     /// Drop counters.
@@ -622,52 +457,4 @@ impl Engine {
             .and_then(|(_, i)| self.inbound.get(i).and_then(Option::as_ref))
             .is_some_and(|sa| sa.mode == crate::sa::Mode::Transport)
     }
-}
-
-/// Appends to `spd` under a fresh id; a `Protect` needs at least one SA, each handle issued
-/// (`issued` of them).
-fn append(spd: &mut SpdTable, issued: usize, e: SpdEntry) -> Result<(), EngineError> {
-    if matches!(&e.action, Action::Protect(hs) if hs.is_empty()) {
-        return Err(EngineError::EmptyBundle);
-    }
-    check_handles(&e, issued)?;
-    spd.push(e);
-    Ok(())
-}
-
-/// Installs or replaces entry `id` of `spd`; its handles must have been issued.
-fn set(
-    spd: &mut SpdTable,
-    issued: usize,
-    id: PolicyId,
-    priority: u32,
-    e: SpdEntry,
-) -> Result<(), EngineError> {
-    check_handles(&e, issued)?;
-    spd.set(id, priority, e);
-    Ok(())
-}
-
-/// Refuses a `Protect` naming a handle that was never issued.
-fn check_handles(e: &SpdEntry, issued: usize) -> Result<(), EngineError> {
-    match &e.action {
-        Action::Protect(hs) => match hs.iter().find(|&&h| h >= issued) {
-            Some(&bad) => Err(EngineError::UnknownSa(bad)),
-            None => Ok(()),
-        },
-        _ => Ok(()),
-    }
-}
-
-/// A slot of a removed SA that no policy names (a policy naming a removed SA must keep
-/// dropping, not start using whatever SA takes the slot next).
-fn take_free(
-    free: &mut Vec<usize>,
-    slots: &[Option<SecurityAssociation>],
-    spd: &SpdTable,
-) -> Option<usize> {
-    let pos = free.iter().rposition(|&i| {
-        slots.get(i).is_some_and(Option::is_none) && !spd.referenced().any(|r| r == i)
-    })?;
-    Some(free.swap_remove(pos))
 }
