@@ -57,12 +57,11 @@ pub struct BenchSasArgs {
     pub json: bool,
 }
 
-/// The AEAD of `--suite` (one of the parser's three names).
-fn suite_alg(suite: &str) -> crypto::AeadAlg {
-    match suite {
-        "aes256gcm" => crypto::AeadAlg::Aes256Gcm,
-        "chacha20poly1305" => crypto::AeadAlg::ChaCha20Poly1305,
-        _ => crypto::AeadAlg::Aes128Gcm,
+/// The AEAD of `--suite`, read by the SA file's own suite parser.
+fn suite_alg(suite: &str) -> Result<crypto::AeadAlg, String> {
+    match suite.parse::<crypto::EspSuite>().map_err(|e| format!("--suite {suite}: {e}"))?.encr {
+        crypto::EncrAlg::Aead(alg) => Ok(alg),
+        _ => Err(format!("--suite {suite}: not an AEAD")),
     }
 }
 
@@ -92,8 +91,8 @@ pub struct Row {
     pub raw_seal_ns: f64,
     /// raw_seal_ns / the 1-key figure.
     pub raw_ratio: f64,
-    /// The raw AEAD again, each key prefetched 4 calls ahead (`Aead::warm`, the engine's
-    /// lead): what the cipher's own state costs when its misses are overlapped as the stack
+    /// The raw AEAD again, each key prefetched `ipsec::engine::PREFETCH_LEAD` calls ahead
+    /// (`Aead::warm`, the engine's lead): what the cipher's own state costs when its misses are overlapped as the stack
     /// overlaps them, a floor for the stack's own ratio.
     pub raw_warm_ns: f64,
     /// raw_warm_ns / the 1-key figure (with the same prefetch).
@@ -245,7 +244,7 @@ struct Packets {
 
 impl Packets {
     fn new(peers: usize, args: &BenchSasArgs) -> Result<Packets, String> {
-        let (tx, rx) = engines(peers, suite_alg(&args.suite))?;
+        let (tx, rx) = engines(peers, suite_alg(&args.suite)?)?;
         let burst = args.burst.max(1);
         // A round visits every peer `burst` times in a row, and is long enough to time.
         let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;
@@ -347,7 +346,7 @@ struct Raw {
 impl Raw {
     fn new(peers: usize, args: &BenchSasArgs) -> Result<Raw, String> {
         let provider = node::datapath::cipher::provider();
-        let alg = suite_alg(&args.suite);
+        let alg = suite_alg(&args.suite)?;
         let keys = (0..peers)
             .map(|p| {
                 let k: Vec<u8> = (0..alg.key_len() as u8)
@@ -388,10 +387,10 @@ impl Raw {
 }
 
 impl Rounds for Raw {
-    /// One round: ns per call as it comes, then with each key prefetched 4 calls ahead (the
-    /// engine's lead).
+    /// One round: ns per call as it comes, then with each key prefetched as many calls ahead
+    /// as the engine's batch calls prefetch (`PREFETCH_LEAD`).
     fn round(&mut self) -> Result<(f64, f64), String> {
-        Ok((self.one_round(None)?, self.one_round(Some(4))?))
+        Ok((self.one_round(None)?, self.one_round(Some(ipsec::engine::PREFETCH_LEAD))?))
     }
 }
 
@@ -551,9 +550,13 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
     println!(
         "bench sas: {}, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
          {} order; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
-         one key per peer, same order; raw pf: the same with each key prefetched 4 calls ahead, as \
+         one key per peer, same order; raw pf: the same with each key prefetched {} calls ahead, as \
          the engine does; stack: seal or open minus raw, the work besides the cipher's",
-        args.suite, args.size, args.burst, args.order
+        args.suite,
+        args.size,
+        args.burst,
+        args.order,
+        ipsec::engine::PREFETCH_LEAD
     );
     println!(
         "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",

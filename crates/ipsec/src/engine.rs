@@ -17,6 +17,9 @@ const MAX_NESTING: usize = 3;
 
 #[path = "engine_batch.rs"]
 mod batch;
+/// How many packets ahead the batch calls warm an SA's key (`engine_batch.rs`); benches that
+/// model the engine's prefetching use the same lead.
+pub use batch::AHEAD as PREFETCH_LEAD;
 #[path = "engine_tables.rs"]
 mod tables;
 pub use crate::types::Prefetch;

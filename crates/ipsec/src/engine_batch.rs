@@ -36,7 +36,7 @@ use wire::{IpLayout, proto};
 /// alike within that machine's noise (seal 1.47–1.72×), 4 never worse than 8 in four paired
 /// runs (seal 1.42–1.52× against 1.54–1.72×): the lines arrive in time at any of these leads,
 /// and what is left is how many of them each packet needs.
-const AHEAD: usize = 4;
+pub const AHEAD: usize = 4;
 
 /// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
 /// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.

@@ -8,7 +8,7 @@ use super::{Engine, EngineError, SaHandle};
 use crate::sa::{SaParams, SecurityAssociation};
 use crate::spd::{Action, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
-use crate::types::{Spi, Time};
+use crate::types::{Spi, Time, put_in_slot};
 
 impl Engine {
     /// Installs an outbound SA.
@@ -21,16 +21,7 @@ impl Engine {
     /// engine only files it. Reuses the slot of a removed SA that no policy names any more.
     pub fn insert_outbound(&mut self, sa: SecurityAssociation) -> SaHandle {
         let slot = take_free(&mut self.free_out, &self.outbound, &self.spd);
-        match slot {
-            Some(i) => {
-                self.outbound[i] = Some(sa);
-                SaHandle(i)
-            }
-            None => {
-                self.outbound.push(Some(sa));
-                SaHandle(self.outbound.len() - 1)
-            }
-        }
+        SaHandle(put_in_slot(&mut self.outbound, slot, sa))
     }
 
     /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed) and
@@ -57,16 +48,8 @@ impl Engine {
         if self.sad.contains_key(&key) {
             return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
         }
-        let idx = match take_free(&mut self.free_in, &self.inbound, &self.spd_in) {
-            Some(i) => {
-                self.inbound[i] = Some(sa);
-                i
-            }
-            None => {
-                self.inbound.push(Some(sa));
-                self.inbound.len() - 1
-            }
-        };
+        let slot = take_free(&mut self.free_in, &self.inbound, &self.spd_in);
+        let idx = put_in_slot(&mut self.inbound, slot, sa);
         self.sad.insert(key, idx);
         Ok(SaHandle(idx))
     }

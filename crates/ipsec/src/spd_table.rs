@@ -225,16 +225,7 @@ impl SpdTable {
         };
         let key = key_of(&e);
         let slot = Slot { hot: Hot::of(&e), id, order, entry: e, last_acquire };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(slot);
-                i
-            }
-            None => {
-                self.slots.push(Some(slot));
-                self.slots.len() - 1
-            }
-        };
+        let i = crate::types::put_in_slot(&mut self.slots, self.free.pop(), slot);
         self.by_id.insert(id, i);
         self.all.insert(order, i);
         match key {

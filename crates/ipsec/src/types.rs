@@ -1,4 +1,6 @@
-//! Small newtypes named after RFC 4301/4303 terms: SPI, sequence number, and the time argument.
+//! Small newtypes named after RFC 4301/4303 terms: SPI, sequence number, and the time argument;
+//! and the small pieces the engine's tables share (the prefetch hook, the `Option` tag marker,
+//! slot filing).
 
 use std::fmt;
 
@@ -66,10 +68,24 @@ pub fn no_prefetch(_: *const u8) {}
 /// it the compiler picks a niche of its own (in `SecurityAssociation`, the replay window's
 /// line; in an SPD slot, its third line), and every lookup of a cold entry reads, and waits
 /// for, a line it would not otherwise need (issue 10, `hipsec bench sas`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy)]
 #[repr(u64)]
 pub(crate) enum Live {
     /// The only value.
-    #[default]
     Yes = 1,
+}
+
+/// Files `v` in slot `reuse` of `slots` (a free slot the caller chose) or in a new slot at the
+/// end, and returns its index: how the SA tables and the SPD give out stable indexes.
+pub(crate) fn put_in_slot<T>(slots: &mut Vec<Option<T>>, reuse: Option<usize>, v: T) -> usize {
+    match reuse {
+        Some(i) if i < slots.len() => {
+            slots[i] = Some(v);
+            i
+        }
+        _ => {
+            slots.push(Some(v));
+            slots.len() - 1
+        }
+    }
 }
