@@ -97,6 +97,12 @@ pub struct Row {
     pub raw_warm_ns: f64,
     /// raw_warm_ns / the 1-key figure (with the same prefetch).
     pub raw_warm_ratio: f64,
+    /// The raw AEAD once more, prefetched the same way, with one key per SA (every outbound and
+    /// inbound context the node holds, each used once per round, as the node's seal-then-open
+    /// rounds use them), against two keys: the ratio a node would show if its own state took no
+    /// room in the cache at all, only its ciphers' keys. The floor for `seal_ratio` and
+    /// `open_ratio` with this cipher library on this machine.
+    pub key_floor_ratio: f64,
     /// The stack's own work per sealed packet beside the cipher's: seal_ns − raw_seal_ns (SPD
     /// lookup, SA state, headers, counters).
     pub stack_seal_ns: f64,
@@ -344,10 +350,11 @@ struct Raw {
 }
 
 impl Raw {
-    fn new(peers: usize, args: &BenchSasArgs) -> Result<Raw, String> {
+    /// `count` keys (one per peer for the `raw` columns, one per SA for `keys`).
+    fn new(count: usize, args: &BenchSasArgs) -> Result<Raw, String> {
         let provider = node::datapath::cipher::provider();
         let alg = suite_alg(&args.suite)?;
-        let keys = (0..peers)
+        let keys = (0..count)
             .map(|p| {
                 let k: Vec<u8> = (0..alg.key_len() as u8)
                     .map(|i| (p as u8).wrapping_mul(31).wrapping_add(i))
@@ -360,7 +367,7 @@ impl Raw {
             keys,
             burst,
             scattered: args.order == "scattered",
-            per_round: (peers * burst).max(4096),
+            per_round: (count * burst).max(4096),
             buf: vec![0u8; args.size],
             n: 0,
         })
@@ -504,6 +511,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
     }
     let mut rows: Vec<Row> = Vec::new();
     let (mut base, mut base_raw) = (Packets::new(1, args)?, Raw::new(1, args)?);
+    let mut base_pair = Raw::new(2, args)?;
     for &n in &args.sas {
         let peers = (n / 2).max(1);
         eprintln!("bench sas: {n} SAs ({peers} peers)");
@@ -516,6 +524,11 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
         let [raw1, _, raw, raw_warm, raw_ratio, raw_warm_ratio] =
             interleaved(&mut base_raw, &mut other_raw, args.seconds)?;
         drop(other_raw);
+        // The keys alone, one per SA the node holds (`Row::key_floor_ratio`).
+        let mut all_keys = Raw::new(2 * peers, args)?;
+        let [_, _, _, _, _, key_floor_ratio] =
+            interleaved(&mut base_pair, &mut all_keys, args.seconds)?;
+        drop(all_keys);
         let (rate, bytes) = install(n)?;
         let (base_stack_seal, base_stack_open) = (base_seal - raw1, base_open - raw1);
         rows.push(Row {
@@ -531,6 +544,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             raw_ratio,
             raw_warm_ns: raw_warm,
             raw_warm_ratio,
+            key_floor_ratio,
             stack_seal_ns: seal - raw,
             stack_seal_ratio: (seal - raw) / base_stack_seal,
             stack_open_ns: open - raw,
@@ -551,7 +565,9 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         "bench sas: {}, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
          {} order; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
          one key per peer, same order; raw pf: the same with each key prefetched {} calls ahead, as \
-         the engine does; stack: seal or open minus raw, the work besides the cipher's",
+         the engine does; keys: raw pf with one key per SA (all the contexts the node holds), \
+         the floor for seal and open's ratios; stack: seal or open minus raw, the work besides \
+         the cipher's",
         args.suite,
         args.size,
         args.burst,
@@ -559,7 +575,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         ipsec::engine::PREFETCH_LEAD
     );
     println!(
-        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",
+        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",
         "SAs",
         "peers",
         "seal ns",
@@ -569,6 +585,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         "raw ns",
         "ratio",
         "raw pf",
+        "keys",
         "stack s",
         "stack o",
         "install SA/s",
@@ -576,7 +593,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
     );
     for r in &rows {
         println!(
-            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>12.0} {:>9.0}",
+            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>12.0} {:>9.0}",
             r.sas,
             r.peers,
             r.seal_ns,
@@ -586,6 +603,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
             r.raw_seal_ns,
             r.raw_ratio,
             r.raw_warm_ratio,
+            r.key_floor_ratio,
             r.stack_seal_ratio,
             r.stack_open_ratio,
             r.install_per_s,
