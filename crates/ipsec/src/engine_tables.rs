@@ -205,8 +205,7 @@ fn take_free(
     slots: &[Option<SecurityAssociation>],
     spd: &SpdTable,
 ) -> Option<usize> {
-    let pos = free.iter().rposition(|&i| {
-        slots.get(i).is_some_and(Option::is_none) && !spd.referenced().any(|r| r == i)
-    })?;
+    let pos =
+        free.iter().rposition(|&i| slots.get(i).is_some_and(Option::is_none) && !spd.names(i))?;
     Some(free.swap_remove(pos))
 }

@@ -150,6 +150,20 @@ pub struct SpdTable {
     /// Counts changes (push, set, remove): a verdict remembered under one generation holds
     /// only while it is current.
     generation: u64,
+    /// How many times the entries' `Protect` actions name each SA index, so that the engine
+    /// can tell whether a freed SA slot may be reused ([`SpdTable::names`]) without walking
+    /// every entry (which made filing an SA O(free slots × policies)). A map, not a `Vec`
+    /// indexed by handle: a policy may name any handle, and one naming a huge index must not
+    /// allocate up to it.
+    sa_refs: HashMap<usize, u32>,
+}
+
+/// The SA handles an action names (each once per mention).
+fn handles(a: &Action) -> &[usize] {
+    match a {
+        Action::Protect(v) => v.as_slice(),
+        _ => &[],
+    }
 }
 
 fn host(p: &crate::spd::Prefix) -> Option<IpAddr> {
@@ -224,6 +238,9 @@ impl SpdTable {
             None => (self.next_order(priority), None, None),
         };
         let key = key_of(&e);
+        for &h in handles(&e.action) {
+            *self.sa_refs.entry(h).or_insert(0) += 1;
+        }
         let slot = Slot { hot: Hot::of(&e), id, order, entry: e, last_acquire };
         let i = crate::types::put_in_slot(&mut self.slots, self.free.pop(), slot);
         self.by_id.insert(id, i);
@@ -249,6 +266,14 @@ impl SpdTable {
         let i = self.by_id.remove(&id)?;
         let s = self.slots.get_mut(i).and_then(Option::take)?;
         self.free.push(i);
+        for h in handles(&s.entry.action) {
+            if let Some(n) = self.sa_refs.get_mut(h) {
+                *n -= 1;
+                if *n == 0 {
+                    self.sa_refs.remove(h);
+                }
+            }
+        }
         self.all.remove(&s.order);
         match key_of(&s.entry) {
             Key::Dst(a) => self.by_dst.remove(a, s.order),
@@ -383,14 +408,13 @@ impl SpdTable {
 
     /// Every SA index named by a `Protect` action, once per entry that names it.
     pub fn referenced(&self) -> impl Iterator<Item = usize> + '_ {
-        self.slots
-            .iter()
-            .flatten()
-            .flat_map(|s| match &s.entry.action {
-                Action::Protect(v) => v.as_slice(),
-                _ => &[],
-            })
-            .copied()
+        self.slots.iter().flatten().flat_map(|s| handles(&s.entry.action)).copied()
+    }
+
+    /// True if some entry's `Protect` action names SA index `sa` (what `referenced` would
+    /// yield, in constant time).
+    pub fn names(&self, sa: usize) -> bool {
+        self.sa_refs.contains_key(&sa)
     }
 }
 

@@ -184,3 +184,29 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `names` (the reference counts) agrees with a walk over every entry's action
+    /// (`referenced`), whatever the installs, replacements (which drop the old action's
+    /// references) and removals; bundles may name one SA twice.
+    #[test]
+    fn names_agrees_with_a_walk(
+        ops in proptest::collection::vec(
+            (any::<bool>(), 0u64..8, proptest::collection::vec(0usize..6, 0..3)),
+            1..80,
+        ),
+    ) {
+        let mut t = SpdTable::default();
+        for (set, id, sas) in ops {
+            if set {
+                let action = if sas.is_empty() { Action::Bypass } else { Action::Protect(sas) };
+                t.set(id, 100, entry("0.0.0.0/0", &format!("10.0.0.{id}/32"), action));
+            } else {
+                t.remove(id);
+            }
+            for sa in 0..6 {
+                prop_assert_eq!(t.names(sa), t.referenced().any(|r| r == sa), "SA {}", sa);
+            }
+        }
+    }
+}
