@@ -192,6 +192,21 @@ pub fn peer_uid(fd: RawFd) -> io::Result<u32> {
     Ok(cred.uid)
 }
 
+/// Hands the heap's free pages back to the system (glibc's `malloc_trim`). glibc returns
+/// freed memory by itself only from the top of a heap; after a bulk command (the text of
+/// 10,000 SAs, its parse, the envelopes to the lanes) the freed megabytes sit below the SAs'
+/// own allocations and stay resident until trimmed (issue 10: 62.4 MB → 55.4 MB RSS after a
+/// 10,000-SA `sa add`, checked by calling this from gdb). A no-op off glibc.
+#[allow(unsafe_code)]
+pub fn trim_heap() {
+    // SAFETY: malloc_trim(3) takes no pointer of ours; it locks each arena while it walks
+    // that arena's free lists, so it is safe to call while other threads allocate.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The effective user id of this process.
 #[allow(unsafe_code)]
 pub fn euid() -> u32 {

@@ -254,8 +254,13 @@ impl<'a> ControlThread<'a> {
 
     fn serve_socket(&mut self) {
         let Some(sock) = self.socket else { return };
-        while let Some(client) = sock.accept(MAX_REQUEST) {
-            let req = match commands::parse(&client.line) {
+        while let Some(mut client) = sock.accept(MAX_REQUEST) {
+            let parsed = commands::parse(&client.line);
+            // A bulk request's text is done with once parsed (zeroized as it goes: it may
+            // hold keys); after the request, the heap it and its parse leave free goes back.
+            let bulk = client.line.len() >= TRIM_AFTER;
+            client.line = Default::default();
+            let req = match parsed {
                 Ok(r) => r,
                 Err(e) => {
                     socket::reply(&client, &error_reply(&e.field, &e.message).to_string());
@@ -338,10 +343,17 @@ impl<'a> ControlThread<'a> {
                     v
                 }
             };
+            if bulk {
+                crate::sys::trim_heap();
+            }
             socket::reply(&client, &answer.to_string());
         }
     }
 }
+
+/// Requests at least this long (bytes) are bulk: once served, the freed heap is handed back
+/// (`sys::trim_heap`), which takes a few milliseconds, worth it only after hundreds of kilobytes.
+const TRIM_AFTER: usize = 256 << 10;
 
 impl ControlThread<'_> {
     /// Runs an IKE request against the driver, or says there is none.
