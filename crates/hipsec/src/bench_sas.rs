@@ -103,6 +103,11 @@ pub struct Row {
     /// room in the cache at all, only its ciphers' keys. The floor for `seal_ratio` and
     /// `open_ratio` with this cipher library on this machine.
     pub key_floor_ratio: f64,
+    /// The bare reference against two SAs: the raw AEAD behind the least state and lookup
+    /// any stack needs per SA (an SPI hash slot and a counter line; see `Bare`), one SA per
+    /// SA the node holds, prefetched as the engine does. How near the key floor a stack can
+    /// come here; the stack's own lines beyond these are what `seal_ratio` adds on top.
+    pub bare_ratio: f64,
     /// The stack's own work per sealed packet beside the cipher's: seal_ns − raw_seal_ns (SPD
     /// lookup, SA state, headers, counters).
     pub stack_seal_ns: f64,
@@ -401,6 +406,97 @@ impl Rounds for Raw {
     }
 }
 
+/// One SA of the bare reference (`Bare`): the least an ESP stack keeps per SA besides its key,
+/// a line with the sequence counter and byte count that every packet updates (RFC 4303 §3.3.3,
+/// RFC 4301 §4.4.2.1), and the key.
+#[repr(align(64))]
+struct BareSa {
+    seq: u64,
+    bytes: u64,
+    key: Box<dyn crypto::Aead>,
+}
+
+/// The bare reference: the raw AEAD behind the least lookup any SA-keyed stack does, `count`
+/// SAs found by SPI through the engine's own hash index (one slot line), each updating its
+/// counter line and sealing with its key, everything prefetched as the engine prefetches
+/// (index slot three leads ahead, SA line two, key one). What a stack with no state beyond
+/// that would show: how close to the key floor any stack can get on this machine.
+struct Bare {
+    sas: Vec<BareSa>,
+    index: ipsec::keyed_index::KeyedIndex<u32, u32>,
+    burst: usize,
+    scattered: bool,
+    per_round: usize,
+    buf: Vec<u8>,
+}
+
+/// SPI of the bare reference's SA `i`.
+fn bare_spi(i: usize) -> u32 {
+    0x3000_0000 + i as u32
+}
+
+impl Bare {
+    fn new(count: usize, args: &BenchSasArgs) -> Result<Bare, String> {
+        let raw = Raw::new(count, args)?;
+        let mut index = ipsec::keyed_index::KeyedIndex::default();
+        for i in 0..count {
+            index.insert(bare_spi(i), i as u32);
+        }
+        Ok(Bare {
+            sas: raw.keys.into_iter().map(|key| BareSa { seq: 0, bytes: 0, key }).collect(),
+            index,
+            burst: raw.burst,
+            scattered: raw.scattered,
+            per_round: raw.per_round,
+            buf: raw.buf,
+        })
+    }
+}
+
+impl Rounds for Bare {
+    fn round(&mut self) -> Result<(f64, f64), String> {
+        const LEAD: usize = ipsec::engine::PREFETCH_LEAD;
+        let prefetch = node::sys::prefetch;
+        let n = self.sas.len();
+        let spi_at = |i: usize| bare_spi(visit(i, self.burst, n, self.scattered));
+        // Hashes and found SAs of the calls ahead, by call number modulo the ring's length.
+        let mut hashes = [0u64; 4 * LEAD];
+        let mut found = [0u32; 4 * LEAD];
+        let ring = 4 * LEAD;
+        let mut tag = [0u8; 16];
+        let t = Instant::now();
+        for i in 0..self.per_round + 3 * LEAD {
+            // Three leads ahead: hash the SPI and start fetching its index slot.
+            let h = self.index.hash(&spi_at(i));
+            prefetch(self.index.slot_addr(h));
+            hashes[i % ring] = h;
+            // Two leads ahead: read the slot, start fetching the SA's line.
+            if let Some(j) = i.checked_sub(LEAD) {
+                let sa = self.index.get_hashed(hashes[j % ring], &spi_at(j)).ok_or("bare: lost")?;
+                found[j % ring] = sa;
+                prefetch(std::ptr::from_ref(&self.sas[sa as usize]).cast());
+            }
+            // One lead ahead: the SA's line is in; start fetching its key.
+            if let Some(j) = i.checked_sub(2 * LEAD) {
+                self.sas[found[j % ring] as usize].key.warm();
+            }
+            // Now: count and seal.
+            if let Some(j) = i.checked_sub(3 * LEAD) {
+                let sa = &mut self.sas[found[j % ring] as usize];
+                sa.seq += 1;
+                sa.bytes += self.buf.len() as u64;
+                let mut nonce = [0u8; 12];
+                nonce[4..].copy_from_slice(&sa.seq.to_be_bytes());
+                sa.key
+                    .seal_in_place(&nonce, &sa.seq.to_be_bytes(), &mut self.buf, &mut tag)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        let ns = t.elapsed().as_nanos() as f64 / self.per_round as f64;
+        Ok((ns, ns))
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get((v.len().max(1) - 1) / 2).copied().unwrap_or(f64::NAN)
@@ -512,6 +608,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
     let mut rows: Vec<Row> = Vec::new();
     let (mut base, mut base_raw) = (Packets::new(1, args)?, Raw::new(1, args)?);
     let mut base_pair = Raw::new(2, args)?;
+    let mut base_bare = Bare::new(2, args)?;
     for &n in &args.sas {
         let peers = (n / 2).max(1);
         eprintln!("bench sas: {n} SAs ({peers} peers)");
@@ -529,6 +626,9 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
         let [_, _, _, _, _, key_floor_ratio] =
             interleaved(&mut base_pair, &mut all_keys, args.seconds)?;
         drop(all_keys);
+        let mut bare = Bare::new(2 * peers, args)?;
+        let [_, _, _, _, bare_ratio, _] = interleaved(&mut base_bare, &mut bare, args.seconds)?;
+        drop(bare);
         let (rate, bytes) = install(n)?;
         let (base_stack_seal, base_stack_open) = (base_seal - raw1, base_open - raw1);
         rows.push(Row {
@@ -545,6 +645,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             raw_warm_ns: raw_warm,
             raw_warm_ratio,
             key_floor_ratio,
+            bare_ratio,
             stack_seal_ns: seal - raw,
             stack_seal_ratio: (seal - raw) / base_stack_seal,
             stack_open_ns: open - raw,
@@ -566,7 +667,8 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
          {} order; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
          one key per peer, same order; raw pf: the same with each key prefetched {} calls ahead, as \
          the engine does; keys: raw pf with one key per SA (all the contexts the node holds), \
-         the floor for seal and open's ratios; stack: seal or open minus raw, the work besides \
+         the floor for seal and open's ratios; bare: keys behind an SPI index and a counter line \
+         per SA, the least state a stack keeps; stack: seal or open minus raw, the work besides \
          the cipher's",
         args.suite,
         args.size,
@@ -575,7 +677,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         ipsec::engine::PREFETCH_LEAD
     );
     println!(
-        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",
+        "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>12} {:>9}",
         "SAs",
         "peers",
         "seal ns",
@@ -586,6 +688,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         "ratio",
         "raw pf",
         "keys",
+        "bare",
         "stack s",
         "stack o",
         "install SA/s",
@@ -593,7 +696,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
     );
     for r in &rows {
         println!(
-            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>12.0} {:>9.0}",
+            "{:>7} {:>6} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>9.1} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3} {:>12.0} {:>9.0}",
             r.sas,
             r.peers,
             r.seal_ns,
@@ -604,6 +707,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
             r.raw_ratio,
             r.raw_warm_ratio,
             r.key_floor_ratio,
+            r.bare_ratio,
             r.stack_seal_ratio,
             r.stack_open_ratio,
             r.install_per_s,
