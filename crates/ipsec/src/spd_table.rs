@@ -406,13 +406,8 @@ impl SpdTable {
         }
     }
 
-    /// Every SA index named by a `Protect` action, once per entry that names it.
-    pub fn referenced(&self) -> impl Iterator<Item = usize> + '_ {
-        self.slots.iter().flatten().flat_map(|s| handles(&s.entry.action)).copied()
-    }
-
-    /// True if some entry's `Protect` action names SA index `sa` (what `referenced` would
-    /// yield, in constant time).
+    /// True if some entry's `Protect` action names SA index `sa`, in constant time (the
+    /// tests hold it to a walk over every entry).
     pub fn names(&self, sa: usize) -> bool {
         self.sa_refs.contains_key(&sa)
     }

@@ -6,8 +6,8 @@ use super::peers::visit;
 use super::rounds::Rounds;
 use std::time::Instant;
 
-/// The raw AEAD (AES-128-GCM through the provider, as the engine keys it) sealing `size`
-/// bytes with one key per peer, the keys visited as `Packets` visits the SAs.
+/// The raw AEAD of `--suite` (through the data path's provider, as the engine keys it) sealing
+/// `--size` bytes with a key per peer or per SA, the keys visited as `Packets` visits the SAs.
 pub(super) struct Raw {
     keys: Vec<Box<dyn crypto::Aead>>,
     burst: usize,
@@ -119,33 +119,34 @@ impl Bare {
 impl Rounds for Bare {
     fn round(&mut self) -> Result<(f64, f64), String> {
         const LEAD: usize = ipsec::engine::PREFETCH_LEAD;
+        // Long enough for the three stages' leads.
+        const RING: usize = 4 * LEAD;
         let prefetch = node::sys::prefetch;
         let n = self.sas.len();
         let spi_at = |i: usize| bare_spi(visit(i, self.burst, n, self.scattered));
         // Hashes and found SAs of the calls ahead, by call number modulo the ring's length.
-        let mut hashes = [0u64; 4 * LEAD];
-        let mut found = [0u32; 4 * LEAD];
-        let ring = 4 * LEAD;
+        let mut hashes = [0u64; RING];
+        let mut found = [0u32; RING];
         let mut tag = [0u8; 16];
         let t = Instant::now();
         for i in 0..self.per_round + 3 * LEAD {
             // Three leads ahead: hash the SPI and start fetching its index slot.
             let h = self.index.hash(&spi_at(i));
             prefetch(self.index.slot_addr(h));
-            hashes[i % ring] = h;
+            hashes[i % RING] = h;
             // Two leads ahead: read the slot, start fetching the SA's line.
             if let Some(j) = i.checked_sub(LEAD) {
-                let sa = self.index.get_hashed(hashes[j % ring], &spi_at(j)).ok_or("bare: lost")?;
-                found[j % ring] = sa;
+                let sa = self.index.get_hashed(hashes[j % RING], &spi_at(j)).ok_or("bare: lost")?;
+                found[j % RING] = sa;
                 prefetch(std::ptr::from_ref(&self.sas[sa as usize]).cast());
             }
             // One lead ahead: the SA's line is in; start fetching its key.
             if let Some(j) = i.checked_sub(2 * LEAD) {
-                self.sas[found[j % ring] as usize].key.warm();
+                self.sas[found[j % RING] as usize].key.warm();
             }
             // Now: count and seal.
             if let Some(j) = i.checked_sub(3 * LEAD) {
-                let sa = &mut self.sas[found[j % ring] as usize];
+                let sa = &mut self.sas[found[j % RING] as usize];
                 sa.seq += 1;
                 sa.bytes += self.buf.len() as u64;
                 let mut nonce = [0u8; 12];
