@@ -479,10 +479,15 @@ fn rekeys_under_traffic_lose_nothing() {
     // A UDP stream with sequence numbers from the spoke to the hub, 1000 datagrams a second,
     // while the pair is rekeyed every 100 ms.
     let ns_hub = net.ns(0);
+    // The stream starts only once the sink's socket is bound: a datagram that arrived before
+    // would be refused by the hub's kernel (no such port), a loss of the test's, not the
+    // stack's (CI saw datagram 0 go missing that way once).
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     let sink = std::thread::spawn(move || {
         node::netns::enter(&ns_hub).unwrap();
         let s = UdpSocket::bind("10.0.0.1:7001").unwrap();
         s.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+        bound_tx.send(()).unwrap();
         let mut seen = std::collections::BTreeSet::new();
         let mut b = [0u8; 64];
         while let Ok(n) = s.recv(&mut b) {
@@ -492,6 +497,7 @@ fn rekeys_under_traffic_lose_nothing() {
         }
         seen
     });
+    bound_rx.recv_timeout(Duration::from_secs(10)).expect("the sink's socket is bound");
     let ns1 = net.ns(1);
     // The stream runs until the rekeys are done (however long a loaded machine takes for
     // them), then says how many datagrams it sent.
