@@ -486,10 +486,12 @@ fn round_trip_opts(o: Opts, tuning: &'static str) {
     if let Some(c) = tcpdump.as_mut() {
         stop(c);
         let cap = std::fs::read(&pcap).unwrap();
-        // Most of the transfer, at least (tcpdump may still lose some on a loaded machine):
-        // every 4 KiB of it carries the marker, so hundreds would show if any leaked.
+        // A good part of the transfer, at least: tcpdump loses some on a loaded machine (a CI
+        // run on two busy cores kept 1.88 MB of the 4 MiB, 45 %). Every 4 KiB of the transfer
+        // carries the marker, so a quarter of it is still 256 chances for a leak to show; a
+        // capture that missed the transfer (only handshakes) holds a few kB.
         assert!(
-            cap.len() > PAYLOAD_LEN / 2,
+            cap.len() > PAYLOAD_LEN / 4,
             "capture too small ({} bytes): not the transfer",
             cap.len()
         );
