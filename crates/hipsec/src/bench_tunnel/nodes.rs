@@ -33,7 +33,7 @@ pub(super) fn start_nodes(
 
 /// `config` with a `[filter]` of `--filter-rules` rules (the filter-rules lab scenario's: none
 /// matches the tunnel's traffic, so every packet meets all of them and passes by default).
-pub(super) fn with_filter(
+fn with_filter(
     topo: &Topo,
     config: &std::path::Path,
     args: &BenchTunnelArgs,
@@ -53,7 +53,7 @@ pub(super) fn with_filter(
 
 /// The raw-carrier config from the ESP-in-UDP one `Topo::config` writes: the same SAs and
 /// policy, `[network] transport = "raw"` with the addresses alone (no port).
-pub(super) fn raw_config(udp: &str) -> Result<String, String> {
+fn raw_config(udp: &str) -> Result<String, String> {
     let raw =
         udp.replacen("transport = \"udp\"", "transport = \"raw\"", 1).replace(":4500\"", "\"");
     if raw == udp || raw.contains(":4500") || !raw.contains("transport = \"raw\"") {

@@ -113,14 +113,14 @@ pub struct RoundSummary {
 }
 
 /// Both nodes' CPU µs per KB through the tunnel.
-pub(super) fn demand(t: &Tunnel) -> f64 {
+fn demand(t: &Tunnel) -> f64 {
     let kb = t.path.bytes as f64 / 1024.0;
     if kb > 0.0 { (t.cpu[0] + t.cpu[1]) * 1e6 / kb } else { f64::NAN }
 }
 
 /// Index of the round with the median tunnel throughput of carrier `k` (the lower middle one of
 /// an even count).
-pub(super) fn median_round(rounds: &[Round], k: usize) -> usize {
+fn median_round(rounds: &[Round], k: usize) -> usize {
     let mut order: Vec<usize> = (0..rounds.len()).collect();
     order.sort_by(|&a, &b| {
         rounds[a].tunnels[k].path.gbps.total_cmp(&rounds[b].tunnels[k].path.gbps)
