@@ -13,39 +13,14 @@
 //! packets stay on one lane (one core), which bounds a single tunnel's rate.
 
 pub mod answer;
+pub mod error;
 pub mod examples;
 pub mod model;
 pub mod profile;
 pub mod workload;
 
 pub use answer::{Answer, Component};
+pub use error::SizingError;
 pub use model::size;
 pub use profile::Profile;
 pub use workload::{PacketMix, Workload};
-
-/// What can be wrong with a profile or a workload: the field and why.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum SizingError {
-    /// A field's value is out of range or names something the profile lacks.
-    #[error("{field}: {why}")]
-    Field {
-        /// The field, as written in the JSON (`workload.suite`, `profile.suites.aes128gcm`).
-        field: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// The text is not the JSON expected.
-    #[error("{what}: {why}")]
-    Parse {
-        /// Which document.
-        what: String,
-        /// serde's message (with line and column).
-        why: String,
-    },
-}
-
-impl SizingError {
-    pub(crate) fn field(field: impl Into<String>, why: impl Into<String>) -> SizingError {
-        SizingError::Field { field: field.into(), why: why.into() }
-    }
-}

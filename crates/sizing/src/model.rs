@@ -15,8 +15,8 @@
 //!   single tunnel can use one core at most.
 //! - The wire carries the inner packet plus the suite's and the carrier's overhead.
 
-use crate::SizingError;
 use crate::answer::{Answer, Component, LinkCheck};
+use crate::error::SizingError;
 use crate::profile::{IoCost, Profile, SuiteCost};
 use crate::workload::Workload;
 

@@ -1,7 +1,7 @@
 //! A calibrated cost profile: what each unit of work cost on one machine, as `hipsec lab
 //! calibrate` measured it (JSON, schema [`SCHEMA`]).
 
-use crate::SizingError;
+use crate::error::SizingError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

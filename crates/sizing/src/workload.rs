@@ -1,7 +1,7 @@
 //! What a site must carry: traffic, tunnels, rekeys, handshakes, binding updates, filter rules
 //! (JSON, or built from `hipsec size`'s flags).
 
-use crate::SizingError;
+use crate::error::SizingError;
 use serde::{Deserialize, Serialize};
 
 /// Packet sizes of the protected traffic (inner IP packets), by share of packets.
