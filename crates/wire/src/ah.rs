@@ -1,7 +1,7 @@
 //! Authentication Header (RFC 4302 §2): next header, payload length in 32-bit words minus 2,
 //! SPI, sequence number and a variable-length ICV.
 
-use crate::WireError;
+use crate::error::WireError;
 
 /// Length of the fixed part of the AH header (before the ICV).
 pub const FIXED_LEN: usize = 12;

@@ -2,7 +2,7 @@
 //! so a short buffer becomes a `WireError::Truncated` saying which field, never a panic (the
 //! IKEv2 codecs turn it into the `IkeError` of the same name).
 
-use crate::WireError;
+use crate::error::WireError;
 
 /// Reads big-endian fields from a byte slice.
 #[derive(Debug, Clone, Copy)]

@@ -1,7 +1,7 @@
 //! ESP header and trailer (RFC 4303 §2): SPI, sequence number, payload, and the
 //! padding / pad length / next header trailer found at the end of the decrypted payload.
 
-use crate::WireError;
+use crate::error::WireError;
 
 /// Length of the ESP header (SPI + sequence number).
 pub const HEADER_LEN: usize = 8;

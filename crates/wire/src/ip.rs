@@ -3,7 +3,7 @@
 //! how to fix the length fields after a transform, and which fields AH treats as mutable
 //! (RFC 4302 §3.3.3.1).
 
-use crate::WireError;
+use crate::error::WireError;
 use etherparse::{IpSlice, Ipv4HeaderSlice, Ipv6HeaderSlice};
 
 /// IP version.

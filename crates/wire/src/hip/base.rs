@@ -4,8 +4,8 @@
 
 use super::param::ParamRepr;
 use super::{CipherId, DhGroupId, DiType, HiAlgorithm, HitSuiteId, ParamType};
-use crate::WireError;
 use crate::cursor::{Reader, Writer, len16};
+use crate::error::WireError;
 
 /// A parameter whose Contents are a list of fixed-size numbers (§5.2.6, §5.2.8, §5.2.11).
 macro_rules! list_param {

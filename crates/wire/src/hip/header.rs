@@ -15,8 +15,8 @@ use std::net::IpAddr;
 
 use super::param::{ParamRepr, Params, RawParam};
 use super::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
-use crate::WireError;
 use crate::cursor::{Reader, Writer};
+use crate::error::WireError;
 use crate::ip::{checksum_without_field, ipv6_pseudo_header_sum, ones_complement_sum};
 
 /// IP protocol number of HIP (RFC 7401 §5.1: 139), used in the checksum's pseudo-header.

@@ -9,7 +9,7 @@ use super::{
     HipMac2, HipSignature, HipSignature2, HitSuiteList, HostId, LocatorSet, MAX_PACKET_LEN,
     Notification, Packet, ParamType, Puzzle, R1Counter, Seq, Solution, TransportFormatList,
 };
-use crate::WireError;
+use crate::error::WireError;
 
 macro_rules! params {
     ($($variant:ident,)*) => {

@@ -7,8 +7,8 @@ use std::net::Ipv6Addr;
 
 use super::param::ParamRepr;
 use super::{EspSuite, HiAlgorithm, LocatorType, NotifyType, ParamType, TrafficType};
-use crate::WireError;
 use crate::cursor::{Reader, Writer};
+use crate::error::WireError;
 
 /// A parameter whose Contents are one opaque field.
 macro_rules! opaque_param {

@@ -12,8 +12,8 @@
 //! Length counts the Contents only; Padding (0–7 octets) makes the whole TLV a multiple of 8.
 
 use super::{PARAM_HEADER_LEN, ParamType};
-use crate::WireError;
 use crate::cursor::{Reader, Writer, len16};
+use crate::error::WireError;
 
 /// Octets a parameter with `contents_len` octets of contents takes: header, contents, padding.
 pub const fn param_len(contents_len: usize) -> usize {

@@ -3,7 +3,7 @@
 //! property tests. tests/hip_tshark.rs checks the same codec against Wireshark's dissector.
 
 use super::*;
-use crate::WireError;
+use crate::error::WireError;
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv6Addr};
 

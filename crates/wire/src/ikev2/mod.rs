@@ -94,15 +94,17 @@ mod scapy_tests;
 mod tests;
 
 /// The shared cursor's errors as IKEv2's (same fields, `ikev2` in the message).
-impl From<crate::WireError> for IkeError {
-    fn from(e: crate::WireError) -> IkeError {
+impl From<crate::error::WireError> for IkeError {
+    fn from(e: crate::error::WireError) -> IkeError {
         match e {
-            crate::WireError::Truncated { what, len, need } => {
+            crate::error::WireError::Truncated { what, len, need } => {
                 IkeError::Truncated { what, len, need }
             }
-            crate::WireError::BadLength { what, value } => IkeError::BadLength { what, value },
-            crate::WireError::BadValue { what, value } => IkeError::BadValue { what, value },
-            crate::WireError::Ip(what) => IkeError::BadValue { what, value: 0 },
+            crate::error::WireError::BadLength { what, value } => {
+                IkeError::BadLength { what, value }
+            }
+            crate::error::WireError::BadValue { what, value } => IkeError::BadValue { what, value },
+            crate::error::WireError::Ip(what) => IkeError::BadValue { what, value: 0 },
         }
     }
 }

@@ -13,8 +13,8 @@ use std::net::Ipv6Addr;
 
 use super::HOME_ADDRESS_OPTION_TYPE;
 use super::tlv::{self, Align};
-use crate::WireError;
 use crate::cursor::Writer;
+use crate::error::WireError;
 
 /// Length of the Home Address option's data (§6.3).
 pub const HOME_ADDRESS_OPTION_DATA_LEN: usize = 16;

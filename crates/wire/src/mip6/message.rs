@@ -9,8 +9,8 @@ use std::net::Ipv6Addr;
 use super::header::{MESSAGE_DATA_OFFSET, MhPacket, fill_checksum};
 use super::options::{MobilityOption, emit_options, options_len, parse_options};
 use super::{BaStatus, BeStatus, IPPROTO_NONE, MAX_LEN, MhType};
-use crate::WireError;
 use crate::cursor::{Reader, Writer};
+use crate::error::WireError;
 
 /// Binding Update (§6.1.7). Flags A, H, L, K are the top four bits of the second 16-bit word;
 /// the other bits (reserved here, used by later RFCs) are sent as zero and ignored.

@@ -8,7 +8,7 @@ use std::net::Ipv6Addr;
 
 use super::MobilityOptionType;
 use super::tlv::{self, Align};
-use crate::WireError;
+use crate::error::WireError;
 
 /// One mobility option (§6.2) other than padding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

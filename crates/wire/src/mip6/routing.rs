@@ -11,8 +11,8 @@
 use std::net::Ipv6Addr;
 
 use super::ROUTING_TYPE_2;
-use crate::WireError;
 use crate::cursor::{Reader, Writer};
+use crate::error::WireError;
 
 /// Length of a type 2 routing header (§6.4).
 pub const ROUTING_HEADER_2_LEN: usize = 24;

@@ -6,7 +6,7 @@ use std::net::Ipv6Addr;
 use proptest::prelude::*;
 
 use super::*;
-use crate::WireError;
+use crate::error::WireError;
 
 fn addr(s: &str) -> Ipv6Addr {
     s.parse().unwrap_or(Ipv6Addr::UNSPECIFIED)

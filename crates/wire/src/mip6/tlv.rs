@@ -4,7 +4,7 @@
 //! option with alignment requirement `xn+y` starts at an offset that is `y` modulo `x` from the
 //! start of its header, and padding makes the header a multiple of 8 octets.
 
-use crate::WireError;
+use crate::error::WireError;
 
 /// Pad1's type (§6.2.2; RFC 8200 §4.2).
 pub(crate) const PAD1: u8 = 0;
