@@ -6,7 +6,11 @@ use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
-use crate::{Classifier, Direction, LinearFilter, PacketKey, RuleSet, parse_rules};
+use crate::classifier::Classifier;
+use crate::key::PacketKey;
+use crate::linear::LinearFilter;
+use crate::parse::parse_rules;
+use crate::rule::{Direction, RuleSet};
 
 /// Rule counts measured when the caller has no preference.
 pub const DEFAULT_RULE_COUNTS: [usize; 5] = [10, 100, 1000, 5000, 100_000];

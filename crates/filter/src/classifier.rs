@@ -1,8 +1,8 @@
 //! The compiled classifier: a bounded flow cache and `keep state` table in front of the
 //! tuple-space search, per-rule hit counters, and IPFilter semantics (last match, `quick`).
 
-use crate::PacketKey;
 use crate::flowtable::{SetAssoc, flow_hash, same_flow};
+use crate::key::PacketKey;
 use crate::rule::{Action, RuleSet};
 use crate::tuple::{CompileError, TupleSpace};
 

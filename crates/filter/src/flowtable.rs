@@ -1,8 +1,8 @@
 //! A fixed-capacity, set-associative hash table (4 ways per bucket, round-robin eviction) used
 //! for the flow cache and the state table: no allocation after construction, bounded probes.
 
-use crate::PacketKey;
 use crate::hash::{FastHasher, addr_bits, digest};
+use crate::key::PacketKey;
 use crate::rule::Direction;
 use std::hash::Hasher;
 

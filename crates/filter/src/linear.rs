@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::PacketKey;
 use crate::classifier::Verdict;
+use crate::key::PacketKey;
 use crate::rule::{Action, Rule, RuleSet};
 
 /// Evaluates a [`RuleSet`] rule by rule.
@@ -78,5 +78,18 @@ impl LinearFilter {
     /// Number of rules.
     pub fn rule_count(&self) -> usize {
         self.rules.len()
+    }
+}
+
+// Here rather than in `rule.rs`: matching a rule needs a packet's key, and `key.rs` already
+// uses the rule model (directions, protocol numbers); this keeps the two out of a circle.
+impl Rule {
+    /// True if every field of the rule matches the packet.
+    pub fn matches(&self, key: &PacketKey) -> bool {
+        self.dir.is_none_or(|d| d == key.dir)
+            && self.proto.is_none_or(|p| p == key.proto)
+            && self.from.matches(key.src, key.src_port)
+            && self.to.matches(key.dst, key.dst_port)
+            && self.icmp_type.is_none_or(|t| key.icmp_type == Some(t))
     }
 }

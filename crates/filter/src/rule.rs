@@ -243,15 +243,6 @@ impl Rule {
             keep_state: false,
         }
     }
-
-    /// True if every field of the rule matches the packet.
-    pub fn matches(&self, key: &crate::PacketKey) -> bool {
-        self.dir.is_none_or(|d| d == key.dir)
-            && self.proto.is_none_or(|p| p == key.proto)
-            && self.from.matches(key.src, key.src_port)
-            && self.to.matches(key.dst, key.dst_port)
-            && self.icmp_type.is_none_or(|t| key.icmp_type == Some(t))
-    }
 }
 
 impl fmt::Display for Rule {

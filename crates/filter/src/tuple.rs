@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use crate::PacketKey;
 use crate::hash::{SeededState, addr_bits, digest};
+use crate::key::PacketKey;
 use crate::ports::{blocks, port_mask};
 use crate::rule::{Direction, IpNet, Rule, v4_mask, v6_mask};
 
