@@ -2,8 +2,8 @@
 //! SOLUTION, DH_GROUP_LIST, DIFFIE_HELLMAN, HIP_CIPHER, HOST_ID, HIT_SUITE_LIST,
 //! TRANSPORT_FORMAT_LIST and ENCRYPTED.
 
+use super::consts::{CipherId, DhGroupId, DiType, HiAlgorithm, HitSuiteId, ParamType};
 use super::param::ParamRepr;
-use super::{CipherId, DhGroupId, DiType, HiAlgorithm, HitSuiteId, ParamType};
 use crate::cursor::{Reader, Writer, len16};
 use crate::error::WireError;
 

@@ -13,8 +13,8 @@
 
 use std::net::IpAddr;
 
+use super::consts::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
 use super::param::{ParamRepr, Params, RawParam};
-use super::{HEADER_LEN, MAX_PACKET_LEN, PacketType, ParamType, VERSION};
 use crate::cursor::{Reader, Writer};
 use crate::error::WireError;
 use crate::ip::{checksum_without_field, ipv6_pseudo_header_sum, ones_complement_sum};

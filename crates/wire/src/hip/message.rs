@@ -2,13 +2,17 @@
 //! [`Message`], a whole packet: header plus parameters, with the partial emits HIP_MAC and
 //! HIP_SIGNATURE need.
 
-use super::param::{ParamRepr, Params, RawParam, emit_param, param_len};
-use super::{
-    Ack, DhGroupList, DiffieHellman, EchoRequestSigned, EchoRequestUnsigned, EchoResponseSigned,
-    EchoResponseUnsigned, Encrypted, EspInfo, EspTransform, HEADER_LEN, Header, HipCipher, HipMac,
-    HipMac2, HipSignature, HipSignature2, HitSuiteList, HostId, LocatorSet, MAX_PACKET_LEN,
-    Notification, Packet, ParamType, Puzzle, R1Counter, Seq, Solution, TransportFormatList,
+use super::base::{
+    DhGroupList, DiffieHellman, Encrypted, HipCipher, HitSuiteList, HostId, Puzzle, R1Counter,
+    Solution, TransportFormatList,
 };
+use super::consts::{HEADER_LEN, MAX_PACKET_LEN, ParamType};
+use super::header::{Header, Packet};
+use super::more::{
+    Ack, EchoRequestSigned, EchoRequestUnsigned, EchoResponseSigned, EchoResponseUnsigned, EspInfo,
+    EspTransform, HipMac, HipMac2, HipSignature, HipSignature2, LocatorSet, Notification, Seq,
+};
+use super::param::{ParamRepr, Params, RawParam, emit_param, param_len};
 use crate::error::WireError;
 
 macro_rules! params {

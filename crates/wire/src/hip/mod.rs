@@ -36,8 +36,9 @@ pub use base::{
     R1Counter, Solution, TransportFormatList,
 };
 pub use consts::{
-    CipherId, DhGroupId, DiType, EcdsaCurve, EcdsaLowCurve, EddsaCurve, EspSuite, HiAlgorithm,
-    HitSuiteId, LocatorType, NotifyType, PacketType, ParamType, TrafficType,
+    CipherId, DhGroupId, DiType, EcdsaCurve, EcdsaLowCurve, EddsaCurve, EspSuite, HEADER_LEN,
+    HiAlgorithm, HitSuiteId, LocatorType, MAX_PACKET_LEN, NotifyType, PARAM_HEADER_LEN, PacketType,
+    ParamType, TrafficType, VERSION,
 };
 pub use header::{
     CONTROLS_NONE, Header, IPPROTO_HIP, Packet, compute_checksum, fill_checksum, set_header_length,
@@ -50,17 +51,6 @@ pub use more::{
     Notification, Seq,
 };
 pub use param::{ParamRepr, Params, RawParam, emit_param, param_len};
-
-/// Length of the fixed HIP header (§5.1): 8 octets, then two 16-octet HITs.
-pub const HEADER_LEN: usize = 40;
-/// Largest HIP packet the 8-bit Header Length can describe: (255 + 1) × 8 octets, i.e. the
-/// 40-octet header and at most (255 × 8) − 32 = 2008 octets of parameters (§5.1; the minimum
-/// Header Length is 4, the two HITs).
-pub const MAX_PACKET_LEN: usize = 2048;
-/// Length of a parameter's Type and Length fields (§5.2.1).
-pub const PARAM_HEADER_LEN: usize = 4;
-/// The HIP version this module speaks (RFC 7401 §5.1).
-pub const VERSION: u8 = 2;
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,8 @@
 
 use std::net::Ipv6Addr;
 
+use super::consts::{EspSuite, HiAlgorithm, LocatorType, NotifyType, ParamType, TrafficType};
 use super::param::ParamRepr;
-use super::{EspSuite, HiAlgorithm, LocatorType, NotifyType, ParamType, TrafficType};
 use crate::cursor::{Reader, Writer};
 use crate::error::WireError;
 

@@ -11,7 +11,7 @@
 //!
 //! Length counts the Contents only; Padding (0–7 octets) makes the whole TLV a multiple of 8.
 
-use super::{PARAM_HEADER_LEN, ParamType};
+use super::consts::{PARAM_HEADER_LEN, ParamType};
 use crate::cursor::{Reader, Writer, len16};
 use crate::error::WireError;
 

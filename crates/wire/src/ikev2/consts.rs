@@ -250,3 +250,10 @@ impl NotifyType {
         self.0 < 16384
     }
 }
+
+/// Length of a generic payload header (§3.2).
+pub const GENERIC_HEADER_LEN: usize = 4;
+/// Smallest nonce a peer may send (§3.9: at least 16 bytes).
+pub const NONCE_MIN_LEN: usize = 16;
+/// Largest nonce a peer may send (§3.9: at most 256 bytes).
+pub const NONCE_MAX_LEN: usize = 256;

@@ -1,7 +1,8 @@
 //! The IKE header (RFC 7296 §3.1): SPIs, next payload, version, exchange type, flags, message ID,
 //! length. [`Packet`] is the checked view over a whole message; [`Header`] its repr.
 
-use super::{ExchangeType, IkeError, PayloadType};
+use super::consts::{ExchangeType, PayloadType};
+use super::error::IkeError;
 use crate::cursor::{Reader, Writer};
 
 /// Length of the IKE header.

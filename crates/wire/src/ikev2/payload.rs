@@ -3,10 +3,14 @@
 //! Delete (§3.11), Vendor ID (§3.12) and the SK header (§3.14, body opaque). [`Message`] is a
 //! whole message: header plus payloads.
 
-use super::{
-    AuthMethod, GENERIC_HEADER_LEN, HEADER_LEN, Header, IdType, IkeError, NONCE_MAX_LEN,
-    NONCE_MIN_LEN, NotifyType, Packet, PayloadType, ProtocolId, Sa, Ts,
+use super::consts::{
+    AuthMethod, GENERIC_HEADER_LEN, IdType, NONCE_MAX_LEN, NONCE_MIN_LEN, NotifyType, PayloadType,
+    ProtocolId,
 };
+use super::error::IkeError;
+use super::header::{HEADER_LEN, Header, Packet};
+use super::sa::Sa;
+use super::ts::Ts;
 use crate::cursor::{Reader, Writer, len16};
 
 /// One payload of a chain before its body is parsed (§3.2).

@@ -1,7 +1,8 @@
 //! The Security Association payload (RFC 7296 §3.3): proposals (§3.3.1), transforms (§3.3.2) and
 //! transform attributes (§3.3.5, of which only Key Length is defined).
 
-use super::{IkeError, ProtocolId, TransformType};
+use super::consts::{ProtocolId, TransformType};
+use super::error::IkeError;
 use crate::cursor::{Reader, Writer, len16};
 
 /// Attribute type of Key Length (§3.3.5), always in TV format.

@@ -1,7 +1,7 @@
 //! The Traffic Selector payloads TSi/TSr (RFC 7296 §3.13): address ranges (§3.13.1,
 //! TS_IPV4_ADDR_RANGE and TS_IPV6_ADDR_RANGE), an IP protocol and a port range each.
 
-use super::IkeError;
+use super::error::IkeError;
 use crate::cursor::{Reader, Writer, len16};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -110,3 +110,10 @@ named_number! {
         BINDING_AUTHORIZATION_DATA = 5,
     }
 }
+
+/// Smallest Mobility Header: 8 octets (Header Len 0).
+pub const MIN_LEN: usize = 8;
+/// Largest Mobility Header the 8-bit Header Len can describe: (255 + 1) × 8 octets.
+pub const MAX_LEN: usize = 2048;
+/// Seconds in one unit of the Binding Update and Acknowledgement Lifetime (§6.1.7, §6.1.8).
+pub const LIFETIME_UNIT_SECS: u32 = 4;

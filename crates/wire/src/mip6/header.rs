@@ -14,7 +14,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{IPPROTO_MH, MAX_LEN, MIN_LEN, MhType};
+use super::consts::{IPPROTO_MH, MAX_LEN, MIN_LEN, MhType};
 use crate::error::WireError;
 use crate::ip::{checksum_without_field, ipv6_pseudo_header_sum, ones_complement_sum};
 

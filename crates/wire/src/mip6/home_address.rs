@@ -11,7 +11,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::HOME_ADDRESS_OPTION_TYPE;
+use super::consts::HOME_ADDRESS_OPTION_TYPE;
 use super::tlv::{self, Align};
 use crate::cursor::Writer;
 use crate::error::WireError;

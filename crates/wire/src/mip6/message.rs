@@ -6,9 +6,9 @@
 
 use std::net::Ipv6Addr;
 
+use super::consts::{BaStatus, BeStatus, IPPROTO_NONE, MAX_LEN, MhType};
 use super::header::{MESSAGE_DATA_OFFSET, MhPacket, fill_checksum};
 use super::options::{MobilityOption, emit_options, options_len, parse_options};
-use super::{BaStatus, BeStatus, IPPROTO_NONE, MAX_LEN, MhType};
 use crate::cursor::{Reader, Writer};
 use crate::error::WireError;
 

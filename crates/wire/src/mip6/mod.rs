@@ -35,20 +35,14 @@ mod tlv;
 
 pub use consts::{
     BaStatus, BeStatus, HOME_ADDRESS_OPTION_TYPE, IPPROTO_DSTOPTS, IPPROTO_MH, IPPROTO_NONE,
-    IPPROTO_ROUTING, MhType, MobilityOptionType, ROUTING_TYPE_2,
+    IPPROTO_ROUTING, LIFETIME_UNIT_SECS, MAX_LEN, MIN_LEN, MhType, MobilityOptionType,
+    ROUTING_TYPE_2,
 };
 pub use header::{MESSAGE_DATA_OFFSET, MhPacket, compute_checksum, fill_checksum, verify_checksum};
 pub use home_address::{DestinationOption, DestinationOptions, HOME_ADDRESS_OPTION_DATA_LEN};
 pub use message::{BindingAck, BindingError, BindingUpdate, Body, Message, Test, TestInit};
 pub use options::{MobilityOption, emit_options, options_len, parse_options};
 pub use routing::{ROUTING_HEADER_2_LEN, RoutingHeader2};
-
-/// Smallest Mobility Header: 8 octets (Header Len 0).
-pub const MIN_LEN: usize = 8;
-/// Largest Mobility Header the 8-bit Header Len can describe: (255 + 1) × 8 octets.
-pub const MAX_LEN: usize = 2048;
-/// Seconds in one unit of the Binding Update and Acknowledgement Lifetime (§6.1.7, §6.1.8).
-pub const LIFETIME_UNIT_SECS: u32 = 4;
 
 #[cfg(test)]
 mod tests;

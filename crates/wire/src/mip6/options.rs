@@ -6,7 +6,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::MobilityOptionType;
+use super::consts::MobilityOptionType;
 use super::tlv::{self, Align};
 use crate::error::WireError;
 

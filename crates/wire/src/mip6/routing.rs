@@ -10,7 +10,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::ROUTING_TYPE_2;
+use super::consts::ROUTING_TYPE_2;
 use crate::cursor::{Reader, Writer};
 use crate::error::WireError;
 
