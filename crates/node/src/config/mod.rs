@@ -22,15 +22,13 @@ pub use error::{ConfigError, Problem};
 use ipsec::spd::Prefix;
 use policy::RawPolicy;
 pub use policy::{PolicyAction, PolicyConf};
+pub use sa::DEFAULT_UDP_PORT;
 use sa::{Direction, SaConf};
 use safile::RawSa;
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
-
-/// Default UDP port for ESP in UDP (RFC 3948 §2, shared with IKE NAT traversal).
-pub const DEFAULT_UDP_PORT: u16 = 4500;
 
 /// A checked node configuration.
 #[derive(Debug)]

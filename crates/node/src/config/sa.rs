@@ -10,6 +10,9 @@ use toml::Spanned;
 
 pub use super::safile::DEFAULT_REPLAY_WINDOW;
 
+/// Default UDP port for ESP in UDP (RFC 3948 §2, shared with IKE NAT traversal).
+pub const DEFAULT_UDP_PORT: u16 = 4500;
+
 /// Whether an SA protects what we send or what we receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -191,7 +194,7 @@ pub(crate) fn endpoint(
     if let Ok(a) = t.parse::<SocketAddr>() {
         return Ok(a);
     }
-    t.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, super::DEFAULT_UDP_PORT)).map_err(|_| {
+    t.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, DEFAULT_UDP_PORT)).map_err(|_| {
         ctx.err(s.span(), field, format!("{t:?} is not ADDR, ADDR:PORT or [V6ADDR]:PORT"))
     })
 }

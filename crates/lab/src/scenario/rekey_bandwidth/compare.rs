@@ -2,7 +2,7 @@
 //! points, for the HTML report's headline charts: one chart per column, one row per link rate.
 
 use super::point::PointResult;
-use super::table::{COLUMNS, ours};
+use super::table::{COLUMNS, SEED_SESSION, ours};
 use crate::error::LabError;
 use crate::report::Report;
 use crate::report::compare::Comparison;
@@ -74,7 +74,7 @@ pub fn comparisons(r: &Report) -> Result<Vec<Comparison>, LabError> {
             let why = match p {
                 Some(p) if key == "avg_session_delay_s" => format!(
                     "a session's delay grows with its size: the seed's carried {} MB, ours {} kB",
-                    num(super::SEED_SESSION as f64 / 1e6),
+                    num(SEED_SESSION as f64 / 1e6),
                     num(p.spec.size as f64 / 1e3)
                 ),
                 _ => why(key).to_string(),

@@ -27,15 +27,12 @@ use crate::topology::parse_rate;
 use crate::traffic::runner::RunParams;
 use point::{PointResult, PointSpec};
 use std::time::Instant;
+pub use table::{CAP_TARGET_WIRE_BPS, SEED_SESSION};
 
 pub const NAME: &str = "rekey-bandwidth";
 /// A link: its name (`6mbit`) and rate (None: unlimited).
 pub type Link = (String, Option<u64>);
 pub const SEED_TABLE: &str = "rekey_bandwidth";
-/// The seed's session size: 10 MB (10⁷ bytes: 10 MB at 141.894 kbit/s is its 563.8 s).
-pub const SEED_SESSION: u64 = 10_000_000;
-/// The seed's plateau, 10 × 558.7 kbit/s of payload, as ESP bytes on the wire (≈ +7 %).
-pub const CAP_TARGET_WIRE_BPS: f64 = 6.0e6;
 /// Quick sessions last about this long at a link's fair share.
 const QUICK_SESSION_S: f64 = 2.0;
 /// Seconds a point costs beyond its window (topology, nodes, IKE, teardown).
