@@ -102,7 +102,7 @@ fn value_label(v: f64) -> String {
     if v.is_finite() && v == v.round() && v.abs() < 1e9 {
         format!("{v:.0}")
     } else {
-        super::markdown::num(v)
+        super::number::num(v)
     }
 }
 

@@ -4,7 +4,7 @@
 //! Each scenario knows which of its figures answers which published number
 //! (`Scenario::comparisons`); this module only reads and draws them.
 
-use super::markdown::num;
+use super::number::num;
 use super::svg::Group;
 use serde::Serialize;
 

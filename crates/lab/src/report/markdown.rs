@@ -1,26 +1,11 @@
 //! Markdown rendering of a `Report`: the results table, the iperf3 cross-check, pending modes, and
 //! the seed's figures beside ours with a one-line reading of each difference.
 
-use super::{Case, Report};
+use super::model::{Case, Report};
+use super::number::num;
 use crate::topology::Family;
 use crate::traffic::TestKind;
 use std::fmt::Write;
-
-/// A number with about three significant digits.
-pub fn num(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() {
-        "–".into()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
 
 fn opt(v: Option<f64>) -> String {
     v.map(num).unwrap_or_else(|| "–".into())

@@ -1,7 +1,7 @@
 //! The report's standard plots (throughput, transaction rate and service demand per mode) and the
 //! scenario's own charts, as SVG files drawn by [`super::chart`].
 
-use super::{Case, Report};
+use super::model::{Case, Report};
 use crate::error::LabError;
 
 pub use super::chart::{Bar, Group};

@@ -1,8 +1,8 @@
 //! The results table of a scenario with netperf-style cases (ipsec-netperf, filter-rules), as
 //! rows of cells for the page template: one row per mode, family, link, test and size.
 
-use crate::report::markdown::num;
-use crate::report::{Case, Report};
+use crate::report::model::{Case, Report};
+use crate::report::number::num;
 use serde::Serialize;
 
 /// Column headers, in the order of [`CaseRow::cells`].

@@ -8,8 +8,9 @@ pub mod markdown;
 
 use super::chart;
 use super::compare::{self, Comparison};
-use super::markdown::num;
-use super::{Report, svg};
+use super::model::{Pending, Report};
+use super::number::num;
+use super::svg;
 use crate::error::LabError;
 use minijinja::Environment;
 use serde::Serialize;
@@ -207,7 +208,7 @@ struct PageCtx<'a> {
     case_rows: Vec<cases::CaseRow>,
     sections: Vec<SectionHtml>,
     charts: Vec<Figure>,
-    pending: &'a [super::Pending],
+    pending: &'a [Pending],
     notes: Vec<String>,
     seed_source: String,
 }

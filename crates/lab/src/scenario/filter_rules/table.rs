@@ -3,7 +3,7 @@
 
 use super::plan::{Implementation, Plan};
 use super::sweep::PointInfo;
-use crate::report::markdown::num;
+use crate::report::number::num;
 use crate::report::{Case, Chart, SeedFigures};
 use crate::traffic::TestKind;
 use serde::{Deserialize, Serialize};

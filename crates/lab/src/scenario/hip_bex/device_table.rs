@@ -8,7 +8,7 @@ use super::devices::{DEVICES, DeviceSeries, TABLET_SHARE};
 use super::plan::{Plan, Results, SEED_K};
 use super::table::{PHASES, exact, ms, pct, ratio, seed_num, thr, wire_us};
 use super::transfer::Throughput;
-use crate::report::markdown::num;
+use crate::report::number::num;
 use crate::report::{Section, SeedFigures};
 use crate::topology::Shaped;
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@ use super::bex::{NodeTimes, Series};
 use super::capture::Phases;
 use super::plan::{Plan, Results, SEED_K};
 use super::transfer::Throughput;
-use crate::report::markdown::num;
+use crate::report::number::num;
 use crate::report::{Chart, Section, SeedFigures};
 use std::fmt::Write as _;
 

@@ -6,7 +6,7 @@ use super::table::{COLUMNS, SEED_SESSION, ours};
 use crate::error::LabError;
 use crate::report::Report;
 use crate::report::compare::Comparison;
-use crate::report::markdown::num;
+use crate::report::number::num;
 use serde::Deserialize;
 
 /// The part of the report's `extra` read here.

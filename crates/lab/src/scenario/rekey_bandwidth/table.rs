@@ -2,7 +2,7 @@
 //! of each difference, the crossover, notes and charts.
 
 use super::point::PointResult;
-use crate::report::markdown::num;
+use crate::report::number::num;
 use crate::report::{Chart, Section, SeedFigures};
 use std::fmt::Write as _;
 
