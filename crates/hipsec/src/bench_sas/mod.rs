@@ -104,7 +104,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
     }
     let mut rows: Vec<Row> = Vec::new();
     let (mut base, mut base_raw) = (Packets::new(1, args)?, Raw::new(1, args)?);
-    let mut base_pair = Raw::new(2, args)?;
+    let mut base_pair = Raw::warm_only(2, args)?;
     let mut base_bare = Bare::new(2, args)?;
     for &n in &args.sas {
         let peers = (n / 2).max(1);
@@ -119,7 +119,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             interleaved(&mut base_raw, &mut other_raw, args.seconds)?;
         drop(other_raw);
         // The keys alone, one per SA the node holds (`Row::key_floor_ratio`).
-        let mut all_keys = Raw::new(2 * peers, args)?;
+        let mut all_keys = Raw::warm_only(2 * peers, args)?;
         let [_, _, _, _, _, key_floor_ratio] =
             interleaved(&mut base_pair, &mut all_keys, args.seconds)?;
         drop(all_keys);
