@@ -118,7 +118,7 @@ impl Engine {
             }
             last = Some(key);
             let h = self.sad.hash(&key);
-            (self.prefetch)(self.sad.slot_addr(h));
+            self.sad.prefetch_slot(h, self.prefetch);
             Some((key, h))
         }));
         let mut found = std::mem::take(&mut self.batch_found_in);

@@ -36,11 +36,12 @@ impl HostIndex {
         self.heads.is_empty()
     }
 
-    /// The hash [`HostIndex::first_match`] takes, and the address of the slot it will read
-    /// first (for a prefetch; never dereferenced here).
-    pub(crate) fn hash(&self, a: &IpAddr) -> (u64, *const u8) {
+    /// The hash [`HostIndex::first_match`] takes, after starting to fetch the slot it will
+    /// read first (every line of it: `KeyedIndex::prefetch_slot`).
+    pub(crate) fn hash(&self, a: &IpAddr, prefetch: crate::types::Prefetch) -> u64 {
         let h = self.heads.hash(a);
-        (h, self.heads.slot_addr(h))
+        self.heads.prefetch_slot(h, prefetch);
+        h
     }
 
     /// Files entry `i` under `a` at `o`.
@@ -131,7 +132,7 @@ mod tests {
                 }
             }
             for (a, list) in &model {
-                let (h, _) = ix.hash(a);
+                let h = ix.hash(a, crate::types::no_prefetch);
                 for want in [pick, usize::MAX] {
                     let got = ix.first_match(a, h, |i| i == want || want == usize::MAX);
                     let expect = list.iter().find(|&(_, &i)| i == want || want == usize::MAX);

@@ -319,9 +319,7 @@ impl SpdTable {
         let (s, d) = layout.addrs(p);
         for (ix, a, out) in [(&self.by_dst, d, &mut probe.dst), (&self.by_src, s, &mut probe.src)] {
             if let Some(a) = addr(a).filter(|_| !ix.is_empty()) {
-                let (h, at) = ix.hash(&a);
-                prefetch(at);
-                *out = Some((a, h));
+                *out = Some((a, ix.hash(&a, prefetch)));
             }
         }
         probe

@@ -147,7 +147,7 @@ impl Rounds for Bare {
         for i in 0..self.per_round + 3 * LEAD {
             // Three leads ahead: hash the SPI and start fetching its index slot.
             let h = self.index.hash(&spi_at(i));
-            prefetch(self.index.slot_addr(h));
+            self.index.prefetch_slot(h, prefetch);
             hashes[i % RING] = h;
             // Two leads ahead: read the slot, start fetching the SA's line.
             if let Some(j) = i.checked_sub(LEAD) {
