@@ -172,7 +172,14 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A node (`run`) and the benchmarks (engines in this process) keep their tables on
+    // transparent huge pages, as `hipsec-node` does (`node::huge_pages`; HIPSEC_HUGE_PAGES=off
+    // turns it off). This may execute the program again, before any of the work starts.
+    if matches!(cli.command, Command::Run(_) | Command::Bench(_)) {
+        node::huge_pages::reexec_with_huge_pages();
+    }
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hipsec: error: {e}");

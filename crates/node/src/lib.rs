@@ -8,13 +8,15 @@
 //! - [`keying`]: how SAs and policies reach the data path (manual keying today);
 //! - [`datapath`]: the lanes of worker threads, TUN, carrier sockets, the per-packet work;
 //! - [`config`]: the node config and the SA file;
-//! - leaves: [`error`], [`log`], `sys` (system calls), [`netns`] (helpers for tests and benches).
+//! - leaves: [`error`], [`log`], `sys` (system calls), [`huge_pages`] (the heap on transparent
+//!   huge pages), [`netns`] (helpers for tests and benches).
 #![deny(unsafe_code)]
 
 pub mod config;
 pub mod control;
 pub mod datapath;
 pub mod error;
+pub mod huge_pages;
 pub mod keying;
 pub mod log;
 pub mod netns;

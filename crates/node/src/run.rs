@@ -307,6 +307,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         "lanes" => lanes,
         "workers" => workers.len(),
         "scheduling" => scheduling.as_str(),
+        "huge_pages" => crate::huge_pages::current().name(),
         "mmsg" => mmsg,
         "udp_gso" => gso,
         "udp_gro" => gro,

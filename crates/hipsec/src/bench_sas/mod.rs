@@ -88,6 +88,9 @@ pub struct Row {
     pub stack_seal_ns: f64,
     /// stack_seal_ns / the 1-SA figure.
     pub stack_seal_ratio: f64,
+    /// The memory the engines ran on: `thp-heap` (glibc's heap on transparent huge pages, as
+    /// the node runs), `thp-always`, or `off` (4 KiB pages; `HIPSEC_HUGE_PAGES=off`).
+    pub huge_pages: &'static str,
     /// open_ns − raw_seal_ns (SAD lookup, replay window, headers, inbound SPD check).
     pub stack_open_ns: f64,
     /// stack_open_ns / the 1-SA figure.
@@ -149,6 +152,7 @@ pub fn measure_all(args: &BenchSasArgs) -> Result<Vec<Row>, String> {
             bare_extra_ns: bare_ns - bare1,
             stack_seal_ns: seal - raw,
             stack_seal_ratio: (seal - raw) / base_stack_seal,
+            huge_pages: node::huge_pages::current().name(),
             stack_open_ns: open - raw,
             stack_open_ratio: (open - raw) / base_stack_open,
         });
@@ -170,12 +174,14 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
          the engine does; keys: raw pf with one key per SA (all the contexts the node holds), \
          the floor for seal and open's ratios; bare: keys behind an SPI index and a counter line \
          per SA, the least state a stack keeps; +ns: seal, open and bare minus their 1-SA \
-         figures; stack: seal or open minus raw, the work besides the cipher's",
+         figures; stack: seal or open minus raw, the work besides the cipher's; memory: {} \
+         (HIPSEC_HUGE_PAGES=off for 4 KiB pages)",
         args.suite,
         args.size,
         args.burst,
         args.order,
-        ipsec::engine::PREFETCH_LEAD
+        ipsec::engine::PREFETCH_LEAD,
+        node::huge_pages::current().name()
     );
     println!(
         "{:>7} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>12} {:>9}",

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The data path's tables on transparent huge pages (`node::huge_pages`): may execute this
+    // program again, so before anything else.
+    node::huge_pages::reexec_with_huge_pages();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.as_slice() {
         [c, path] if c == "-c" || c == "--config" => node::run(&PathBuf::from(path)),
