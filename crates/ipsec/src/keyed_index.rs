@@ -53,8 +53,12 @@ impl<K: Hash + Eq + Copy, V: Copy> KeyedIndex<K, V> {
     pub fn prefetch_slot(&self, hash: u64, prefetch: crate::types::Prefetch) {
         let first = self.slot_addr(hash);
         prefetch(first);
-        // The slot's last byte: the same line unless the slot straddles a boundary.
-        prefetch(first.wrapping_add(std::mem::size_of::<Option<(K, V)>>() - 1));
+        // The slot's last byte, when it lies on the next line (never for slots whose size
+        // divides 64, such as the SAD's: no second call for them).
+        let last = first.wrapping_add(std::mem::size_of::<Option<(K, V)>>() - 1);
+        if (first as usize) / 64 != (last as usize) / 64 {
+            prefetch(last);
+        }
     }
 
     /// Looks `k` up, given `hash == self.hash(k)`.

@@ -64,6 +64,11 @@ fn thp_mode(text: &str) -> Option<&str> {
     Some(&text[start..start + len])
 }
 
+/// The value `GLIBC_TUNABLES` gives the tunable `name` (`glibc.malloc.hugetlb`), if any.
+fn tunable<'a>(tunables: Option<&'a str>, name: &str) -> Option<&'a str> {
+    tunables?.split(':').find_map(|x| x.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// What to do, from the THP mode, `GLIBC_TUNABLES` and the switch (pure, for the tests).
 fn decide(mode: Option<&str>, tunables: Option<&str>, switch: Option<&str>) -> (HugePages, bool) {
     if switch.is_some_and(|s| s.eq_ignore_ascii_case("off")) {
@@ -87,32 +92,35 @@ fn with_tunable(existing: Option<&str>) -> String {
     let existing = existing.filter(|t| !t.is_empty());
     let mut out: Vec<&str> = existing.into_iter().collect();
     out.push(TUNABLE);
-    if !existing.is_some_and(|t| t.split(':').any(|x| x.starts_with("glibc.malloc.top_pad="))) {
+    if tunable(existing, "glibc.malloc.top_pad").is_none() {
         out.push(TOP_PAD);
     }
     out.join(":")
 }
 
-/// Call first thing in `main`, before threads or allocations that matter: executes the program
-/// again with the tunable set when it is missing (see the module documentation), and returns
-/// the mode the process runs with. Returns (with the mode it could not reach) only when the
-/// exec failed; the program then runs on 4 KiB pages.
-pub fn reexec_with_huge_pages() -> HugePages {
+/// This process's inputs to `decide`: the kernel's THP mode, `GLIBC_TUNABLES` and the switch.
+/// Returns the decision and the tunables as found.
+fn decide_here() -> ((HugePages, bool), Option<String>) {
     let mode_text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
     let tunables = std::env::var("GLIBC_TUNABLES").ok();
     let switch = std::env::var(ENV_SWITCH).ok();
-    let (mode, reexec) = decide(
-        mode_text.as_deref().ok().and_then(thp_mode),
-        tunables.as_deref(),
-        switch.as_deref(),
-    );
+    let mode = mode_text.as_deref().ok().and_then(thp_mode);
+    (decide(mode, tunables.as_deref(), switch.as_deref()), tunables)
+}
+
+/// Call first thing in `main`, before threads or allocations that matter: executes the program
+/// again with the tunable set when it is missing (see the module documentation), and returns
+/// the mode the process runs with. Returns `Off` if the exec failed: the program then goes on
+/// as it is, on 4 KiB pages.
+pub fn reexec_with_huge_pages() -> HugePages {
+    let ((mode, reexec), tunables) = decide_here();
     if !reexec {
         return mode;
     }
     let Ok(exe) = std::env::current_exe() else { return HugePages::Off };
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     use std::os::unix::process::CommandExt;
-    // `exec` returns only on failure; the process then goes on as it is.
+    // `exec` returns only on failure.
     let _ = std::process::Command::new(exe)
         .args(args)
         .env("GLIBC_TUNABLES", with_tunable(tunables.as_deref()))
@@ -120,16 +128,10 @@ pub fn reexec_with_huge_pages() -> HugePages {
     HugePages::Off
 }
 
-/// The mode this process runs with, without executing anything (for `status`).
+/// The mode this process runs with, without executing anything (the node's `up` line, `bench
+/// sas`): a process that should have re-executed and did not runs on 4 KiB pages.
 pub fn current() -> HugePages {
-    let mode_text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
-    let tunables = std::env::var("GLIBC_TUNABLES").ok();
-    let switch = std::env::var(ENV_SWITCH).ok();
-    match decide(
-        mode_text.as_deref().ok().and_then(thp_mode),
-        tunables.as_deref(),
-        switch.as_deref(),
-    ) {
+    match decide_here().0 {
         (_, true) => HugePages::Off,
         (m, false) => m,
     }
