@@ -62,6 +62,20 @@ pub struct HomeAgentConf {
     pub mobile_nodes: Vec<MobileNodeConf>,
 }
 
+impl HomeAgentConf {
+    /// IKEv2 connection name → the home address of the mobile node whose signalling SAs it
+    /// makes (`ike = "NAME"`, RFC 4877 §4.4): whom a CHILD SA of that connection may serve.
+    pub fn ike_homes(&self) -> std::collections::HashMap<String, Ipv6Addr> {
+        self.mobile_nodes
+            .iter()
+            .filter_map(|m| match &m.keys {
+                SignallingKeys::Ike { connection } => Some((connection.clone(), m.home_address)),
+                SignallingKeys::Manual { .. } => None,
+            })
+            .collect()
+    }
+}
+
 /// One mobile node: its home address and its signalling SAs.
 #[derive(Debug, Clone)]
 pub struct MobileNodeConf {

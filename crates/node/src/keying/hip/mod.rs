@@ -11,7 +11,9 @@ mod close;
 pub mod install;
 mod mobility;
 mod notify;
+mod notify_state;
 mod rekey;
+mod rekey_state;
 pub mod runtime;
 pub mod socket;
 pub mod solver;
@@ -78,7 +80,7 @@ struct Assoc {
     /// A locator the peer announced, being checked: (address, echo nonce).
     verifying: Option<(IpAddr, Vec<u8>)>,
     /// A rekey of the ESP pair under way (`rekey.rs`).
-    rekey: Option<rekey::Rekey>,
+    rekey: Option<rekey_state::Rekey>,
     state: State,
     initiator: bool,
     started_us: u64,
@@ -171,7 +173,7 @@ pub struct HipDriver {
     /// The puzzle search's lanes (`[hip] puzzle-threads`).
     solver: solver::Solver,
     /// NOTIFYs: the rate limit's window and the last one received.
-    notify: notify::NotifyState,
+    notify: notify_state::NotifyState,
 }
 
 impl std::fmt::Debug for HipDriver {
@@ -199,7 +201,7 @@ impl HipDriver {
             .map_err(|e| e.to_string())?;
         let solver = solver::Solver::new(conf.puzzle_threads);
         Ok(HipDriver {
-            notify: notify::NotifyState::default(),
+            notify: notify_state::NotifyState::default(),
             solver,
             host,
             responder,

@@ -7,19 +7,12 @@ use super::{HipDriver, Transmit};
 use crate::log::{Level, log_event};
 use hip::HostIdentityTag;
 use serde_json::{Value, json};
+
 use std::net::IpAddr;
 use wire::hip::NotifyType;
 
 /// NOTIFYs sent a second at most.
 pub const PER_SECOND: u32 = 10;
-
-/// The rate limit's window and the last NOTIFY received.
-#[derive(Debug, Default)]
-pub(super) struct NotifyState {
-    window_start_us: u64,
-    sent_in_window: u32,
-    last: Option<Value>,
-}
 
 impl HipDriver {
     /// A NOTIFY of `kind` to `peer` at `to`, unless the rate limit is reached.
@@ -30,15 +23,9 @@ impl HipDriver {
         kind: NotifyType,
         now_us: u64,
     ) -> Vec<Transmit> {
-        let n = &mut self.notify;
-        if now_us.saturating_sub(n.window_start_us) >= 1_000_000 {
-            n.window_start_us = now_us;
-            n.sent_in_window = 0;
-        }
-        if n.sent_in_window >= PER_SECOND {
+        if !self.notify.admit(now_us, PER_SECOND) {
             return Vec::new();
         }
-        n.sent_in_window += 1;
         match hip::notify::notify(&self.host, &peer, kind, &[], self.here, to) {
             Ok(bytes) => {
                 self.counters.notify_sent += 1;

@@ -11,6 +11,7 @@
 //! Lost UPDATEs: the first two are resent like the others (`RETRANSMIT_US`, `TRIES`), and a
 //! repeated answer is acknowledged again.
 
+use super::rekey_state::{Rekey, Step};
 use super::{Assoc, HipDriver, RETRANSMIT_US, State, TRIES, Transmit, install, take_update_id};
 use crate::keying::plane::{ControlPlane, in_key_of, out_key_of};
 use crate::log::{Level, log_event};
@@ -22,23 +23,6 @@ use std::time::Duration;
 
 /// How long an old inbound SA outlives a rekey.
 pub const REKEY_GRACE: Duration = Duration::from_secs(2);
-
-/// A rekey in progress, on one side.
-pub(super) struct Rekey {
-    step: Step,
-    /// Our last UPDATE of it, resent until answered.
-    bytes: Vec<u8>,
-    /// When to resend (`None`: set on the next tick), and how often it went.
-    resend_at_us: Option<u64>,
-    tries: u32,
-}
-
-enum Step {
-    /// We offered (update ID `seq`) to receive on `spi_in`.
-    Offered { seq: u32, spi_in: u32 },
-    /// We answered (update ID `seq`): our new inbound SA is in; `keys` wait for the ACK.
-    Answered { seq: u32, keys: Box<EspKeys>, index: usize },
-}
 
 impl HipDriver {
     /// `hipsec hip rekey HIT`: offers new SAs to an established peer.
@@ -252,8 +236,5 @@ fn rekeyed(peer: HostIdentityTag, est: &hip::bex::Established, side: &'static st
 
 /// The rekey state of `status`.
 pub(super) fn pending(a: &Assoc) -> Option<&'static str> {
-    a.rekey.as_ref().map(|r| match r.step {
-        Step::Offered { .. } => "offered",
-        Step::Answered { .. } => "answered",
-    })
+    a.rekey.as_ref().map(Rekey::pending)
 }

@@ -5,24 +5,9 @@
 //! its Binding Updates fail the SA look-up and are counted (`esp_no_sa`), never accepted.
 
 use super::HomeAgentRuntime;
-use crate::config::home_agent::HomeAgentConf;
-use crate::config::mip6_sa::SignallingKeys;
 use crate::keying::handover::SignallingEvent;
 use crate::log::{Level, log_event};
 use serde_json::json;
-use std::collections::HashMap;
-use std::net::Ipv6Addr;
-
-/// Connection name → the home address of the mobile node that names it.
-pub(super) fn homes(conf: &HomeAgentConf) -> HashMap<String, Ipv6Addr> {
-    conf.mobile_nodes
-        .iter()
-        .filter_map(|m| match &m.keys {
-            SignallingKeys::Ike { connection } => Some((connection.clone(), m.home_address)),
-            SignallingKeys::Manual { .. } => None,
-        })
-        .collect()
-}
 
 impl HomeAgentRuntime {
     /// A step of a signalling CHILD SA's life from the IKE driver.

@@ -27,6 +27,7 @@ pub mod bpf;
 pub mod care_of;
 pub mod forward;
 mod ike_keys;
+mod json;
 pub mod kernel;
 pub mod mobile;
 pub mod nft;
@@ -138,7 +139,7 @@ impl HomeAgentRuntime {
             next_expire_s: 1,
             fwd: forward::Forwarding::new(conf, tun),
             changed: Vec::new(),
-            ike_homes: ike_keys::homes(conf),
+            ike_homes: conf.ike_homes(),
         })
     }
 
@@ -290,11 +291,11 @@ impl HomeAgentRuntime {
                 reply
             }
             Decision::Rejected { reason, reply } => {
-                self.refused_event(inb, "", status::refusal_name(reason));
+                self.refused_event(inb, "", json::refusal_name(reason));
                 Some(reply)
             }
             Decision::Dropped(reason) => {
-                self.refused_event(inb, "", status::refusal_name(reason));
+                self.refused_event(inb, "", json::refusal_name(reason));
                 None
             }
         };
@@ -340,7 +341,7 @@ impl HomeAgentRuntime {
     fn binding_event(&mut self, kind: &str, b: &Binding, now: Time, why: Option<&str>) {
         log_event!(Level::Debug, kind, "home_address" => b.home_address.to_string(), "care_of" => b.care_of_address.to_string());
         if self.want_events {
-            let mut v = status::binding_json(b, now);
+            let mut v = json::binding_json(b, now);
             v["event"] = Value::from(kind);
             if let Some(w) = why {
                 v["why"] = Value::from(w);
@@ -383,10 +384,5 @@ impl HomeAgentRuntime {
     /// Monitor events since the last call.
     pub fn take_events(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.events)
-    }
-
-    /// The `home_agent` part of `status`.
-    pub fn status(&self) -> Value {
-        status::status(self, self.now())
     }
 }
