@@ -124,8 +124,6 @@ pub struct Engine {
     batch_found_in: Vec<Option<((u32, u8), usize)>>,
     /// `inbound_batch`'s keys and their hashes (kept for their capacity).
     batch_keys_in: Vec<Option<((u32, u8), u64)>>,
-    /// How the batch calls bring an SA's lines into cache ahead of use (`set_prefetch`).
-    prefetch: Prefetch,
 }
 
 impl Engine {
@@ -148,17 +146,7 @@ impl Engine {
             batch_found: Vec::new(),
             batch_found_in: Vec::new(),
             batch_keys_in: Vec::new(),
-            prefetch: crate::types::no_prefetch,
         }
-    }
-
-    /// Gives the batch calls the CPU's prefetch instruction (see `engine_batch.rs`): a function
-    /// that starts bringing the cache line at an address towards the core and returns without
-    /// waiting. This crate has no unsafe code, so the node passes it; it is only ever given
-    /// addresses inside this engine's own SAs. Without it, the batch calls still warm SAs by
-    /// reading them, a few packets ahead.
-    pub fn set_prefetch(&mut self, f: Prefetch) {
-        self.prefetch = f;
     }
 
     /// Sets the least time between two acquires of one policy.

@@ -44,11 +44,13 @@ const PREFETCH_AHEAD: usize = 2 * AHEAD;
 
 impl Engine {
     /// Outbound processing of a batch; `results[i]` receives packet i's outcome.
+    /// `prefetch` is the CPU's prefetch instruction ([`Prefetch`]; `no_prefetch` without one).
     pub fn outbound_batch(
         &mut self,
         bufs: &mut [PacketBuf],
         results: &mut [Result<Processed, DropReason>],
         now: Time,
+        prefetch: impl Prefetch,
     ) {
         // The scratch list keeps its capacity from batch to batch: no allocation per packet.
         // The policy lookups in three passes over the batch, each a loop of independent loads
@@ -58,21 +60,21 @@ impl Engine {
         found.clear();
         found.extend(bufs.iter().map(|b| {
             let layout = IpLayout::parse(b.as_slice()).ok()?;
-            Some((layout, self.spd.probe(b.as_slice(), &layout, self.prefetch), None))
+            Some((layout, self.spd.probe(b.as_slice(), &layout, prefetch), None))
         }));
         for (_, probe, _) in found.iter().flatten() {
-            self.spd.prefetch_candidates(probe, self.prefetch);
+            self.spd.prefetch_candidates(probe, prefetch);
         }
         for (b, f) in bufs.iter().zip(found.iter_mut()) {
             if let Some((layout, probe, i)) = f {
                 *i = self.spd.find_probed(b.as_slice(), layout, probe);
             }
         }
-        (0..PREFETCH_AHEAD).for_each(|j| self.warm_outbound(found.get(j), j >= AHEAD));
+        (0..PREFETCH_AHEAD).for_each(|j| self.warm_outbound(found.get(j), j >= AHEAD, prefetch));
         for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_outbound(found.get(k + AHEAD), false);
-            self.warm_outbound(found.get(k + PREFETCH_AHEAD), true);
-            prefetch_packet(self.prefetch, bufs.get(k + PREFETCH_AHEAD));
+            self.warm_outbound(found.get(k + AHEAD), false, prefetch);
+            self.warm_outbound(found.get(k + PREFETCH_AHEAD), true, prefetch);
+            prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
             let out = match &found[k] {
                 None => Err(DropReason::Malformed),
                 Some((layout, _, i)) => self.outbound_found(&mut bufs[k], layout, *i, now),
@@ -84,12 +86,17 @@ impl Engine {
 
     /// Warms the outbound SAs a packet's policy protects it with (`outbound_batch`), or only
     /// starts fetching their lines (`early`).
-    fn warm_outbound(&self, found: Option<&Option<(IpLayout, Probe, Option<usize>)>>, early: bool) {
+    fn warm_outbound(
+        &self,
+        found: Option<&Option<(IpLayout, Probe, Option<usize>)>>,
+        early: bool,
+        prefetch: impl Prefetch,
+    ) {
         let Some(Some((_, _, Some(i)))) = found else { return };
         if let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) {
             for slot in sas.iter().filter_map(|h| self.outbound.get(h)) {
                 match slot {
-                    _ if early => SecurityAssociation::prefetch_slot(slot, self.prefetch, true),
+                    _ if early => SecurityAssociation::prefetch_slot(slot, prefetch, true),
                     Some(sa) => sa.warm_out(),
                     None => {}
                 }
@@ -98,11 +105,13 @@ impl Engine {
     }
 
     /// Inbound processing of a batch; `results[i]` receives packet i's outcome.
+    /// `prefetch` as for [`Engine::outbound_batch`].
     pub fn inbound_batch(
         &mut self,
         bufs: &mut [PacketBuf],
         results: &mut [Result<Processed, DropReason>],
         now: Time,
+        prefetch: impl Prefetch,
     ) {
         // The SA of each packet's outer ESP/AH header (consecutive packets of one SA share one
         // lookup), in two passes: hash every key and prefetch its SAD slot, then probe. The
@@ -118,7 +127,7 @@ impl Engine {
             }
             last = Some(key);
             let h = self.sad.hash(&key);
-            self.sad.prefetch_slot(h, self.prefetch);
+            self.sad.prefetch_slot(h, prefetch);
             Some((key, h))
         }));
         let mut found = std::mem::take(&mut self.batch_found_in);
@@ -128,11 +137,11 @@ impl Engine {
             self.sad.get_hashed(h, &key).map(|i| (key, i))
         }));
         self.batch_keys_in = keys;
-        (0..PREFETCH_AHEAD).for_each(|j| self.warm_inbound(found.get(j), j >= AHEAD));
+        (0..PREFETCH_AHEAD).for_each(|j| self.warm_inbound(found.get(j), j >= AHEAD, prefetch));
         for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD), false);
-            self.warm_inbound(found.get(k + PREFETCH_AHEAD), true);
-            prefetch_packet(self.prefetch, bufs.get(k + PREFETCH_AHEAD));
+            self.warm_inbound(found.get(k + AHEAD), false, prefetch);
+            self.warm_inbound(found.get(k + PREFETCH_AHEAD), true, prefetch);
+            prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
             // The SAD is not changed within a batch, so the memo is what a lookup would find.
             if found[k].is_some() {
                 self.last_in = found[k];
@@ -144,9 +153,14 @@ impl Engine {
 
     /// Warms the inbound SA a packet's outer header names (`inbound_batch`), or only starts
     /// fetching its lines (`early`).
-    fn warm_inbound(&self, found: Option<&Option<((u32, u8), usize)>>, early: bool) {
+    fn warm_inbound(
+        &self,
+        found: Option<&Option<((u32, u8), usize)>>,
+        early: bool,
+        prefetch: impl Prefetch,
+    ) {
         match found.and_then(|f| self.inbound.get((*f)?.1)) {
-            Some(slot) if early => SecurityAssociation::prefetch_slot(slot, self.prefetch, false),
+            Some(slot) if early => SecurityAssociation::prefetch_slot(slot, prefetch, false),
             Some(Some(sa)) => sa.warm_in(),
             _ => {}
         }
@@ -157,7 +171,7 @@ impl Engine {
 /// header goes when sealing): a batch's buffers were written by the kernel, or by the caller,
 /// a whole batch earlier, and the SAs warmed since may have pushed them out of the nearest
 /// cache.
-fn prefetch_packet(prefetch: Prefetch, buf: Option<&PacketBuf>) {
+fn prefetch_packet(prefetch: impl Prefetch, buf: Option<&PacketBuf>) {
     let Some(b) = buf else { return };
     let p = b.as_slice();
     let start = p.as_ptr();

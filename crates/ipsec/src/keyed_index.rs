@@ -50,7 +50,7 @@ impl<K: Hash + Eq + Copy, V: Copy> KeyedIndex<K, V> {
     /// prefetch of the slot's first byte alone left the rest to a demand miss in the lookup:
     /// `valgrind --tool=cachegrind` over `bench sas --sas 10000` counted 1.54 missed lines
     /// per outbound lookup, against 0.92 for the SAD's 16-byte slots.
-    pub fn prefetch_slot(&self, hash: u64, prefetch: crate::types::Prefetch) {
+    pub fn prefetch_slot(&self, hash: u64, prefetch: impl crate::types::Prefetch) {
         let first = self.slot_addr(hash);
         prefetch(first);
         // The slot's last byte, when it lies on the next line (never for slots whose size

@@ -253,13 +253,17 @@ impl SecurityAssociation {
 
     /// Starts fetching the lines `warm_out` (`out`) or `warm_in` reads from the SA in `slot`,
     /// without reading the slot: `prefetch` is the CPU's prefetch instruction
-    /// (`Engine::set_prefetch`), given addresses inside the slot only (the line offsets are
+    /// (`types::Prefetch`), given addresses inside the slot only (the line offsets are
     /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
     /// from `None` reads the slot's tag, and that read would wait for the very miss this is
     /// meant to start early. The tag is `live`, in line 1, which both directions read anyway
     /// (before it, the compiler kept it in the replay window's line 2, and sealing fetched
     /// that line for nothing but the tag).
-    pub(crate) fn prefetch_slot(slot: &Option<Self>, prefetch: crate::types::Prefetch, out: bool) {
+    pub(crate) fn prefetch_slot(
+        slot: &Option<Self>,
+        prefetch: impl crate::types::Prefetch,
+        out: bool,
+    ) {
         let base = std::ptr::from_ref(slot).cast::<u8>();
         let lines: &[usize] = if out { &[0, 64, 256] } else { &[0, 64, 128, 192] };
         for &off in lines {

@@ -38,7 +38,7 @@ impl HostIndex {
 
     /// The hash [`HostIndex::first_match`] takes, after starting to fetch the slot it will
     /// read first (every line of it: `KeyedIndex::prefetch_slot`).
-    pub(crate) fn hash(&self, a: &IpAddr, prefetch: crate::types::Prefetch) -> u64 {
+    pub(crate) fn hash(&self, a: &IpAddr, prefetch: impl crate::types::Prefetch) -> u64 {
         let h = self.heads.hash(a);
         self.heads.prefetch_slot(h, prefetch);
         h

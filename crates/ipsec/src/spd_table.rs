@@ -303,14 +303,14 @@ impl SpdTable {
     }
 
     /// Hashes the packet's addresses for the per-address indexes and starts fetching the
-    /// index slots a lookup will read (`prefetch` is the CPU's, `Engine::set_prefetch`): the
+    /// index slots a lookup will read (`prefetch` is the CPU's, `types::Prefetch`): the
     /// first of a batch's three passes over its packets (`engine_batch.rs`), which lets the
     /// misses of many packets' lookups overlap.
     pub(crate) fn probe(
         &self,
         p: &[u8],
         layout: &IpLayout,
-        prefetch: crate::types::Prefetch,
+        prefetch: impl crate::types::Prefetch,
     ) -> Probe {
         let mut probe = Probe::default();
         if self.by_dst.is_empty() && self.by_src.is_empty() {
@@ -328,7 +328,7 @@ impl SpdTable {
     /// The second pass: starts fetching the entries a probe's index slots name (their first
     /// line, `Hot`, all that `find_probed` and `verdict` read of a single-SA entry; the slot's
     /// `Option` tag is in it too, `Live`).
-    pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: crate::types::Prefetch) {
+    pub(crate) fn prefetch_candidates(&self, probe: &Probe, prefetch: impl crate::types::Prefetch) {
         for (ix, k) in [(&self.by_dst, probe.dst), (&self.by_src, probe.src)] {
             if let Some(slot) = k.and_then(|(a, h)| ix.first(&a, h)).and_then(|i| self.slots.get(i))
             {

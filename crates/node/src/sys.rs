@@ -447,7 +447,7 @@ pub fn send_mmsg_to(
 }
 
 /// Starts bringing the cache line holding `p` towards the core and returns without waiting
-/// (the `ipsec` engine's batch calls, `Engine::set_prefetch`, and the data path's AEAD keys).
+/// (the `ipsec` engine's batch calls, `Engine::outbound_batch`, and the data path's AEAD keys).
 /// Elsewhere than x86-64 it does nothing.
 #[allow(unsafe_code)]
 #[inline]

@@ -13,9 +13,6 @@ use std::time::{Duration, Instant};
 fn engines(peers: usize, alg: crypto::AeadAlg) -> Result<(Engine, Engine), String> {
     let provider = node::datapath::cipher::provider();
     let (mut tx, mut rx) = (Engine::new(provider), Engine::new(provider));
-    // As the node's lanes have them (`keying::manual::build_engine_for`).
-    tx.set_prefetch(node::sys::prefetch);
-    rx.set_prefetch(node::sys::prefetch);
     let selector = |p: usize| Selector {
         src: host(INNER_LOCAL),
         dst: host(inner_addr(p)),
@@ -145,11 +142,11 @@ impl Rounds for Packets {
             }
             // The batch calls, as the node's lanes make them.
             let t = Instant::now();
-            self.tx.outbound_batch(&mut self.bufs, &mut self.results, now);
+            self.tx.outbound_batch(&mut self.bufs, &mut self.results, now, node::sys::prefetch);
             t_seal += t.elapsed();
             check(&self.results, "seal")?;
             let t = Instant::now();
-            self.rx.inbound_batch(&mut self.bufs, &mut self.results, now);
+            self.rx.inbound_batch(&mut self.bufs, &mut self.results, now, node::sys::prefetch);
             t_open += t.elapsed();
             check(&self.results, "open")?;
         }

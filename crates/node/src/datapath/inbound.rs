@@ -277,7 +277,12 @@ impl Inbound {
                     }
                 }
             }
-            None => self.engine.inbound_batch(&mut self.bufs[..n], &mut self.results[..n], now),
+            None => self.engine.inbound_batch(
+                &mut self.bufs[..n],
+                &mut self.results[..n],
+                now,
+                crate::sys::prefetch,
+            ),
         }
         let mut k = 0;
         let mut filter = self.filter.as_ref().map(super::filter_stage::lock);

@@ -138,7 +138,12 @@ impl Outbound {
     /// Seals the first `n` buffers and sends what was sealed; a packet whose policy has no SA
     /// yet is held (`released`: these are held packets coming back).
     fn protect_and_send(&mut self, n: usize, now: Time, released: bool) {
-        self.engine.outbound_batch(&mut self.bufs[..n], &mut self.results[..n], now);
+        self.engine.outbound_batch(
+            &mut self.bufs[..n],
+            &mut self.results[..n],
+            now,
+            crate::sys::prefetch,
+        );
         for i in 0..n {
             self.send_at[i] = 0;
             if released && matches!(self.results[i], Ok(Processed::Protected { .. })) {

@@ -39,7 +39,6 @@ pub fn build_engine_for(
 ) -> Result<(Engine, InboundAddrs), NodeError> {
     let file = c.file.display().to_string();
     let mut engine = Engine::new(crate::datapath::cipher::provider());
-    engine.set_prefetch(crate::sys::prefetch);
     let mut handles = vec![None; c.sas.len()];
     let mut in_handles = vec![None; c.sas.len()];
     let mut in_addrs = HashMap::new();
