@@ -19,11 +19,30 @@
 //! - when `HIPSEC_HUGE_PAGES` is not `off`;
 //! - when `GLIBC_TUNABLES` does not set `glibc.malloc.hugetlb` already (an operator's choice,
 //!   or the process this one executed).
+//!
+//! glibc 2.35 and 2.36 (Debian 12's) decide whether the kernel's mode is `madvise` by `strcmp`
+//! on the bytes read from `/sys/kernel/mm/transparent_hugepage/enabled` without terminating
+//! them (`__malloc_thp_mode`; later releases add `str[s] = '\0'`), so with the tunable set they
+//! mark their memory only when the stack byte after those 23 bytes happens to be zero. Seen
+//! here: `hipsec bench` always got huge pages, a node under `ip netns exec` in two of four
+//! starts (`strace -e madvise`: no `MADV_HUGEPAGE` at all in the others, and `AnonHugePages:
+//! 0 kB` in a node holding 10,000 SAs). So the executed process checks that glibc did mark its
+//! heap (the `hg` flag of `[heap]` in `/proc/self/smaps`) and, if not, executes itself again,
+//! up to [`MAX_TRIES`] times: the stack's contents change from one execution to the next. What
+//! the process reports ([`current`]) is what it checked, never what it asked for.
 
 use std::ffi::OsString;
 
 /// The environment variable that turns this off (`HIPSEC_HUGE_PAGES=off`).
 pub const ENV_SWITCH: &str = "HIPSEC_HUGE_PAGES";
+
+/// Set by [`reexec_with_huge_pages`] on the program it executes: `PID:N`, the N-th execution
+/// of process PID (a child that inherits it has another pid, and starts its own count).
+const TRY_ENV: &str = "HIPSEC_HUGE_PAGES_TRY";
+
+/// Executions at most, before the process gives up and runs on 4 KiB pages (see the module
+/// documentation: each execution has a fresh chance).
+pub const MAX_TRIES: u32 = 8;
 
 /// glibc's tunable: malloc marks its memory for transparent huge pages.
 const TUNABLE: &str = "glibc.malloc.hugetlb=1";
@@ -109,30 +128,66 @@ fn decide_here() -> ((HugePages, bool), Option<String>) {
 }
 
 /// Call first thing in `main`, before threads or allocations that matter: executes the program
-/// again with the tunable set when it is missing (see the module documentation), and returns
-/// the mode the process runs with. Returns `Off` if the exec failed: the program then goes on
-/// as it is, on 4 KiB pages.
+/// again with the tunable set when it is missing, and again while glibc did not mark the heap
+/// (see the module documentation); returns the mode the process runs with ([`current`]).
+/// Returns `Off` if an exec failed: the program then goes on as it is, on 4 KiB pages.
 pub fn reexec_with_huge_pages() -> HugePages {
     let ((mode, reexec), tunables) = decide_here();
-    if !reexec {
-        return mode;
+    let pid = std::process::id();
+    let tries = std::env::var(TRY_ENV).ok().and_then(|v| tries_of(&v, pid));
+    let again = !reexec
+        && mode == HugePages::Heap
+        && tries.is_some_and(|n| n < MAX_TRIES)
+        && heap_advised_here() == Some(false);
+    if !reexec && !again {
+        return current();
     }
     let Ok(exe) = std::env::current_exe() else { return HugePages::Off };
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(args).env(TRY_ENV, format!("{pid}:{}", tries.unwrap_or(0) + 1));
+    if reexec {
+        cmd.env("GLIBC_TUNABLES", with_tunable(tunables.as_deref()));
+    }
     use std::os::unix::process::CommandExt;
     // `exec` returns only on failure.
-    let _ = std::process::Command::new(exe)
-        .args(args)
-        .env("GLIBC_TUNABLES", with_tunable(tunables.as_deref()))
-        .exec();
+    let _ = cmd.exec();
     HugePages::Off
 }
 
+/// The count in `HIPSEC_HUGE_PAGES_TRY` if it is this process's (`PID:N` with our pid).
+fn tries_of(value: &str, pid: u32) -> Option<u32> {
+    let (p, n) = value.split_once(':')?;
+    if p.parse::<u32>().ok()? != pid {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// Whether glibc marked the heap for huge pages: the `VmFlags` of the `[heap]` mapping in
+/// `/proc/PID/smaps` text hold `hg` (`MADV_HUGEPAGE`). `None` without a `[heap]` mapping.
+fn heap_advised(smaps: &str) -> Option<bool> {
+    let mut lines = smaps.lines().skip_while(|l| !l.ends_with("[heap]"));
+    lines.next()?;
+    // The mapping's fields follow its header line, up to the next header; `VmFlags` is last.
+    let flags = lines.find_map(|l| l.strip_prefix("VmFlags:"))?;
+    Some(flags.split_whitespace().any(|f| f == "hg"))
+}
+
+/// [`heap_advised`] for this process, after one allocation (so that the heap exists: glibc
+/// marks it when it first grows it).
+fn heap_advised_here() -> Option<bool> {
+    std::hint::black_box(vec![0u8; 64]);
+    heap_advised(&std::fs::read_to_string("/proc/self/smaps").ok()?)
+}
+
 /// The mode this process runs with, without executing anything (the node's `up` line, `bench
-/// sas`): a process that should have re-executed and did not runs on 4 KiB pages.
+/// sas`): `Heap` only if glibc did mark the heap (a process that should have re-executed and
+/// did not, or whose glibc did not act on the tunable, runs on 4 KiB pages).
 pub fn current() -> HugePages {
     match decide_here().0 {
         (_, true) => HugePages::Off,
+        (HugePages::Heap, false) if heap_advised_here() != Some(true) => HugePages::Off,
         (m, false) => m,
     }
 }
@@ -185,5 +240,39 @@ mod tests {
             with_tunable(Some("glibc.malloc.top_pad=1048576")),
             "glibc.malloc.top_pad=1048576:glibc.malloc.hugetlb=1"
         );
+    }
+
+    /// Two mappings as `/proc/self/smaps` shows them (abridged).
+    fn smaps(heap_flags: &str) -> String {
+        format!(
+            "55e5c7f92000-55e5c8221000 r--p 00000000 fe:00 5312273 /usr/bin/hipsec\n\
+             Size:               2620 kB\n\
+             VmFlags: rd mr mw me hg sd\n\
+             5605ae918000-5605b2d19000 rw-p 00000000 00:00 0                          [heap]\n\
+             Size:              69636 kB\n\
+             AnonHugePages:     0 kB\n\
+             VmFlags: {heap_flags}\n\
+             7f3254000000-7f3258000000 rw-p 00000000 00:00 0\n\
+             VmFlags: rd wr mr mw me nr hg\n"
+        )
+    }
+
+    /// The heap's own flags decide, not another mapping's `hg`.
+    #[test]
+    fn reads_the_heaps_huge_page_flag() {
+        assert_eq!(heap_advised(&smaps("rd wr mr mw me ac hg sd")), Some(true));
+        assert_eq!(heap_advised(&smaps("rd wr mr mw me ac sd")), Some(false));
+        assert_eq!(heap_advised(&smaps("rd wr mr mw me ac high")), Some(false));
+        assert_eq!(heap_advised("7f32-7f33 rw-p 0 00:00 0\nVmFlags: rd wr hg\n"), None);
+    }
+
+    /// A count is ours only under our pid: an inherited one starts a child's count afresh.
+    #[test]
+    fn counts_only_its_own_executions() {
+        assert_eq!(tries_of("4242:3", 4242), Some(3));
+        assert_eq!(tries_of("4242:3", 4243), None);
+        assert_eq!(tries_of("4242", 4242), None);
+        assert_eq!(tries_of("x:1", 4242), None);
+        assert_eq!(tries_of("4242:many", 4242), None);
     }
 }
