@@ -24,9 +24,9 @@
 //! on the bytes read from `/sys/kernel/mm/transparent_hugepage/enabled` without terminating
 //! them (`__malloc_thp_mode`; later releases add `str[s] = '\0'`), so with the tunable set they
 //! mark their memory only when the stack byte after those 23 bytes happens to be zero. Seen
-//! here: `hipsec bench` always got huge pages, a node under `ip netns exec` in two of four
-//! starts (`strace -e madvise`: no `MADV_HUGEPAGE` at all in the others, and `AnonHugePages:
-//! 0 kB` in a node holding 10,000 SAs). So the executed process checks that glibc did mark its
+//! here: `hipsec bench` always got huge pages, `hipsec run` in two of nine starts
+//! (`strace -e madvise`: no `MADV_HUGEPAGE` at all in the others, and `AnonHugePages: 0 kB`
+//! in a node holding 10,000 SAs). So the executed process checks that glibc did mark its
 //! heap (the `hg` flag of `[heap]` in `/proc/self/smaps`) and, if not, executes itself again,
 //! up to [`MAX_TRIES`] times: the stack's contents change from one execution to the next. What
 //! the process reports ([`current`]) is what it checked, never what it asked for.
