@@ -175,20 +175,12 @@ impl Net {
 
     fn start(&mut self, who: usize, config: &Path) {
         let log = std::fs::File::create(self.dir.join(format!("n{who}.log"))).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(who), BIN, "run", "-c"])
-            .arg(config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns(who), BIN, "run", "-c"]).arg(config);
+        let (child, up) = node::spawn_and_wait(&mut cmd, log, Path::new(&self.sock(who))).unwrap();
         self.nodes.push(child);
-        for _ in 0..200 {
-            if node::status(Path::new(&self.sock(who))).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
+        if up {
+            return;
         }
         panic!("node {who} did not come up: {}", self.log(who));
     }

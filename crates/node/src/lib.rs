@@ -36,6 +36,30 @@ pub fn status(socket: &Path) -> Result<String, NodeError> {
     command(socket, "status")
 }
 
+/// Starts a node (`cmd`: its program and arguments, say `ip netns exec NS hipsec-node -c
+/// FILE`) with its standard error in `log`, and waits until its control `socket` answers
+/// [`status`], as a script or test does before it drives the node. Returns the child and
+/// whether it came up: false if it exited first or did not answer within 10 s (the caller
+/// keeps the child either way, to stop it and read its log).
+pub fn spawn_and_wait(
+    cmd: &mut std::process::Command,
+    log: std::fs::File,
+    socket: &Path,
+) -> std::io::Result<(std::process::Child, bool)> {
+    use std::process::Stdio;
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn()?;
+    for _ in 0..400 {
+        if status(socket).is_ok() {
+            return Ok((child, true));
+        }
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    Ok((child, false))
+}
+
 /// Sends one control command (`status`, `reload-filter`) and returns the JSON answer.
 pub fn command(socket: &Path, cmd: &str) -> Result<String, NodeError> {
     control::socket::query(socket, cmd)

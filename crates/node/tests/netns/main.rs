@@ -282,24 +282,13 @@ impl Lab {
     /// Starts the node of `side` and waits until its control socket answers.
     fn start(&mut self, side: usize, config: &Path) {
         let log = File::create(self.dir.join(format!("node{side}.log"))).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns[side], NODE, "-c"])
-            .arg(config)
-            .env("HIPSEC_NODE_TUNING", self.tuning)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns[side], NODE, "-c"]).arg(config);
+        cmd.env("HIPSEC_NODE_TUNING", self.tuning);
+        let (child, up) = node::spawn_and_wait(&mut cmd, log, &self.sock(side)).unwrap();
         self.nodes.push(child);
-        for _ in 0..200 {
-            if node::status(&self.sock(side)).is_ok() {
-                return;
-            }
-            if let Some(Ok(Some(_))) = self.nodes.last_mut().map(|c| c.try_wait()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if up {
+            return;
         }
         let log =
             std::fs::read_to_string(self.dir.join(format!("node{side}.log"))).unwrap_or_default();
