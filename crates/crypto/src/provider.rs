@@ -41,6 +41,13 @@ pub trait Aead: Send + Sync + Debug {
     /// of SAs can overlap those cache misses instead of meeting them one by one inside the
     /// cipher. Changes nothing observable; providers that cannot do it do nothing.
     fn warm(&self) {}
+    /// Where this key's expanded state lives: its address and length in bytes, `(0, 0)` if
+    /// the provider does not say. Only for prefetching (an engine that already knows which
+    /// SA the next packets need starts these misses together with the SA's own, without first
+    /// reading the SA to find the cipher); never dereferenced, and no key byte is revealed.
+    fn state_span(&self) -> (usize, usize) {
+        (0, 0)
+    }
     /// Encrypts `in_out` in place and writes the tag into `tag` (`tag.len() == tag_len()`).
     fn seal_in_place(
         &self,

@@ -51,6 +51,30 @@ pub enum EngineError {
     /// No SA or policy with this key or id.
     #[error("no such {0}")]
     NotFound(&'static str),
+    /// The inbound SA table is full (its slot numbers are 32 bits).
+    #[error("no room for another inbound SA")]
+    TooManySas,
+}
+
+/// The SAD's key: an inbound SA's SPI and protocol number (50 ESP, 51 AH) in one word, so
+/// that a lookup hashes and compares one integer.
+pub(crate) type SadKey = u64;
+
+/// The SAD key of an SPI and protocol number.
+pub(crate) fn sad_key(spi: u32, protocol: u8) -> SadKey {
+    (u64::from(spi) << 8) | u64::from(protocol)
+}
+
+/// A SAD entry: the inbound SA's slot, and where its cipher's expanded key lives
+/// (`SecurityAssociation::key_lines`). With both in the one line a lookup reads, a batch
+/// starts the SA's misses and its key's together (`engine_batch`), rather than first
+/// waiting for the SA to learn where its key is. The key's address is only a prefetch hint:
+/// it is never read through, so a stale one would cost time, not correctness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SadEntry {
+    pub(crate) idx: u32,
+    pub(crate) key_lines: u8,
+    pub(crate) key_at: usize,
 }
 
 /// Default least time between two acquires raised by one policy.
@@ -103,7 +127,7 @@ pub struct Engine {
     inbound: Vec<Option<SecurityAssociation>>,
     /// Inbound SAs by (SPI, protocol), hashed with a random key so that a peer choosing SPIs
     /// cannot make lookups collide; a batch prefetches its slots (`keyed_index`).
-    sad: KeyedIndex<(u32, u8), usize>,
+    sad: KeyedIndex<SadKey, SadEntry>,
     spd: SpdTable,
     /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
     /// cleartext may enter. Empty: no inbound check (the pcap tools' use).
@@ -117,13 +141,13 @@ pub struct Engine {
     totals: Totals,
     events: Vec<SaEvent>,
     /// Last inbound lookup: consecutive packets of one SA share one lookup (DESIGN rule 5).
-    last_in: Option<((u32, u8), usize)>,
+    last_in: Option<(SadKey, usize)>,
     /// `outbound_batch`'s per-packet lookups (kept for their capacity).
     batch_found: Vec<Option<(IpLayout, crate::spd_table::Probe, Option<usize>)>>,
     /// `inbound_batch`'s per-packet SAD lookups (kept for their capacity).
-    batch_found_in: Vec<Option<((u32, u8), usize)>>,
+    batch_found_in: Vec<Option<(SadKey, SadEntry)>>,
     /// `inbound_batch`'s keys and their hashes (kept for their capacity).
-    batch_keys_in: Vec<Option<((u32, u8), u64)>>,
+    batch_keys_in: Vec<Option<(SadKey, u64)>>,
 }
 
 impl Engine {
@@ -403,11 +427,11 @@ impl Engine {
                 .get(spi_at..spi_at + 4)
                 .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
                 .ok_or(DropReason::Truncated)?;
-            let key = (spi, layout.next_header);
+            let key = sad_key(spi, layout.next_header);
             let idx = match self.last_in {
                 Some((k, i)) if k == key => i,
                 _ => {
-                    let i = self.sad.get(&key).ok_or(DropReason::NoSa)?;
+                    let i = self.sad.get(&key).ok_or(DropReason::NoSa)?.idx as usize;
                     self.last_in = Some((key, i));
                     i
                 }

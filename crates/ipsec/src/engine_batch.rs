@@ -8,10 +8,12 @@
 //! 1. every packet's lookup: outbound, the SPD in three passes (hash the addresses and
 //!    prefetch their index slots; read the slots and prefetch the entries they name; match,
 //!    `SpdTable::probe`); inbound, the SAD in two (hash and prefetch; probe);
-//! 2. the processing, which, before it seals or opens packet i, prefetches the SA of packet
+//! 2. the processing, which, before it seals packet i, prefetches the SA of packet
 //!    i + [`PREFETCH_AHEAD`] and warms that of packet i + [`AHEAD`]: its counters are read and
 //!    its cipher is asked to prefetch its expanded key (`Aead::warm`), so that those lines
-//!    arrive while the packets in between are processed.
+//!    arrive while the packets in between are processed. Before it opens packet i, it
+//!    prefetches the SA of packet i + [`AHEAD_IN`] and its cipher's key together, in one
+//!    stage: the SAD entry the lookup found says where both are (`SadEntry`).
 //!
 //! Warming a whole group at once instead (the first version of this file) asked for some 160
 //! lines together, far more than a core keeps in flight: most of them still arrived late.
@@ -20,7 +22,7 @@
 use super::Engine;
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
-use crate::engine::Processed;
+use crate::engine::{Processed, SadEntry, SadKey, sad_key};
 use crate::sa::SecurityAssociation;
 use crate::spd_table::{Probe, Verdict};
 use crate::types::{Prefetch, Time};
@@ -37,6 +39,16 @@ use wire::{IpLayout, proto};
 /// runs (seal 1.42–1.52× against 1.54–1.72×): the lines arrive in time at any of these leads,
 /// and what is left is how many of them each packet needs.
 pub const AHEAD: usize = 4;
+
+/// How many packets ahead opening prefetches an SA and its key. Nothing waits for these
+/// lines before the packet itself, so a short lead suffices: in `bench sas --sas 10000`,
+/// runs that alternated leads round by round in one process (the same SAs, the same memory)
+/// came out 1.5 ns a packet faster at 2 than at 4, and slower again at 6 and 8.
+const AHEAD_IN: usize = 2;
+
+/// Cache lines of the expanded key of the data path's AEADs (`SadEntry::key_lines`): AWS-LC's
+/// `EVP_AEAD_CTX`, whatever the AEAD (`node::datapath::cipher`).
+const KEY_LINES: usize = 10;
 
 /// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
 /// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.
@@ -119,7 +131,7 @@ impl Engine {
         // `last_in`), rather than hashing the SPI again.
         let mut keys = std::mem::take(&mut self.batch_keys_in);
         keys.clear();
-        let mut last: Option<(u32, u8)> = None;
+        let mut last: Option<SadKey> = None;
         keys.extend(bufs.iter().map(|b| {
             let key = outer_spi(b.as_slice())?;
             if last == Some(key) {
@@ -137,32 +149,33 @@ impl Engine {
             self.sad.get_hashed(h, &key).map(|i| (key, i))
         }));
         self.batch_keys_in = keys;
-        (0..PREFETCH_AHEAD).for_each(|j| self.warm_inbound(found.get(j), j >= AHEAD, prefetch));
+        (0..AHEAD_IN).for_each(|j| self.warm_inbound(found.get(j), prefetch));
         for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD), false, prefetch);
-            self.warm_inbound(found.get(k + PREFETCH_AHEAD), true, prefetch);
+            self.warm_inbound(found.get(k + AHEAD_IN), prefetch);
             prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
             // The SAD is not changed within a batch, so the memo is what a lookup would find.
-            if found[k].is_some() {
-                self.last_in = found[k];
+            if let Some((key, e)) = found[k] {
+                self.last_in = Some((key, e.idx as usize));
             }
             results[k] = self.inbound(&mut bufs[k], now);
         }
         self.batch_found_in = found;
     }
 
-    /// Warms the inbound SA a packet's outer header names (`inbound_batch`), or only starts
-    /// fetching its lines (`early`).
-    fn warm_inbound(
-        &self,
-        found: Option<&Option<((u32, u8), usize)>>,
-        early: bool,
-        prefetch: impl Prefetch,
-    ) {
-        match found.and_then(|f| self.inbound.get((*f)?.1)) {
-            Some(slot) if early => SecurityAssociation::prefetch_slot(slot, prefetch, false),
-            Some(Some(sa)) => sa.warm_in(),
-            _ => {}
+    /// Starts fetching the lines opening reads from the inbound SA a packet's outer header
+    /// names, and its cipher's expanded key, all at once: the SAD entry says where both are
+    /// (`SadEntry`), so nothing here waits for a line to arrive.
+    fn warm_inbound(&self, found: Option<&Option<(SadKey, SadEntry)>>, prefetch: impl Prefetch) {
+        let Some(Some((_, e))) = found else { return };
+        if let Some(slot) = self.inbound.get(e.idx as usize) {
+            SecurityAssociation::prefetch_slot(slot, prefetch, false);
+        }
+        let line = |l: usize| prefetch((e.key_at + 64 * l) as *const u8);
+        match usize::from(e.key_lines) {
+            // Unrolled: a loop over a count read from memory costs more instructions than
+            // the prefetches themselves.
+            KEY_LINES => (0..KEY_LINES).for_each(line),
+            n => (0..n).for_each(line),
         }
     }
 }
@@ -181,8 +194,8 @@ fn prefetch_packet(prefetch: impl Prefetch, buf: Option<&PacketBuf>) {
     }
 }
 
-/// (SPI, protocol) of a packet's outermost ESP or AH header, if it has one.
-fn outer_spi(p: &[u8]) -> Option<(u32, u8)> {
+/// The SAD key (`sad_key`) of a packet's outermost ESP or AH header, if it has one.
+fn outer_spi(p: &[u8]) -> Option<SadKey> {
     let layout = IpLayout::parse(p).ok()?;
     let at = match layout.next_header {
         proto::ESP => layout.header_len,
@@ -190,5 +203,5 @@ fn outer_spi(p: &[u8]) -> Option<(u32, u8)> {
         _ => return None,
     };
     let b = p.get(at..at + 4)?;
-    Some((u32::from_be_bytes([b[0], b[1], b[2], b[3]]), layout.next_header))
+    Some(sad_key(u32::from_be_bytes([b[0], b[1], b[2], b[3]]), layout.next_header))
 }

@@ -4,7 +4,7 @@
 //! (`node::keying`) makes these calls between batches; the per-packet paths are in
 //! `engine.rs` and `engine_batch.rs`.
 
-use super::{Engine, EngineError, SaHandle};
+use super::{Engine, EngineError, SaHandle, SadEntry, sad_key};
 use crate::sa::{SaParams, SecurityAssociation};
 use crate::spd::{Action, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
@@ -34,7 +34,7 @@ impl Engine {
 
     /// Installs an inbound SA, keyed by SPI and protocol.
     pub fn add_inbound(&mut self, p: &SaParams, now: Time) -> Result<SaHandle, EngineError> {
-        let key = (p.spi.0, p.protocol.number());
+        let key = sad_key(p.spi.0, p.protocol.number());
         if self.sad.contains_key(&key) {
             return Err(EngineError::DuplicateSpi { spi: p.spi, proto: p.protocol.name() });
         }
@@ -44,20 +44,27 @@ impl Engine {
 
     /// Installs an inbound SA built elsewhere; refuses an SPI and protocol already in the SAD.
     pub fn insert_inbound(&mut self, sa: SecurityAssociation) -> Result<SaHandle, EngineError> {
-        let key = (sa.spi.0, sa.protocol.number());
+        let key = sad_key(sa.spi.0, sa.protocol.number());
         if self.sad.contains_key(&key) {
             return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
         }
         let slot = take_free(&mut self.free_in, &self.inbound, &self.spd_in);
+        let (key_at, key_lines) = sa.key_lines();
         let idx = put_in_slot(&mut self.inbound, slot, sa);
-        self.sad.insert(key, idx);
+        let Ok(idx32) = u32::try_from(idx) else {
+            // Not reachable with memory as it is (4 G SAs of 512 bytes), but never truncated.
+            self.inbound[idx] = None;
+            self.free_in.push(idx);
+            return Err(EngineError::TooManySas);
+        };
+        self.sad.insert(key, SadEntry { idx: idx32, key_lines, key_at });
         Ok(SaHandle(idx))
     }
 
     /// Removes an inbound SA, found as [`Engine::inbound_handle`] finds it: by SPI and protocol
     /// number (50 ESP, 51 AH).
     pub fn remove_inbound(&mut self, spi: Spi, protocol: u8) -> Option<SecurityAssociation> {
-        let idx = self.sad.remove(&(spi.0, protocol))?;
+        let idx = self.sad.remove(&sad_key(spi.0, protocol))?.idx as usize;
         self.last_in = None;
         let sa = self.inbound.get_mut(idx).and_then(Option::take)?;
         self.free_in.push(idx);
@@ -66,7 +73,7 @@ impl Engine {
 
     /// The handle of the inbound SA with this SPI and protocol number.
     pub fn inbound_handle(&self, spi: Spi, protocol: u8) -> Option<SaHandle> {
-        self.sad.get(&(spi.0, protocol)).map(SaHandle)
+        self.sad.get(&sad_key(spi.0, protocol)).map(|e| SaHandle(e.idx as usize))
     }
 
     /// An inbound SA by handle.

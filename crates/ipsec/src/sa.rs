@@ -245,13 +245,7 @@ impl SecurityAssociation {
         self.warm_transform();
     }
 
-    /// Like `warm_out`, for opening: counters, replay window and the inbound policy memo.
-    pub(crate) fn warm_in(&self) {
-        std::hint::black_box((self.usage.bytes, self.replay.top(), self.admitted.is_some()));
-        self.warm_transform();
-    }
-
-    /// Starts fetching the lines `warm_out` (`out`) or `warm_in` reads from the SA in `slot`,
+    /// Starts fetching the lines `warm_out` (`out`) or opening (`out == false`) reads from the SA in `slot`,
     /// without reading the slot: `prefetch` is the CPU's prefetch instruction
     /// (`types::Prefetch`), given addresses inside the slot only (the line offsets are
     /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
@@ -269,6 +263,20 @@ impl SecurityAssociation {
         for &off in lines {
             prefetch(base.wrapping_add(off));
         }
+    }
+
+    /// Where the keyed transform's expanded key lives (`Aead::state_span`): address and whole
+    /// cache lines from there, for the SAD to keep beside this SA's index (`SadEntry`).
+    /// `(0, 0)` for transforms that do not say (CBC, HMAC: their state is behind the
+    /// library's own pointers).
+    pub(crate) fn key_lines(&self) -> (usize, u8) {
+        let (at, len) = match &self.transform {
+            Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.state_span(),
+            _ => (0, 0),
+        };
+        let first = at & !63;
+        let lines = (at + len).div_ceil(64).saturating_sub(first / 64);
+        (first, u8::try_from(lines).unwrap_or(u8::MAX).min(16))
     }
 
     /// The keyed transform: an AEAD is asked to prefetch its expanded key (`Aead::warm`); the

@@ -172,3 +172,19 @@ proptest! {
         prop_assert_eq!(&ca[..n], &pt[..]);
     }
 }
+
+/// Every data-path AEAD names its expanded key as one cache-aligned block of ten lines
+/// (`Aead::state_span`), the count the engine's batch prefetches unrolled
+/// (`ipsec::engine_batch::KEY_LINES`); a different AWS-LC context size fails here first.
+#[test]
+fn each_key_names_its_state_as_ten_aligned_lines() {
+    for alg in [AeadAlg::Aes128Gcm, AeadAlg::Aes256Gcm, AeadAlg::ChaCha20Poly1305] {
+        let a = ours().aead(alg, &vec![7u8; alg.key_len()]).expect("key");
+        let b = ours().aead(alg, &vec![7u8; alg.key_len()]).expect("key");
+        let ((at, len), (at_b, _)) = (a.state_span(), b.state_span());
+        assert_eq!(at % 64, 0, "{alg:?}: state not line-aligned");
+        assert_eq!(len.div_ceil(64), 10, "{alg:?}: {len} bytes");
+        // Each key's own block, not a shared one.
+        assert!(at.abs_diff(at_b) >= len, "{alg:?}: two keys' states overlap");
+    }
+}

@@ -136,6 +136,11 @@ impl Aead for InlineAead {
         }
     }
 
+    fn state_span(&self) -> (usize, usize) {
+        let base = &self.ctx as *const sys::EVP_AEAD_CTX as usize;
+        (base, std::mem::size_of::<sys::EVP_AEAD_CTX>())
+    }
+
     #[allow(unsafe_code)]
     fn seal_in_place(
         &self,

@@ -1,0 +1,173 @@
+//! Opening a batch prefetches, for each packet's SA, the SA's own lines and every line of its
+//! cipher's expanded key where the provider says it is (`Aead::state_span`), without first
+//! reading the SA: the SAD entry carries the key's address (`SadEntry`, issue 10). A provider
+//! that does not say gets no key prefetch at all (never one at address 0).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+mod common;
+
+use common::*;
+use crypto::{
+    Aead, AeadAlg, BlockCipher, CbcAlg, CryptoError, HmacAlg, Mac, Provider, default_provider,
+};
+use etherparse::PacketBuilder;
+use ipsec::spd::{Action, Prefix, Selector, SpdEntry};
+use ipsec::types::no_prefetch;
+use ipsec::{Engine, Mode, PacketBuf, Time};
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Mutex;
+
+/// Where each key made by `Spanned` says its state is (address, length).
+static SPANS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+const STATE_LEN: usize = 600;
+
+/// The default provider's AEAD, with a 600-byte block of its own that it names as its state.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct SpannedAead {
+    state: [u8; STATE_LEN],
+    inner: Box<dyn Aead>,
+}
+
+impl Aead for SpannedAead {
+    fn tag_len(&self) -> usize {
+        self.inner.tag_len()
+    }
+    fn state_span(&self) -> (usize, usize) {
+        (self.state.as_ptr() as usize, STATE_LEN)
+    }
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        self.inner.seal_in_place(nonce, aad, in_out, tag)
+    }
+    fn open_in_place(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<usize, CryptoError> {
+        self.inner.open_in_place(nonce, aad, in_out)
+    }
+}
+
+#[derive(Debug)]
+struct Spanned;
+
+impl Provider for Spanned {
+    fn name(&self) -> &'static str {
+        "spanned test provider"
+    }
+    fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>, CryptoError> {
+        let a = Box::new(SpannedAead {
+            state: [0; STATE_LEN],
+            inner: default_provider().aead(alg, key)?,
+        });
+        SPANS.lock().unwrap().push(a.state_span());
+        Ok(a)
+    }
+    fn cbc(&self, alg: CbcAlg, key: &[u8]) -> Result<Box<dyn BlockCipher>, CryptoError> {
+        default_provider().cbc(alg, key)
+    }
+    fn hmac(&self, alg: HmacAlg, key: &[u8]) -> Result<Box<dyn Mac>, CryptoError> {
+        default_provider().hmac(alg, key)
+    }
+    fn fill_random(&self, out: &mut [u8]) -> Result<(), CryptoError> {
+        default_provider().fill_random(out)
+    }
+}
+
+static SPANNED: Spanned = Spanned;
+
+const SAS: u32 = 6;
+
+/// Packets to `SAS` inbound SAs of `rx` (keyed by `rx_provider`), sealed by a sender with a
+/// host policy per SA, in an order that changes SA at every packet.
+fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) {
+    let mut tx = Engine::new(default_provider());
+    let mut rx = Engine::new(rx_provider);
+    let inner = |s: u32| Ipv4Addr::new(10, 2, 0, 32 + s as u8);
+    for s in 0..SAS {
+        let p = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x200 + s);
+        let h = tx.add_outbound(&p, Time(0)).unwrap();
+        rx.add_inbound(&p, Time(0)).unwrap();
+        let selector = Selector {
+            src: Prefix { addr: IpAddr::V4(Ipv4Addr::new(10, 1, 0, 16)), len: 32 },
+            dst: Prefix { addr: IpAddr::V4(inner(s)), len: 32 },
+            proto: None,
+            src_ports: None,
+            dst_ports: None,
+        };
+        tx.set_policy(
+            u64::from(s) + 1,
+            10,
+            SpdEntry { selector, action: Action::Protect(vec![h.0]) },
+        )
+        .unwrap();
+    }
+    let mut bufs = Vec::new();
+    for i in 0..3 * SAS {
+        let mut p = Vec::new();
+        PacketBuilder::ipv4([10, 1, 0, 16], inner((i * 5) % SAS).octets(), 64)
+            .udp(40000, 5001)
+            .write(&mut p, &[i as u8; 64])
+            .unwrap();
+        let mut b = PacketBuf::with_max_packet();
+        b.load(&p, 128).unwrap();
+        tx.outbound(&mut b, Time(1)).unwrap();
+        bufs.push(b);
+    }
+    (rx, bufs)
+}
+
+fn open_recording(rx: &mut Engine, bufs: &mut [PacketBuf]) -> HashSet<usize> {
+    let asked: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
+    let record = |p: *const u8| {
+        asked.borrow_mut().insert(p as usize / 64);
+    };
+    let mut results = vec![Err(ipsec::DropReason::Malformed); bufs.len()];
+    rx.inbound_batch(bufs, &mut results, Time(1), record);
+    assert!(results.iter().all(|r| r.is_ok()), "every packet opens: {results:?}");
+    asked.into_inner()
+}
+
+#[test]
+fn opening_prefetches_every_line_of_each_sas_key() {
+    SPANS.lock().unwrap().clear();
+    let (mut rx, mut bufs) = sealed_batch(&SPANNED);
+    let spans = SPANS.lock().unwrap().clone();
+    // Only the receiver's keys come from `Spanned`.
+    assert_eq!(spans.len(), SAS as usize);
+    let lines = open_recording(&mut rx, &mut bufs);
+    for (at, len) in spans {
+        for line in at / 64..(at + len).div_ceil(64) {
+            assert!(
+                lines.contains(&line),
+                "key line {line:#x} of span {at:#x}+{len} not prefetched"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_provider_that_does_not_say_gets_no_key_prefetch() {
+    let (mut rx, mut bufs) = sealed_batch(default_provider());
+    let lines = open_recording(&mut rx, &mut bufs);
+    assert!(!lines.is_empty(), "the SAD slots and SAs are still prefetched");
+    assert!(lines.iter().all(|&l| l >= 4096 / 64), "a prefetch near address 0: {lines:?}");
+    // And opening gives the same without any prefetch.
+    let (mut rx2, mut bufs2) = sealed_batch(default_provider());
+    let mut results = vec![Err(ipsec::DropReason::Malformed); bufs2.len()];
+    rx2.inbound_batch(&mut bufs2, &mut results, Time(1), no_prefetch);
+    assert!(results.iter().all(|r| r.is_ok()));
+}
