@@ -9,11 +9,12 @@
 //!    prefetch their index slots; read the slots and prefetch the entries they name; match,
 //!    `SpdTable::probe`); inbound, the SAD in two (hash and prefetch; probe);
 //! 2. the processing, which, before it seals packet i, prefetches the SA of packet
-//!    i + [`PREFETCH_AHEAD`] and warms that of packet i + [`AHEAD`]: its counters are read and
-//!    its cipher is asked to prefetch its expanded key (`Aead::warm`), so that those lines
-//!    arrive while the packets in between are processed. Before it opens packet i, it
-//!    prefetches the SA of packet i + [`AHEAD_IN`] and its cipher's key together, in one
-//!    stage: the SAD entry the lookup found says where both are (`SadEntry`).
+//!    i + [`PREFETCH_AHEAD`] with its entry in the engine's key table (`out_keys`), and the
+//!    key of packet i + [`AHEAD`]'s SA from that entry; before it opens packet i, it prefetches
+//!    the SA of packet i + [`AHEAD`] and its key together: the SAD entry the lookup found
+//!    says where both are (`SadEntry`). So those lines arrive while the packets in between
+//!    are processed, and no prefetch waits for a line (before, the SA itself was read to find
+//!    its cipher, which was then asked to prefetch its key through a virtual call).
 //!
 //! Warming a whole group at once instead (the first version of this file) asked for some 160
 //! lines together, far more than a core keeps in flight: most of them still arrived late.
@@ -28,31 +29,23 @@ use crate::spd_table::{Probe, Verdict};
 use crate::types::{Prefetch, Time};
 use wire::{IpLayout, proto};
 
-/// How many packets ahead the processing pass warms an SA. A packet of a few hundred bytes
-/// takes 70–150 ns to seal; a cold key takes about one memory latency (~100 ns) to arrive, with
-/// ten lines of it in flight per SA: a lead of several packets covers the latency without
-/// asking for more lines than the core can have outstanding. (AES-GCM over 5,000 keys in a
-/// scattered order, key prefetched 4, 8 and 16 calls ahead: 1.07×, 1.05× and 1.09× its one-key
-/// cost, against 1.40× without, on the Intel VM of earlier sessions.) On the AMD EPYC VM of
-/// issue 10's last session, `bench sas --sas 10000` with leads of 2, 3, 4, 6 and 8 came out
-/// alike within that machine's noise (seal 1.47–1.72×), 4 never worse than 8 in four paired
-/// runs (seal 1.42–1.52× against 1.54–1.72×): the lines arrive in time at any of these leads,
-/// and what is left is how many of them each packet needs.
-pub const AHEAD: usize = 4;
-
-/// How many packets ahead opening prefetches an SA and its key. Nothing waits for these
-/// lines before the packet itself, so a short lead suffices: in `bench sas --sas 10000`,
-/// runs that alternated leads round by round in one process (the same SAs, the same memory)
-/// came out 1.5 ns a packet faster at 2 than at 4, and slower again at 6 and 8.
-const AHEAD_IN: usize = 2;
+/// How many packets ahead the processing pass prefetches an SA's key (both directions) and,
+/// opening, the SA's own lines. Nothing waits for these lines before the packet itself, so a
+/// short lead suffices. In `bench sas --sas 10000`, in runs that alternated versions round by
+/// round in one process (the same SAs in the same memory, so that both met the same moments
+/// of a shared machine), opening was about 1.5 ns a packet faster with a lead of 2 than of 4,
+/// and slower again at 6 and 8. (With every packet's SA read at this lead to find its key, as
+/// before issue 10's seventh session, 4 was best.)
+pub const AHEAD: usize = 2;
 
 /// Cache lines of the expanded key of the data path's AEADs (`SadEntry::key_lines`): AWS-LC's
 /// `EVP_AEAD_CTX`, whatever the AEAD (`node::datapath::cipher`).
 const KEY_LINES: usize = 10;
 
-/// How many packets ahead the processing pass prefetches an SA's own lines, so that they are
-/// there when `warm_*` reads the cipher's address from them `AHEAD` packets later.
-const PREFETCH_AHEAD: usize = 2 * AHEAD;
+/// How many packets ahead sealing prefetches an outbound SA's own lines and its entry in
+/// `out_keys`, which the prefetch of its key reads `AHEAD` packets later; and how far ahead
+/// the packets' own first bytes are fetched.
+const PREFETCH_AHEAD: usize = 8;
 
 impl Engine {
     /// Outbound processing of a batch; `results[i]` receives packet i's outcome.
@@ -96,8 +89,10 @@ impl Engine {
         self.batch_found = found;
     }
 
-    /// Warms the outbound SAs a packet's policy protects it with (`outbound_batch`), or only
-    /// starts fetching their lines (`early`).
+    /// Starts fetching what sealing reads for the outbound SAs a packet's policy protects it
+    /// with: first (`early`) the SAs' own lines and their entries in `out_keys`; then their
+    /// keys, from those entries. The policy's entry was read by the lookup (`find_probed`);
+    /// the SA itself is never read here.
     fn warm_outbound(
         &self,
         found: Option<&Option<(IpLayout, Probe, Option<usize>)>>,
@@ -105,13 +100,15 @@ impl Engine {
         prefetch: impl Prefetch,
     ) {
         let Some(Some((_, _, Some(i)))) = found else { return };
-        if let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) {
-            for slot in sas.iter().filter_map(|h| self.outbound.get(h)) {
-                match slot {
-                    _ if early => SecurityAssociation::prefetch_slot(slot, prefetch, true),
-                    Some(sa) => sa.warm_out(),
-                    None => {}
+        let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) else { return };
+        for h in sas.iter() {
+            if early {
+                if let Some(slot) = self.outbound.get(h) {
+                    SecurityAssociation::prefetch_slot(slot, prefetch, true);
                 }
+                prefetch(self.out_keys.as_ptr().wrapping_add(h).cast());
+            } else if let Some(&(at, lines)) = self.out_keys.get(h) {
+                prefetch_key(at, lines, prefetch);
             }
         }
     }
@@ -149,9 +146,9 @@ impl Engine {
             self.sad.get_hashed(h, &key).map(|i| (key, i))
         }));
         self.batch_keys_in = keys;
-        (0..AHEAD_IN).for_each(|j| self.warm_inbound(found.get(j), prefetch));
+        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
         for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD_IN), prefetch);
+            self.warm_inbound(found.get(k + AHEAD), prefetch);
             prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
             // The SAD is not changed within a batch, so the memo is what a lookup would find.
             if let Some((key, e)) = found[k] {
@@ -170,13 +167,19 @@ impl Engine {
         if let Some(slot) = self.inbound.get(e.idx as usize) {
             SecurityAssociation::prefetch_slot(slot, prefetch, false);
         }
-        let line = |l: usize| prefetch((e.key_at + 64 * l) as *const u8);
-        match usize::from(e.key_lines) {
-            // Unrolled: a loop over a count read from memory costs more instructions than
-            // the prefetches themselves.
-            KEY_LINES => (0..KEY_LINES).for_each(line),
-            n => (0..n).for_each(line),
-        }
+        prefetch_key(e.key_at, e.key_lines, prefetch);
+    }
+}
+
+/// Starts fetching `lines` cache lines of a cipher's expanded key from `at`
+/// (`SecurityAssociation::key_lines`).
+fn prefetch_key(at: usize, lines: u8, prefetch: impl Prefetch) {
+    let line = |l: usize| prefetch((at + 64 * l) as *const u8);
+    match usize::from(lines) {
+        // Unrolled: a loop over a count read from memory costs more instructions than the
+        // prefetches themselves.
+        KEY_LINES => (0..KEY_LINES).for_each(line),
+        n => (0..n).for_each(line),
     }
 }
 

@@ -237,15 +237,7 @@ fn check_len(field: &'static str, alg: String, got: usize, want: usize) -> Resul
 }
 
 impl SecurityAssociation {
-    /// Reads the lines sealing through this SA will read first (its counters, header template
-    /// and the keyed transform's own allocation), so that a batch can bring many SAs into cache
-    /// at once rather than one miss after another (see `engine_batch.rs`). No effect but time.
-    pub(crate) fn warm_out(&self) {
-        std::hint::black_box((self.seq_out, self.outer[0]));
-        self.warm_transform();
-    }
-
-    /// Starts fetching the lines `warm_out` (`out`) or opening (`out == false`) reads from the SA in `slot`,
+    /// Starts fetching the lines sealing (`out`) or opening reads from the SA in `slot`,
     /// without reading the slot: `prefetch` is the CPU's prefetch instruction
     /// (`types::Prefetch`), given addresses inside the slot only (the line offsets are
     /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
@@ -266,7 +258,8 @@ impl SecurityAssociation {
     }
 
     /// Where the keyed transform's expanded key lives (`Aead::state_span`): address and whole
-    /// cache lines from there, for the SAD to keep beside this SA's index (`SadEntry`).
+    /// cache lines from there, for the engine to keep beside this SA's index (`SadEntry`,
+    /// `Engine::out_keys`).
     /// `(0, 0)` for transforms that do not say (CBC, HMAC: their state is behind the
     /// library's own pointers).
     pub(crate) fn key_lines(&self) -> (usize, u8) {
@@ -277,20 +270,6 @@ impl SecurityAssociation {
         let first = at & !63;
         let lines = (at + len).div_ceil(64).saturating_sub(first / 64);
         (first, u8::try_from(lines).unwrap_or(u8::MAX).min(16))
-    }
-
-    /// The keyed transform: an AEAD is asked to prefetch its expanded key (`Aead::warm`); the
-    /// others are touched through their own allocation.
-    fn warm_transform(&self) {
-        match &self.transform {
-            Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.warm(),
-            Transform::EspCbc { cipher, .. } => {
-                std::hint::black_box(cipher.block_len());
-            }
-            Transform::EspNull { mac } | Transform::AhHmac { mac } => {
-                std::hint::black_box(mac.output_len());
-            }
-        }
     }
 
     /// Builds the SA: checks the parameters and keys the transform once.

@@ -1,7 +1,8 @@
-//! Opening a batch prefetches, for each packet's SA, the SA's own lines and every line of its
-//! cipher's expanded key where the provider says it is (`Aead::state_span`), without first
-//! reading the SA: the SAD entry carries the key's address (`SadEntry`, issue 10). A provider
-//! that does not say gets no key prefetch at all (never one at address 0).
+//! Sealing and opening a batch prefetch, for each packet's SA, the SA's own lines and every
+//! line of its cipher's expanded key where the provider says it is (`Aead::state_span`),
+//! without first reading the SA: the engine keeps the key's address beside the SA's index
+//! (`SadEntry`, `Engine::out_keys`; issue 10). A provider that does not say gets no key
+//! prefetch at all (never one at address 0).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -20,10 +21,17 @@ use ipsec::{Engine, Mode, PacketBuf, Time};
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Mutex;
 
-/// Where each key made by `Spanned` says its state is (address, length).
-static SPANS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+thread_local! {
+    /// Where each key `Spanned` made on this thread says its state is (address, length):
+    /// per thread, as the tests run in parallel.
+    static SPANS: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The spans recorded on this thread since the last call.
+fn take_spans() -> Vec<(usize, usize)> {
+    SPANS.with(|s| std::mem::take(&mut *s.borrow_mut()))
+}
 
 const STATE_LEN: usize = 600;
 
@@ -73,7 +81,7 @@ impl Provider for Spanned {
             state: [0; STATE_LEN],
             inner: default_provider().aead(alg, key)?,
         });
-        SPANS.lock().unwrap().push(a.state_span());
+        SPANS.with(|s| s.borrow_mut().push(a.state_span()));
         Ok(a)
     }
     fn cbc(&self, alg: CbcAlg, key: &[u8]) -> Result<Box<dyn BlockCipher>, CryptoError> {
@@ -94,7 +102,26 @@ const SAS: u32 = 6;
 /// Packets to `SAS` inbound SAs of `rx` (keyed by `rx_provider`), sealed by a sender with a
 /// host policy per SA, in an order that changes SA at every packet.
 fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) {
-    let mut tx = Engine::new(default_provider());
+    let (mut tx, rx, pkts) = engines(default_provider(), rx_provider);
+    let bufs = pkts
+        .iter()
+        .map(|p| {
+            let mut b = PacketBuf::with_max_packet();
+            b.load(p, 128).unwrap();
+            tx.outbound(&mut b, Time(1)).unwrap();
+            b
+        })
+        .collect();
+    (rx, bufs)
+}
+
+/// A sender and a receiver with `SAS` SAs and host policies, and cleartext packets to them in
+/// an order that changes SA at every packet.
+fn engines(
+    tx_provider: &'static dyn Provider,
+    rx_provider: &'static dyn Provider,
+) -> (Engine, Engine, Vec<Vec<u8>>) {
+    let mut tx = Engine::new(tx_provider);
     let mut rx = Engine::new(rx_provider);
     let inner = |s: u32| Ipv4Addr::new(10, 2, 0, 32 + s as u8);
     for s in 0..SAS {
@@ -115,19 +142,17 @@ fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) 
         )
         .unwrap();
     }
-    let mut bufs = Vec::new();
-    for i in 0..3 * SAS {
-        let mut p = Vec::new();
-        PacketBuilder::ipv4([10, 1, 0, 16], inner((i * 5) % SAS).octets(), 64)
-            .udp(40000, 5001)
-            .write(&mut p, &[i as u8; 64])
-            .unwrap();
-        let mut b = PacketBuf::with_max_packet();
-        b.load(&p, 128).unwrap();
-        tx.outbound(&mut b, Time(1)).unwrap();
-        bufs.push(b);
-    }
-    (rx, bufs)
+    let pkts = (0..3 * SAS)
+        .map(|i| {
+            let mut p = Vec::new();
+            PacketBuilder::ipv4([10, 1, 0, 16], inner((i * 5) % SAS).octets(), 64)
+                .udp(40000, 5001)
+                .write(&mut p, &[i as u8; 64])
+                .unwrap();
+            p
+        })
+        .collect();
+    (tx, rx, pkts)
 }
 
 fn open_recording(rx: &mut Engine, bufs: &mut [PacketBuf]) -> HashSet<usize> {
@@ -143,12 +168,44 @@ fn open_recording(rx: &mut Engine, bufs: &mut [PacketBuf]) -> HashSet<usize> {
 
 #[test]
 fn opening_prefetches_every_line_of_each_sas_key() {
-    SPANS.lock().unwrap().clear();
+    take_spans();
     let (mut rx, mut bufs) = sealed_batch(&SPANNED);
-    let spans = SPANS.lock().unwrap().clone();
+    let spans = take_spans();
     // Only the receiver's keys come from `Spanned`.
     assert_eq!(spans.len(), SAS as usize);
     let lines = open_recording(&mut rx, &mut bufs);
+    for (at, len) in spans {
+        for line in at / 64..(at + len).div_ceil(64) {
+            assert!(
+                lines.contains(&line),
+                "key line {line:#x} of span {at:#x}+{len} not prefetched"
+            );
+        }
+    }
+}
+
+#[test]
+fn sealing_prefetches_every_line_of_each_sas_key() {
+    take_spans();
+    let (mut tx, _, pkts) = engines(&SPANNED, default_provider());
+    let spans = take_spans();
+    assert_eq!(spans.len(), SAS as usize);
+    let mut bufs: Vec<PacketBuf> = pkts
+        .iter()
+        .map(|p| {
+            let mut b = PacketBuf::with_max_packet();
+            b.load(p, 128).unwrap();
+            b
+        })
+        .collect();
+    let asked: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
+    let record = |p: *const u8| {
+        asked.borrow_mut().insert(p as usize / 64);
+    };
+    let mut results = vec![Err(ipsec::DropReason::Malformed); bufs.len()];
+    tx.outbound_batch(&mut bufs, &mut results, Time(1), record);
+    assert!(results.iter().all(|r| r.is_ok()), "every packet seals: {results:?}");
+    let lines = asked.into_inner();
     for (at, len) in spans {
         for line in at / 64..(at + len).div_ceil(64) {
             assert!(
