@@ -103,15 +103,10 @@ const SAS: u32 = 6;
 /// host policy per SA, in an order that changes SA at every packet.
 fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) {
     let (mut tx, rx, pkts) = engines(default_provider(), rx_provider);
-    let bufs = pkts
-        .iter()
-        .map(|p| {
-            let mut b = PacketBuf::with_max_packet();
-            b.load(p, 128).unwrap();
-            tx.outbound(&mut b, Time(1)).unwrap();
-            b
-        })
-        .collect();
+    let mut bufs = loaded(&pkts);
+    for b in &mut bufs {
+        tx.outbound(b, Time(1)).unwrap();
+    }
     (rx, bufs)
 }
 
@@ -155,26 +150,37 @@ fn engines(
     (tx, rx, pkts)
 }
 
-fn open_recording(rx: &mut Engine, bufs: &mut [PacketBuf]) -> HashSet<usize> {
+/// Cleartext (or sealed) packets in buffers.
+fn loaded(pkts: &[Vec<u8>]) -> Vec<PacketBuf> {
+    pkts.iter()
+        .map(|p| {
+            let mut b = PacketBuf::with_max_packet();
+            b.load(p, 128).unwrap();
+            b
+        })
+        .collect()
+}
+
+/// Seals (`open == false`) or opens `bufs` as one batch, and returns the cache lines the
+/// engine asked to prefetch.
+fn batch_recording(e: &mut Engine, bufs: &mut [PacketBuf], open: bool) -> HashSet<usize> {
     let asked: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
     let record = |p: *const u8| {
         asked.borrow_mut().insert(p as usize / 64);
     };
     let mut results = vec![Err(ipsec::DropReason::Malformed); bufs.len()];
-    rx.inbound_batch(bufs, &mut results, Time(1), record);
-    assert!(results.iter().all(|r| r.is_ok()), "every packet opens: {results:?}");
+    if open {
+        e.inbound_batch(bufs, &mut results, Time(1), record);
+    } else {
+        e.outbound_batch(bufs, &mut results, Time(1), record);
+    }
+    assert!(results.iter().all(|r| r.is_ok()), "every packet goes through: {results:?}");
     asked.into_inner()
 }
 
-#[test]
-fn opening_prefetches_every_line_of_each_sas_key() {
-    take_spans();
-    let (mut rx, mut bufs) = sealed_batch(&SPANNED);
-    let spans = take_spans();
-    // Only the receiver's keys come from `Spanned`.
-    assert_eq!(spans.len(), SAS as usize);
-    let lines = open_recording(&mut rx, &mut bufs);
-    for (at, len) in spans {
+fn assert_every_key_line_in(spans: &[(usize, usize)], lines: &HashSet<usize>) {
+    assert_eq!(spans.len(), SAS as usize, "one key per SA from `Spanned`");
+    for &(at, len) in spans {
         for line in at / 64..(at + len).div_ceil(64) {
             assert!(
                 lines.contains(&line),
@@ -182,6 +188,15 @@ fn opening_prefetches_every_line_of_each_sas_key() {
             );
         }
     }
+}
+
+#[test]
+fn opening_prefetches_every_line_of_each_sas_key() {
+    take_spans();
+    let (mut rx, mut bufs) = sealed_batch(&SPANNED);
+    // Only the receiver's keys come from `Spanned`.
+    let spans = take_spans();
+    assert_every_key_line_in(&spans, &batch_recording(&mut rx, &mut bufs, true));
 }
 
 #[test]
@@ -189,37 +204,14 @@ fn sealing_prefetches_every_line_of_each_sas_key() {
     take_spans();
     let (mut tx, _, pkts) = engines(&SPANNED, default_provider());
     let spans = take_spans();
-    assert_eq!(spans.len(), SAS as usize);
-    let mut bufs: Vec<PacketBuf> = pkts
-        .iter()
-        .map(|p| {
-            let mut b = PacketBuf::with_max_packet();
-            b.load(p, 128).unwrap();
-            b
-        })
-        .collect();
-    let asked: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
-    let record = |p: *const u8| {
-        asked.borrow_mut().insert(p as usize / 64);
-    };
-    let mut results = vec![Err(ipsec::DropReason::Malformed); bufs.len()];
-    tx.outbound_batch(&mut bufs, &mut results, Time(1), record);
-    assert!(results.iter().all(|r| r.is_ok()), "every packet seals: {results:?}");
-    let lines = asked.into_inner();
-    for (at, len) in spans {
-        for line in at / 64..(at + len).div_ceil(64) {
-            assert!(
-                lines.contains(&line),
-                "key line {line:#x} of span {at:#x}+{len} not prefetched"
-            );
-        }
-    }
+    let mut bufs = loaded(&pkts);
+    assert_every_key_line_in(&spans, &batch_recording(&mut tx, &mut bufs, false));
 }
 
 #[test]
 fn a_provider_that_does_not_say_gets_no_key_prefetch() {
     let (mut rx, mut bufs) = sealed_batch(default_provider());
-    let lines = open_recording(&mut rx, &mut bufs);
+    let lines = batch_recording(&mut rx, &mut bufs, true);
     assert!(!lines.is_empty(), "the SAD slots and SAs are still prefetched");
     assert!(lines.iter().all(|&l| l >= 4096 / 64), "a prefetch near address 0: {lines:?}");
     // And opening gives the same without any prefetch.
