@@ -33,9 +33,8 @@ use wire::{IpLayout, proto};
 /// opening, the SA's own lines. Nothing waits for these lines before the packet itself, so a
 /// short lead suffices. In `bench sas --sas 10000`, in runs that alternated versions round by
 /// round in one process (the same SAs in the same memory, so that both met the same moments
-/// of a shared machine), opening was about 1.5 ns a packet faster with a lead of 2 than of 4,
-/// and slower again at 6 and 8. (With every packet's SA read at this lead to find its key, as
-/// before issue 10's seventh session, 4 was best.)
+/// of a shared machine), leads of 1, 2, 3 and 4 came out alike (within about 1 %, the bias
+/// that comparison showed towards whichever version ran second); 6 and 8 were 2–4 % slower.
 pub const AHEAD: usize = 2;
 
 /// Cache lines of the expanded key of the data path's AEADs (`SadEntry::key_lines`): AWS-LC's
