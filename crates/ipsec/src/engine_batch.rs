@@ -121,15 +121,63 @@ impl Engine {
         now: Time,
         prefetch: impl Prefetch,
     ) {
-        // The SA of each packet's outer ESP/AH header (consecutive packets of one SA share one
-        // lookup), in two passes: hash every key and prefetch its SAD slot, then probe. The
-        // processing below starts from the SA found here (the engine's one-entry SAD memo,
-        // `last_in`), rather than hashing the SPI again.
+        let found = self.inbound_lookups(bufs.iter().map(|b| outer_spi(b.as_slice())), prefetch);
+        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
+        for k in 0..bufs.len().min(results.len()).min(found.len()) {
+            self.warm_inbound(found.get(k + AHEAD), prefetch);
+            prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
+            // The SAD is not changed within a batch, so the memo is what a lookup would find.
+            if let Some((key, e)) = found[k] {
+                self.last_in = Some((key, e.idx as usize));
+            }
+            results[k] = self.inbound(&mut bufs[k], now);
+        }
+        self.batch_found_in = found;
+    }
+
+    /// [`Engine::inbound_from`] for a batch: packet i's IP header is in `bufs[i]` and its
+    /// ESP/AH part in `src(i)` (a datagram in a receive buffer). The same outcomes, packet by
+    /// packet, as calling `inbound_from` in a loop, with the SAD lookups and prefetches of
+    /// [`Engine::inbound_batch`] done first (the ESP-in-UDP receive path of the node's lanes).
+    pub fn inbound_from_batch<'s>(
+        &mut self,
+        bufs: &mut [PacketBuf],
+        src: impl Fn(usize) -> &'s [u8],
+        results: &mut [Result<Processed, DropReason>],
+        now: Time,
+        prefetch: impl Prefetch,
+    ) {
+        let keys = bufs.iter().enumerate().map(|(i, b)| split_outer_spi(b.as_slice(), src(i)));
+        let found = self.inbound_lookups(keys, prefetch);
+        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
+        for k in 0..bufs.len().min(results.len()).min(found.len()) {
+            self.warm_inbound(found.get(k + AHEAD), prefetch);
+            if k + PREFETCH_AHEAD < bufs.len() {
+                prefetch_bytes(prefetch, src(k + PREFETCH_AHEAD));
+            }
+            if let Some((key, e)) = found[k] {
+                self.last_in = Some((key, e.idx as usize));
+            }
+            results[k] = self.inbound_from(&mut bufs[k], src(k), now);
+        }
+        self.batch_found_in = found;
+    }
+
+    /// The SAD lookups of a batch, given each packet's key (consecutive packets of one SA
+    /// share one lookup), in two passes: hash every key and prefetch its SAD slot, then
+    /// probe. The processing starts from the SA found here (the engine's one-entry SAD memo,
+    /// `last_in`), rather than hashing the SPI again. The caller hands the list back to
+    /// `batch_found_in` (kept for its capacity: no allocation per packet).
+    fn inbound_lookups(
+        &mut self,
+        keys_of: impl Iterator<Item = Option<SadKey>>,
+        prefetch: impl Prefetch,
+    ) -> Vec<Option<(SadKey, SadEntry)>> {
         let mut keys = std::mem::take(&mut self.batch_keys_in);
         keys.clear();
         let mut last: Option<SadKey> = None;
-        keys.extend(bufs.iter().map(|b| {
-            let key = outer_spi(b.as_slice())?;
+        keys.extend(keys_of.map(|key| {
+            let key = key?;
             if last == Some(key) {
                 return None;
             }
@@ -145,17 +193,7 @@ impl Engine {
             self.sad.get_hashed(h, &key).map(|i| (key, i))
         }));
         self.batch_keys_in = keys;
-        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
-        for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD), prefetch);
-            prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
-            // The SAD is not changed within a batch, so the memo is what a lookup would find.
-            if let Some((key, e)) = found[k] {
-                self.last_in = Some((key, e.idx as usize));
-            }
-            results[k] = self.inbound(&mut bufs[k], now);
-        }
-        self.batch_found_in = found;
+        found
     }
 
     /// Starts fetching the lines opening reads from the inbound SA a packet's outer header
@@ -194,6 +232,28 @@ fn prefetch_packet(prefetch: impl Prefetch, buf: Option<&PacketBuf>) {
     for off in (0..p.len().min(256)).step_by(64) {
         prefetch(start.wrapping_add(off));
     }
+}
+
+/// Starts fetching a datagram's first bytes (up to four lines: the ESP header, IV and the
+/// start of the ciphertext, which opening reads first).
+fn prefetch_bytes(prefetch: impl Prefetch, p: &[u8]) {
+    let start = p.as_ptr();
+    for off in (0..p.len().min(256)).step_by(64) {
+        prefetch(start.wrapping_add(off));
+    }
+}
+
+/// The SAD key of a packet whose IP header is in `head` (as `Engine::inbound_from` takes it)
+/// and whose ESP or AH part is `rest`.
+fn split_outer_spi(head: &[u8], rest: &[u8]) -> Option<SadKey> {
+    let layout = IpLayout::parse(head).ok()?;
+    let at = match layout.next_header {
+        proto::ESP => 0,
+        proto::AH => 4,
+        _ => return None,
+    };
+    let b = rest.get(at..at + 4)?;
+    Some(sad_key(u32::from_be_bytes([b[0], b[1], b[2], b[3]]), layout.next_header))
 }
 
 /// The SAD key (`sad_key`) of a packet's outermost ESP or AH header, if it has one.
