@@ -122,17 +122,11 @@ impl Engine {
         prefetch: impl Prefetch,
     ) {
         let found = self.inbound_lookups(bufs.iter().map(|b| outer_spi(b.as_slice())), prefetch);
-        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
-        for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD), prefetch);
+        let n = bufs.len().min(results.len());
+        self.open_found(found, &mut results[..n], prefetch, |e, k| {
             prefetch_packet(prefetch, bufs.get(k + PREFETCH_AHEAD));
-            // The SAD is not changed within a batch, so the memo is what a lookup would find.
-            if let Some((key, e)) = found[k] {
-                self.last_in = Some((key, e.idx as usize));
-            }
-            results[k] = self.inbound(&mut bufs[k], now);
-        }
-        self.batch_found_in = found;
+            e.inbound(&mut bufs[k], now)
+        });
     }
 
     /// [`Engine::inbound_from`] for a batch: packet i's IP header is in `bufs[i]` and its
@@ -149,16 +143,33 @@ impl Engine {
     ) {
         let keys = bufs.iter().enumerate().map(|(i, b)| split_outer_spi(b.as_slice(), src(i)));
         let found = self.inbound_lookups(keys, prefetch);
-        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
-        for k in 0..bufs.len().min(results.len()).min(found.len()) {
-            self.warm_inbound(found.get(k + AHEAD), prefetch);
-            if k + PREFETCH_AHEAD < bufs.len() {
+        let n = bufs.len().min(results.len());
+        self.open_found(found, &mut results[..n], prefetch, |e, k| {
+            if k + PREFETCH_AHEAD < n {
                 prefetch_bytes(prefetch, src(k + PREFETCH_AHEAD));
             }
+            e.inbound_from(&mut bufs[k], src(k), now)
+        });
+    }
+
+    /// The processing pass of both inbound batches: before `open` handles packet k, the SA
+    /// and key of packet k + [`AHEAD`] are prefetched and the SAD memo is set from the
+    /// lookup (the SAD is not changed within a batch, so the memo is what a lookup would
+    /// find). Hands `found` back to `batch_found_in` for its capacity.
+    fn open_found(
+        &mut self,
+        found: Vec<Option<(SadKey, SadEntry)>>,
+        results: &mut [Result<Processed, DropReason>],
+        prefetch: impl Prefetch,
+        mut open: impl FnMut(&mut Self, usize) -> Result<Processed, DropReason>,
+    ) {
+        (0..AHEAD).for_each(|j| self.warm_inbound(found.get(j), prefetch));
+        for k in 0..results.len().min(found.len()) {
+            self.warm_inbound(found.get(k + AHEAD), prefetch);
             if let Some((key, e)) = found[k] {
                 self.last_in = Some((key, e.idx as usize));
             }
-            results[k] = self.inbound_from(&mut bufs[k], src(k), now);
+            results[k] = open(self, k);
         }
         self.batch_found_in = found;
     }
@@ -227,15 +238,12 @@ fn prefetch_key(at: usize, lines: u8, prefetch: impl Prefetch) {
 fn prefetch_packet(prefetch: impl Prefetch, buf: Option<&PacketBuf>) {
     let Some(b) = buf else { return };
     let p = b.as_slice();
-    let start = p.as_ptr();
-    prefetch(start.wrapping_sub(64));
-    for off in (0..p.len().min(256)).step_by(64) {
-        prefetch(start.wrapping_add(off));
-    }
+    prefetch(p.as_ptr().wrapping_sub(64));
+    prefetch_bytes(prefetch, p);
 }
 
-/// Starts fetching a datagram's first bytes (up to four lines: the ESP header, IV and the
-/// start of the ciphertext, which opening reads first).
+/// Starts fetching a packet's or datagram's first bytes (up to four lines: the headers, IV
+/// and the start of the payload, which sealing and opening read first).
 fn prefetch_bytes(prefetch: impl Prefetch, p: &[u8]) {
     let start = p.as_ptr();
     for off in (0..p.len().min(256)).step_by(64) {
@@ -246,24 +254,23 @@ fn prefetch_bytes(prefetch: impl Prefetch, p: &[u8]) {
 /// The SAD key of a packet whose IP header is in `head` (as `Engine::inbound_from` takes it)
 /// and whose ESP or AH part is `rest`.
 fn split_outer_spi(head: &[u8], rest: &[u8]) -> Option<SadKey> {
-    let layout = IpLayout::parse(head).ok()?;
-    let at = match layout.next_header {
-        proto::ESP => 0,
-        proto::AH => 4,
-        _ => return None,
-    };
-    let b = rest.get(at..at + 4)?;
-    Some(sad_key(u32::from_be_bytes([b[0], b[1], b[2], b[3]]), layout.next_header))
+    spi_key(IpLayout::parse(head).ok()?.next_header, rest)
 }
 
 /// The SAD key (`sad_key`) of a packet's outermost ESP or AH header, if it has one.
 fn outer_spi(p: &[u8]) -> Option<SadKey> {
     let layout = IpLayout::parse(p).ok()?;
-    let at = match layout.next_header {
-        proto::ESP => layout.header_len,
-        proto::AH => layout.header_len + 4,
+    spi_key(layout.next_header, p.get(layout.header_len..)?)
+}
+
+/// The SAD key of an ESP or AH header (`next_header`) that starts `rest`: ESP's SPI is its
+/// first word, AH's its second (RFC 4303 §2, RFC 4302 §2).
+fn spi_key(next_header: u8, rest: &[u8]) -> Option<SadKey> {
+    let at = match next_header {
+        proto::ESP => 0,
+        proto::AH => 4,
         _ => return None,
     };
-    let b = p.get(at..at + 4)?;
-    Some(sad_key(u32::from_be_bytes([b[0], b[1], b[2], b[3]]), layout.next_header))
+    let b = rest.get(at..at + 4)?;
+    Some(sad_key(u32::from_be_bytes([b[0], b[1], b[2], b[3]]), next_header))
 }

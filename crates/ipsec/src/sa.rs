@@ -268,7 +268,7 @@ impl SecurityAssociation {
             _ => (0, 0),
         };
         let first = at & !63;
-        let lines = (at + len).div_ceil(64).saturating_sub(first / 64);
+        let lines = at.saturating_add(len).div_ceil(64).saturating_sub(first / 64);
         (first, u8::try_from(lines).unwrap_or(u8::MAX).min(16))
     }
 
