@@ -101,7 +101,7 @@ struct BareSa {
 /// that would show: how close to the key floor any stack can get on this machine.
 pub(super) struct Bare {
     sas: Vec<BareSa>,
-    index: ipsec::keyed_index::KeyedIndex<u32, u32>,
+    index: ipsec::keyed_index::KeyedIndex<u32, u32, ipsec::keyed_index::Align16>,
     burst: usize,
     scattered: bool,
     per_round: usize,
