@@ -77,22 +77,12 @@ fn packet_for(kind: u8, n: u8) -> Vec<u8> {
 
 type Outcome = Result<Processed, DropReason>;
 
-fn bufs_of(pkts: &[Vec<u8>]) -> Vec<PacketBuf> {
-    pkts.iter()
-        .map(|p| {
-            let mut b = PacketBuf::with_max_packet();
-            b.load(p, 128).unwrap();
-            b
-        })
-        .collect()
-}
-
 fn one_by_one(
     e: &mut Engine,
     pkts: &[Vec<u8>],
     f: fn(&mut Engine, &mut PacketBuf, Time) -> Outcome,
 ) -> (Vec<Outcome>, Vec<Vec<u8>>) {
-    let mut bufs = bufs_of(pkts);
+    let mut bufs = common::bufs_of(pkts);
     let rs = bufs.iter_mut().map(|b| f(e, b, Time(1))).collect();
     (rs, bufs.iter().map(|b| b.as_slice().to_vec()).collect())
 }
@@ -102,7 +92,7 @@ fn batched(
     pkts: &[Vec<u8>],
     f: impl FnOnce(&mut Engine, &mut [PacketBuf], &mut [Outcome], Time),
 ) -> (Vec<Outcome>, Vec<Vec<u8>>) {
-    let mut bufs = bufs_of(pkts);
+    let mut bufs = common::bufs_of(pkts);
     let mut rs = vec![Err(DropReason::Malformed); pkts.len()];
     f(e, &mut bufs, &mut rs, Time(1));
     (rs, bufs.iter().map(|b| b.as_slice().to_vec()).collect())

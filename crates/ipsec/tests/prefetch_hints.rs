@@ -103,7 +103,7 @@ const SAS: u32 = 6;
 /// host policy per SA, in an order that changes SA at every packet.
 fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) {
     let (mut tx, rx, pkts) = engines(default_provider(), rx_provider);
-    let mut bufs = loaded(&pkts);
+    let mut bufs = common::bufs_of(&pkts);
     for b in &mut bufs {
         tx.outbound(b, Time(1)).unwrap();
     }
@@ -150,17 +150,6 @@ fn engines(
     (tx, rx, pkts)
 }
 
-/// Cleartext (or sealed) packets in buffers.
-fn loaded(pkts: &[Vec<u8>]) -> Vec<PacketBuf> {
-    pkts.iter()
-        .map(|p| {
-            let mut b = PacketBuf::with_max_packet();
-            b.load(p, 128).unwrap();
-            b
-        })
-        .collect()
-}
-
 /// Seals (`open == false`) or opens `bufs` as one batch, and returns the cache lines the
 /// engine asked to prefetch.
 fn batch_recording(e: &mut Engine, bufs: &mut [PacketBuf], open: bool) -> HashSet<usize> {
@@ -204,7 +193,7 @@ fn sealing_prefetches_every_line_of_each_sas_key() {
     take_spans();
     let (mut tx, _, pkts) = engines(&SPANNED, default_provider());
     let spans = take_spans();
-    let mut bufs = loaded(&pkts);
+    let mut bufs = common::bufs_of(&pkts);
     assert_every_key_line_in(&spans, &batch_recording(&mut tx, &mut bufs, false));
 }
 

@@ -16,6 +16,17 @@ use zeroize::Zeroizing;
 pub const V4_OUTER: (&str, &str) = ("192.0.2.1", "192.0.2.2");
 pub const V6_OUTER: (&str, &str) = ("2001:db8::1", "2001:db8::2");
 
+/// Each packet in its own buffer with 128 bytes of headroom, as a batch call takes them.
+pub fn bufs_of(pkts: &[Vec<u8>]) -> Vec<ipsec::PacketBuf> {
+    pkts.iter()
+        .map(|p| {
+            let mut b = ipsec::PacketBuf::with_max_packet();
+            b.load(p, 128).unwrap();
+            b
+        })
+        .collect()
+}
+
 pub fn key(len: usize, seed: u8) -> Zeroizing<Vec<u8>> {
     Zeroizing::new((0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect())
 }
