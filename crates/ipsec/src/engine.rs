@@ -128,10 +128,6 @@ pub struct Totals {
 pub struct Engine {
     provider: &'static dyn Provider,
     outbound: Vec<Option<SecurityAssociation>>,
-    /// Where each outbound SA's key lives, by handle (`SecurityAssociation::key_lines`): the
-    /// outbound counterpart of `SadEntry`'s hint, so that sealing prefetches an SA and its key
-    /// together (`engine_batch`). Only a hint: never read through.
-    out_keys: Vec<(usize, u8)>,
     inbound: Vec<Option<SecurityAssociation>>,
     /// Inbound SAs by (SPI, protocol), hashed with a random key so that a peer choosing SPIs
     /// cannot make lookups collide; a batch prefetches its slots (`keyed_index`).
@@ -164,7 +160,6 @@ impl Engine {
         Engine {
             provider,
             outbound: Vec::new(),
-            out_keys: Vec::new(),
             inbound: Vec::new(),
             sad: KeyedIndex::default(),
             spd: SpdTable::default(),

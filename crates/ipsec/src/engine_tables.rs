@@ -21,22 +21,13 @@ impl Engine {
     /// engine only files it. Reuses the slot of a removed SA that no policy names any more.
     pub fn insert_outbound(&mut self, sa: SecurityAssociation) -> SaHandle {
         let slot = take_free(&mut self.free_out, &self.outbound, &self.spd);
-        let key = sa.key_lines();
-        let idx = put_in_slot(&mut self.outbound, slot, sa);
-        if self.out_keys.len() <= idx {
-            self.out_keys.resize(idx + 1, (0, 0));
-        }
-        self.out_keys[idx] = key;
-        SaHandle(idx)
+        SaHandle(put_in_slot(&mut self.outbound, slot, sa))
     }
 
     /// Removes an outbound SA; policies that name it then drop with `no_sa` (fail closed) and
     /// raise an acquire.
     pub fn remove_outbound(&mut self, h: SaHandle) -> Option<SecurityAssociation> {
         let sa = self.outbound.get_mut(h.0).and_then(Option::take)?;
-        if let Some(k) = self.out_keys.get_mut(h.0) {
-            *k = (0, 0);
-        }
         self.free_out.push(h.0);
         Some(sa)
     }

@@ -4,7 +4,7 @@
 
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
-use crate::sa::{Mode, SecurityAssociation, Transform};
+use crate::sa::{CbcKeys, Mode, SecurityAssociation, Transform};
 use crate::types::{SeqNum, Time};
 use wire::esp::{HEADER_LEN, TRAILER_LEN};
 use wire::{EspRepr, EspTrailer, IpLayout, IpVersion, proto};
@@ -49,7 +49,10 @@ pub(crate) fn insert_header(
             let tos = inner_tos(buf.as_slice());
             buf.prepend(sa.outer_len() + hdr_len).map_err(|_| DropReason::NoRoom)?;
             let p = buf.as_mut_slice();
-            p[..sa.outer_len()].copy_from_slice(&sa.outer[..sa.outer_len()]);
+            match p.get_mut(..20).filter(|_| sa.v4) {
+                Some(h) => h.copy_from_slice(&sa.outer_v4_header()),
+                None => p[..sa.outer_len()].copy_from_slice(&sa.outer[..sa.outer_len()]),
+            }
             // RFC 4301 §5.1.2.1: copy DSCP and ECN (RFC 6040 normal mode) to the outer header.
             set_tos(p, sa.outer_version(), tos);
             Ok(Insert { at: sa.outer_len(), next_header, payload_len, nh_offset: None })
@@ -214,7 +217,8 @@ impl SecurityAssociation {
                 aead.seal_in_place(&nonce(salt, &iv), &a[..alen], body, tag)
                     .map_err(|_| DropReason::CryptoFailure)?;
             }
-            Transform::EspCbc { cipher, mac } => {
+            Transform::EspCbc(cbc) => {
+                let CbcKeys { cipher, mac } = cbc.as_ref();
                 // RFC 3602 §2.1: the IV must be unpredictable, hence random per packet.
                 self.random(&mut p[esp_at + HEADER_LEN..ct_at])?;
                 let (iv, body) = p[esp_at + HEADER_LEN..icv_at].split_at_mut(self.iv_len());
@@ -325,7 +329,8 @@ impl SecurityAssociation {
                 };
                 opened.map_err(|_| DropReason::IntegrityFailed)?;
             }
-            Transform::EspCbc { cipher, mac } => {
+            Transform::EspCbc(cbc) => {
+                let CbcKeys { cipher, mac } = cbc.as_ref();
                 if let Some(mac) = mac {
                     self.esp_verify(mac.as_ref(), p, esp_at, icv_at, seq)?;
                 }

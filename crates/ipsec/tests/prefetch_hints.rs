@@ -1,7 +1,7 @@
 //! Sealing and opening a batch prefetch, for each packet's SA, the SA's own lines and every
 //! line of its cipher's expanded key where the provider says it is (`Aead::state_span`),
 //! without first reading the SA: the engine keeps the key's address beside the SA's index
-//! (`SadEntry`, `Engine::out_keys`; issue 10). A provider that does not say gets no key
+//! (`SadEntry`) and in the SA's line 1, which sealing prefetches earlier (issue 10). A provider that does not say gets no key
 //! prefetch at all (never one at address 0).
 #![allow(
     clippy::unwrap_used,
@@ -102,7 +102,7 @@ const SAS: u32 = 6;
 /// Packets to `SAS` inbound SAs of `rx` (keyed by `rx_provider`), sealed by a sender with a
 /// host policy per SA, in an order that changes SA at every packet.
 fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) {
-    let (mut tx, rx, pkts) = engines(default_provider(), rx_provider);
+    let (mut tx, rx, pkts) = engines(default_provider(), rx_provider, false);
     let mut bufs = common::bufs_of(&pkts);
     for b in &mut bufs {
         tx.outbound(b, Time(1)).unwrap();
@@ -110,17 +110,18 @@ fn sealed_batch(rx_provider: &'static dyn Provider) -> (Engine, Vec<PacketBuf>) 
     (rx, bufs)
 }
 
-/// A sender and a receiver with `SAS` SAs and host policies, and cleartext packets to them in
-/// an order that changes SA at every packet.
+/// A sender and a receiver with `SAS` SAs (IPv6 tunnels if `v6_outer`) and host policies, and
+/// cleartext packets to them in an order that changes SA at every packet.
 fn engines(
     tx_provider: &'static dyn Provider,
     rx_provider: &'static dyn Provider,
+    v6_outer: bool,
 ) -> (Engine, Engine, Vec<Vec<u8>>) {
     let mut tx = Engine::new(tx_provider);
     let mut rx = Engine::new(rx_provider);
     let inner = |s: u32| Ipv4Addr::new(10, 2, 0, 32 + s as u8);
     for s in 0..SAS {
-        let p = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x200 + s);
+        let p = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, v6_outer, false, 0x200 + s);
         let h = tx.add_outbound(&p, Time(0)).unwrap();
         rx.add_inbound(&p, Time(0)).unwrap();
         let selector = Selector {
@@ -191,10 +192,26 @@ fn opening_prefetches_every_line_of_each_sas_key() {
 #[test]
 fn sealing_prefetches_every_line_of_each_sas_key() {
     take_spans();
-    let (mut tx, _, pkts) = engines(&SPANNED, default_provider());
+    let (mut tx, _, pkts) = engines(&SPANNED, default_provider(), false);
     let spans = take_spans();
     let mut bufs = common::bufs_of(&pkts);
     assert_every_key_line_in(&spans, &batch_recording(&mut tx, &mut bufs, false));
+}
+
+/// Sealing reads an SA's lines 0 and 1, and its line 4 (the outer header template) only
+/// through an IPv6 tunnel: an IPv4 header is built from line 1. It prefetches what it reads.
+#[test]
+fn sealing_prefetches_the_sa_lines_it_reads() {
+    for v6 in [false, true] {
+        let (mut tx, _, pkts) = engines(default_provider(), default_provider(), v6);
+        let mut bufs = common::bufs_of(&pkts);
+        let lines = batch_recording(&mut tx, &mut bufs, false);
+        for (_, sa) in tx.outbound_entries() {
+            let at = std::ptr::from_ref(sa) as usize / 64;
+            assert!(lines.contains(&at) && lines.contains(&(at + 1)), "lines 0 and 1");
+            assert_eq!(lines.contains(&(at + 4)), v6, "line 4, IPv6 tunnel: {v6}");
+        }
+    }
 }
 
 #[test]
