@@ -49,7 +49,8 @@ impl Engine {
             return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
         }
         let slot = take_free(&mut self.free_in, &self.inbound, &self.spd_in);
-        let (key_at, key_lines) = sa.key_lines();
+        // Worked out once, when the SA was built (`SecurityAssociation::key_at`).
+        let (key_at, key_lines) = (sa.key_at, sa.key_nlines);
         let idx = put_in_slot(&mut self.inbound, slot, sa);
         let Ok(idx32) = u32::try_from(idx) else {
             // Not reachable with memory as it is (4 G SAs of 512 bytes), but never truncated.

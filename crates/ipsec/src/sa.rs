@@ -122,7 +122,7 @@ pub enum Transform {
     },
     /// ESP with a CBC cipher and (unless confidentiality-only) an HMAC, boxed together so
     /// that this enum stays 24 bytes and line 1 of the SA has room for an IPv4 outer header
-    /// (`SecurityAssociation::outer_head`).
+    /// (`SecurityAssociation::outer_v4`).
     EspCbc(Box<CbcKeys>),
     /// ESP with NULL encryption (RFC 2410) and an HMAC.
     EspNull {
@@ -304,7 +304,7 @@ impl SecurityAssociation {
     /// the SA in its line 1 (`key_at`, `key_nlines`).
     /// `(0, 0)` for transforms that do not say (CBC, HMAC: their state is behind the
     /// library's own pointers).
-    pub(crate) fn key_lines(&self) -> (usize, u8) {
+    fn key_lines(&self) -> (usize, u8) {
         let (at, len) = match &self.transform {
             Transform::EspAead { aead, .. } | Transform::AhGmac { aead, .. } => aead.state_span(),
             _ => (0, 0),
