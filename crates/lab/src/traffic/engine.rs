@@ -2,8 +2,15 @@
 //! client that drives TCP_STREAM, UDP_STREAM, TCP_RR or UDP_RR through warm-up and a timed window.
 //!
 //! Protocol: one TCP control connection per test carrying JSON lines. Client → `Request`; server →
-//! `Ready{data_port}`; client → `mark` (warm-up over) and `end`; server → `ServerReport` counting what
-//! it received between the two, timed on its own clock, ending at the last datagram if that came first.
+//! `Ready{data_port}`; client → `mark` (warm-up over) and `end <window ns>`; server → `ServerReport`
+//! counting what it received between the two, timed on its own clock, ending at the last datagram if
+//! that came first.
+//!
+//! UDP_STREAM does not lean on the control lines' timing: the control connection shares the links
+//! (and the receiving CPU's backlog queue) with the flood, so `mark` can arrive late — once even
+//! together with `end`, which measured 0 Mbit/s. Each datagram's first byte says whether the client
+//! sent it in the window ([`TAG_WINDOW`]) or not ([`TAG_WARMUP`]); the server counts the tagged ones
+//! whenever the control lines arrive, and divides by the client's window length from the `end` line.
 
 use super::{ClientResult, Request, RttStats, ServerReport, TestKind};
 use crate::cpu::{ProcCpu, SystemCpu};
@@ -16,6 +23,15 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 const POLL: Duration = Duration::from_millis(50);
+
+/// First byte of a UDP_STREAM datagram the client sent before or after its measured window.
+pub const TAG_WARMUP: u8 = 0;
+/// First byte of a UDP_STREAM datagram the client sent inside its measured window.
+pub const TAG_WINDOW: u8 = 1;
+/// After `end`, how long the server waits for window datagrams still on their way (the last one
+/// it saw came this long ago), and at most.
+const DRAIN_QUIET: Duration = Duration::from_millis(20);
+const DRAIN_MAX: Duration = Duration::from_millis(200);
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LabError + '_ {
     move |e| LabError::io(what.to_string(), e)
@@ -54,6 +70,9 @@ struct Counters {
     bytes: AtomicU64,
     msgs: AtomicU64,
     last_rx_ns: AtomicU64,
+    /// UDP_STREAM datagrams tagged [`TAG_WINDOW`], whenever they came.
+    window_bytes: AtomicU64,
+    window_msgs: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -95,7 +114,8 @@ fn handle(ctl: TcpStream) -> Result<(), LabError> {
         let cpu = ProcCpu::read_self()?;
         let bytes = c.bytes.load(Ordering::Relaxed);
         let msgs = c.msgs.load(Ordering::Relaxed);
-        match line.as_str() {
+        let (word, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        match word {
             "mark" => mark = Some((now_ns, bytes, msgs, cpu)),
             "end" => {
                 let Some((t0, b0, m0, cpu0)) = mark else {
@@ -106,12 +126,21 @@ fn handle(ctl: TcpStream) -> Result<(), LabError> {
                 };
                 let last = c.last_rx_ns.load(Ordering::Relaxed);
                 let t1 = if last > t0 && last < now_ns { last } else { now_ns };
-                let report = ServerReport {
+                let mut report = ServerReport {
                     bytes: bytes - b0,
                     msgs: msgs - m0,
                     elapsed_ns: t1.saturating_sub(t0).max(1),
                     cpu_us: cpu.since(&cpu0),
                 };
+                if req.test == TestKind::UdpStream {
+                    let window_ns = arg.trim().parse::<u64>().map_err(|_| {
+                        LabError::parse("end line", format!("`{line}` has no window length"))
+                    })?;
+                    drain(&c, base);
+                    report.bytes = c.window_bytes.load(Ordering::Relaxed);
+                    report.msgs = c.window_msgs.load(Ordering::Relaxed);
+                    report.elapsed_ns = window_ns.max(1);
+                }
                 send_line(&mut w, &report)?;
                 break;
             }
@@ -123,6 +152,19 @@ fn handle(ctl: TcpStream) -> Result<(), LabError> {
     c.stop.store(true, Ordering::Relaxed);
     let _ = worker.join();
     Ok(())
+}
+
+/// Waits until no datagram came for [`DRAIN_QUIET`] (or [`DRAIN_MAX`] passed): window datagrams
+/// may still be queued behind the `end` line's arrival.
+fn drain(c: &Counters, base: Instant) {
+    let give_up = Instant::now() + DRAIN_MAX;
+    while Instant::now() < give_up {
+        let last = Duration::from_nanos(c.last_rx_ns.load(Ordering::Relaxed));
+        if base.elapsed().saturating_sub(last) >= DRAIN_QUIET {
+            return;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
 }
 
 fn start_sink(
@@ -183,6 +225,10 @@ fn start_sink(
                     match s.recv_from(&mut buf) {
                         Ok((n, from)) => {
                             note(&c, n);
+                            if req.test == TestKind::UdpStream && n > 0 && buf[0] == TAG_WINDOW {
+                                c.window_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                                c.window_msgs.fetch_add(1, Ordering::Relaxed);
+                            }
                             if req.test == TestKind::UdpRr {
                                 let _ = s.send_to(&resp, from);
                             }
@@ -242,9 +288,15 @@ impl Window<'_> {
         if self.started.is_none() && now >= self.mark_at {
             self.ctl.write_all(b"mark\n").map_err(io_err("sending mark"))?;
             self.started = Some((Instant::now(), ProcCpu::read_self()?, SystemCpu::read()?));
-        } else if self.started.is_some() && now >= self.end_at {
-            self.ended = Some((Instant::now(), ProcCpu::read_self()?, SystemCpu::read()?));
-            self.ctl.write_all(b"end\n").map_err(io_err("sending end"))?;
+        } else if let Some((t0, ..)) = &self.started
+            && now >= self.end_at
+        {
+            let t1 = Instant::now();
+            let window_ns = (t1 - *t0).as_nanos() as u64;
+            self.ended = Some((t1, ProcCpu::read_self()?, SystemCpu::read()?));
+            self.ctl
+                .write_all(format!("end {window_ns}\n").as_bytes())
+                .map_err(io_err("sending end"))?;
             return Ok(false);
         }
         Ok(true)
@@ -312,7 +364,7 @@ pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
         ended: None,
     };
     let mut t = Tally::default();
-    let msg = vec![0xa5_u8; p.req.msg_size];
+    let mut msg = vec![0xa5_u8; p.req.msg_size];
     let mut resp = vec![0u8; p.req.resp_size.max(65536)];
     // Keep the data socket alive until the server's report is in.
     let _keep: Box<dyn std::any::Any> = match p.req.test {
@@ -350,6 +402,7 @@ pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
             s.connect(data).map_err(io_err("connecting data socket"))?;
             s.set_read_timeout(Some(Duration::from_millis(200))).map_err(io_err("data timeout"))?;
             loop {
+                msg[0] = if win.measuring() { TAG_WINDOW } else { TAG_WARMUP };
                 let t0 = Instant::now();
                 let sent = s.send(&msg).is_ok();
                 let ok = if p.req.test == TestKind::UdpRr {
