@@ -5,6 +5,8 @@
 //! 100 nft rules): the control connection shares the receiver's backlog queue with the flood, so
 //! `mark` came in with `end` and the server counted nothing between them. Loopback, no root.
 
+#![allow(clippy::expect_used)] // test helpers outside #[test] fns
+
 use lab::traffic::engine::{self, TAG_WARMUP, TAG_WINDOW};
 use lab::traffic::{Ready, Request, ServerReport, TestKind};
 use std::io::{BufRead, BufReader, Write};
