@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "system packages"
 need_apt=()
@@ -78,4 +78,4 @@ HIPSEC_BIN="$PWD/target/release/hipsec" bash tests/interop/run.sh
 step "fuzz targets (${FUZZ_SECONDS}s each)"
 bash scripts/fuzz.sh "$FUZZ_SECONDS"
 
-printf '\nall checks passed\n'
+printf '\nall checks passed in %d s\n' "$SECONDS"
