@@ -40,17 +40,27 @@ fn send(s: &UdpSocket, tag: u8, n: usize, size: usize) {
     }
 }
 
-#[test]
-fn udp_stream_counts_the_window_when_mark_arrives_with_end() {
+type Server = std::thread::JoinHandle<Result<(), lab::LabError>>;
+
+/// A one-test server on loopback, asked for UDP_STREAM of `msg_size` bytes: the control
+/// connection, its reader, the server's `Ready` and its thread.
+fn start(msg_size: usize) -> (TcpStream, BufReader<TcpStream>, Ready, Server) {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let server = std::thread::spawn(move || engine::serve(&[addr], true));
     let mut ctl = connect(addr);
     let mut r = BufReader::new(ctl.try_clone().expect("clone control"));
-    let req = Request { test: TestKind::UdpStream, msg_size: 100, resp_size: 1 };
+    let req = Request { test: TestKind::UdpStream, msg_size, resp_size: 1 };
     writeln!(ctl, "{}", serde_json::to_string(&req).expect("request json")).expect("send request");
     let mut line = String::new();
     r.read_line(&mut line).expect("ready line");
     let ready: Ready = serde_json::from_str(line.trim()).expect("ready json");
+    (ctl, r, ready, server)
+}
+
+#[test]
+fn udp_stream_counts_the_window_when_mark_arrives_with_end() {
+    let (mut ctl, mut r, ready, server) = start(100);
+    let mut line = String::new();
 
     let data = UdpSocket::bind("127.0.0.1:0").expect("bind client data");
     data.connect(("127.0.0.1", ready.data_port)).expect("connect data");
@@ -71,14 +81,8 @@ fn udp_stream_counts_the_window_when_mark_arrives_with_end() {
 
 #[test]
 fn udp_stream_end_without_a_window_length_is_a_named_error() {
-    let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
-    let server = std::thread::spawn(move || engine::serve(&[addr], true));
-    let mut ctl = connect(addr);
-    let mut r = BufReader::new(ctl.try_clone().expect("clone control"));
-    let req = Request { test: TestKind::UdpStream, msg_size: 64, resp_size: 1 };
-    writeln!(ctl, "{}", serde_json::to_string(&req).expect("request json")).expect("send request");
+    let (mut ctl, mut r, _ready, server) = start(64);
     let mut line = String::new();
-    r.read_line(&mut line).expect("ready line");
     ctl.write_all(b"mark\nend\n").expect("send mark and end");
     line.clear();
     // The server gives up on this test (logs the error) and closes: no report line.
