@@ -2,8 +2,9 @@
 //! count the datagrams the client sent inside its window, however late `mark` and `end` arrive.
 //!
 //! This is the failure a fresh-clone CI run of `filter_rules` showed twice (0 Mbit/s of UDP behind
-//! 100 nft rules): the control connection shares the receiver's backlog queue with the flood, so
-//! `mark` came in with `end` and the server counted nothing between them. Loopback, no root.
+//! 100 nft rules), most likely: the control connection shares the receiving side's queues with the
+//! flood, so `mark` can come in with `end`, and the server counted nothing between them. Loopback,
+//! no root.
 
 #![allow(clippy::expect_used)] // test helpers outside #[test] fns
 

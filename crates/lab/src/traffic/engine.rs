@@ -7,8 +7,8 @@
 //! that came first.
 //!
 //! UDP_STREAM does not lean on the control lines' timing: the control connection shares the links
-//! (and the receiving CPU's backlog queue) with the flood, so `mark` can arrive late — once even
-//! together with `end`, which measured 0 Mbit/s. Each datagram's first byte says whether the client
+//! and the receiving side's queues with the flood, so `mark` can arrive late — with `end`, it
+//! would leave an empty window (what two CI runs measured, 0 Mbit/s, most likely). Each datagram's first byte says whether the client
 //! sent it in the window ([`TAG_WINDOW`]) or not ([`TAG_WARMUP`]); the server counts the tagged ones
 //! whenever the control lines arrive, and divides by the client's window length from the `end` line.
 
@@ -106,10 +106,26 @@ fn handle(ctl: TcpStream) -> Result<(), LabError> {
     let base = Instant::now();
     let c = Arc::new(Counters::default());
     let (port, worker) = start_sink(req, local, c.clone(), base)?;
-    send_line(&mut w, &super::Ready { data_port: port })?;
+    let r = send_line(&mut w, &super::Ready { data_port: port })
+        .and_then(|()| window(req, &mut r, &mut w, &c, base));
+    // On every way out, an error too (a malformed control line is the client's input): the
+    // sink thread stops, rather than polling its socket for the rest of the server's life.
+    c.stop.store(true, Ordering::Relaxed);
+    let _ = worker.join();
+    r
+}
+
+/// Serves the control lines of one test, `mark` then `end`, and answers `end` with the report.
+fn window(
+    req: Request,
+    r: &mut BufReader<TcpStream>,
+    w: &mut TcpStream,
+    c: &Counters,
+    base: Instant,
+) -> Result<(), LabError> {
     let mut mark = None;
     // A read error means the client went away: stop quietly.
-    while let Ok(line) = read_line(&mut r, "mark/end") {
+    while let Ok(line) = read_line(r, "mark/end") {
         let now_ns = base.elapsed().as_nanos() as u64;
         let cpu = ProcCpu::read_self()?;
         let bytes = c.bytes.load(Ordering::Relaxed);
@@ -124,33 +140,36 @@ fn handle(ctl: TcpStream) -> Result<(), LabError> {
                         reason: "end before mark".into(),
                     });
                 };
-                let last = c.last_rx_ns.load(Ordering::Relaxed);
-                let t1 = if last > t0 && last < now_ns { last } else { now_ns };
-                let mut report = ServerReport {
-                    bytes: bytes - b0,
-                    msgs: msgs - m0,
-                    elapsed_ns: t1.saturating_sub(t0).max(1),
-                    cpu_us: cpu.since(&cpu0),
-                };
-                if req.test == TestKind::UdpStream {
+                let cpu_us = cpu.since(&cpu0);
+                let report = if req.test == TestKind::UdpStream {
+                    // The datagrams tagged in the window, over the client's window.
                     let window_ns = arg.trim().parse::<u64>().map_err(|_| {
                         LabError::parse("end line", format!("`{line}` has no window length"))
                     })?;
-                    drain(&c, base);
-                    report.bytes = c.window_bytes.load(Ordering::Relaxed);
-                    report.msgs = c.window_msgs.load(Ordering::Relaxed);
-                    report.elapsed_ns = window_ns.max(1);
-                }
-                send_line(&mut w, &report)?;
-                break;
+                    drain(c, base);
+                    ServerReport {
+                        bytes: c.window_bytes.load(Ordering::Relaxed),
+                        msgs: c.window_msgs.load(Ordering::Relaxed),
+                        elapsed_ns: window_ns.max(1),
+                        cpu_us,
+                    }
+                } else {
+                    let last = c.last_rx_ns.load(Ordering::Relaxed);
+                    let t1 = if last > t0 && last < now_ns { last } else { now_ns };
+                    ServerReport {
+                        bytes: bytes - b0,
+                        msgs: msgs - m0,
+                        elapsed_ns: t1.saturating_sub(t0).max(1),
+                        cpu_us,
+                    }
+                };
+                return send_line(w, &report);
             }
             other => {
                 return Err(LabError::parse("control line", format!("unexpected `{other}`")));
             }
         }
     }
-    c.stop.store(true, Ordering::Relaxed);
-    let _ = worker.join();
     Ok(())
 }
 
