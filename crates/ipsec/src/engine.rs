@@ -1,6 +1,7 @@
 //! The engine: SAD (inbound SAs by SPI and protocol), outbound SAs referenced from the SPD, and the
 //! per-packet and batch entry points. Every rejection is counted by [`DropReason`].
 
+use crate::admitted;
 use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
 use crate::keyed_index::{Align32, KeyedIndex};
@@ -74,6 +75,8 @@ pub(crate) fn sad_key(spi: u32, protocol: u8) -> SadKey {
 pub(crate) struct SadEntry {
     pub(crate) idx: u32,
     pub(crate) key_lines: u8,
+    /// The lines of the SA that opening reads (`SecurityAssociation::open_lines`).
+    pub(crate) sa_lines: u8,
     pub(crate) key_at: usize,
 }
 
@@ -210,18 +213,32 @@ impl Engine {
         if self.spd_in.is_empty() {
             return Ok(());
         }
-        let l = IpLayout::parse(buf.as_slice()).map_err(|_| DropReason::InnerMalformed)?;
-        let memo = Some((self.spd_in.generation(), FlowKey::of(buf.as_slice(), &l)));
+        let p = buf.as_slice();
+        let l = IpLayout::parse(p).map_err(|_| DropReason::InnerMalformed)?;
+        let generation = self.spd_in.generation();
         let Some(s) = self.inbound.get_mut(sa).and_then(Option::as_mut) else {
             return Err(DropReason::NoSa);
         };
-        if s.admitted == memo {
-            return Ok(());
-        }
-        match self.spd_in.lookup(buf.as_slice(), &l).map(|(_, a)| a) {
+        // IPv4: the memo in line 1 (`admitted`'s module); IPv6: the full key in line 3.
+        let v4 = admitted::memo_v4(p, &l, generation);
+        let v6 = match v4 {
+            Some(m) if s.tail.admits(&m) => return Ok(()),
+            Some(_) => None,
+            None => {
+                let memo = Some((generation, FlowKey::of(p, &l)));
+                if s.admitted == memo {
+                    return Ok(());
+                }
+                memo
+            }
+        };
+        match self.spd_in.lookup(p, &l).map(|(_, a)| a) {
             // An empty list admits any inbound SA (`set_inbound_policy`).
             Some(Action::Protect(hs)) if hs.is_empty() || hs.contains(&sa) => {
-                s.admitted = memo;
+                match v4 {
+                    Some(m) => s.tail.remember(m),
+                    None => s.admitted = v6,
+                }
                 Ok(())
             }
             _ => Err(DropReason::InboundPolicyMismatch),

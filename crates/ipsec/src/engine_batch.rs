@@ -42,7 +42,7 @@ pub const AHEAD: usize = 2;
 const KEY_LINES: usize = 10;
 
 /// How many packets ahead sealing prefetches an outbound SA's own lines, whose line 1 the
-/// prefetch of its key reads `AHEAD` packets later (`SecurityAssociation::key_at`; a table of
+/// prefetch of its key reads `AHEAD` packets later (`SecurityAssociation::tail`; a table of
 /// key addresses by handle, read instead until issue 10's ninth session, cost a line more per
 /// packet and was 0.5 % slower at 10,000 SAs); and how far ahead the packets' own first bytes
 /// are fetched.
@@ -104,10 +104,10 @@ impl Engine {
         let Some(Verdict::Protect(sas)) = self.spd.verdict(*i) else { return };
         for h in sas.iter() {
             match self.outbound.get(h) {
-                Some(slot) if early => SecurityAssociation::prefetch_slot(slot, prefetch, true),
+                Some(slot) if early => SecurityAssociation::prefetch_slot(slot, prefetch, 2),
                 // Line 1, where these are, arrived since the early prefetch.
                 Some(Some(sa)) => {
-                    prefetch_key(sa.key_at, sa.key_nlines, prefetch);
+                    prefetch_key(sa.tail.key_at(), sa.key_nlines, prefetch);
                     if sa.reads_outer_tail() {
                         sa.prefetch_outer_tail(prefetch);
                     }
@@ -218,7 +218,7 @@ impl Engine {
     fn warm_inbound(&self, found: Option<&Option<(SadKey, SadEntry)>>, prefetch: impl Prefetch) {
         let Some(Some((_, e))) = found else { return };
         if let Some(slot) = self.inbound.get(e.idx as usize) {
-            SecurityAssociation::prefetch_slot(slot, prefetch, false);
+            SecurityAssociation::prefetch_slot(slot, prefetch, e.sa_lines);
         }
         prefetch_key(e.key_at, e.key_lines, prefetch);
     }

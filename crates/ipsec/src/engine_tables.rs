@@ -5,6 +5,7 @@
 //! `engine.rs` and `engine_batch.rs`.
 
 use super::{Engine, EngineError, SaHandle, SadEntry, sad_key};
+use crate::admitted::{Tail, generation_wraps};
 use crate::sa::{SaParams, SecurityAssociation};
 use crate::spd::{Action, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
@@ -43,14 +44,16 @@ impl Engine {
     }
 
     /// Installs an inbound SA built elsewhere; refuses an SPI and protocol already in the SAD.
-    pub fn insert_inbound(&mut self, sa: SecurityAssociation) -> Result<SaHandle, EngineError> {
+    pub fn insert_inbound(&mut self, mut sa: SecurityAssociation) -> Result<SaHandle, EngineError> {
         let key = sad_key(sa.spi.0, sa.protocol.number());
         if self.sad.contains_key(&key) {
             return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
         }
         let slot = take_free(&mut self.free_in, &self.inbound, &self.spd_in);
         // Worked out once, when the SA was built (`SecurityAssociation::key_at`).
-        let (key_at, key_lines) = (sa.key_at, sa.key_nlines);
+        let (key_at, key_lines, sa_lines) = (sa.tail.key_at(), sa.key_nlines, sa.open_lines());
+        // From here on line 1's tail is opening's: no flow admitted yet.
+        sa.tail = Tail::opening();
         let idx = put_in_slot(&mut self.inbound, slot, sa);
         let Ok(idx32) = u32::try_from(idx) else {
             // Not reachable with memory as it is (4 G SAs of 512 bytes), but never truncated.
@@ -58,7 +61,7 @@ impl Engine {
             self.free_in.push(idx);
             return Err(EngineError::TooManySas);
         };
-        self.sad.insert(key, SadEntry { idx: idx32, key_lines, key_at });
+        self.sad.insert(key, SadEntry { idx: idx32, key_lines, sa_lines, key_at });
         Ok(SaHandle(idx))
     }
 
@@ -151,7 +154,8 @@ impl Engine {
     /// cleartext; `Discard` drops it. Once any entry exists, every decapsulated packet must match
     /// a `Protect` entry naming its outermost SA.
     pub fn add_inbound_policy(&mut self, e: SpdEntry) -> Result<(), EngineError> {
-        append(&mut self.spd_in, self.inbound.len(), e)
+        let issued = self.inbound.len();
+        self.change_spd_in(|spd| append(spd, issued, e))
     }
 
     /// Installs or replaces inbound SPD entry `id`. A `Protect` with an empty list admits
@@ -162,12 +166,28 @@ impl Engine {
         priority: u32,
         e: SpdEntry,
     ) -> Result<(), EngineError> {
-        set(&mut self.spd_in, self.inbound.len(), id, priority, e)
+        let issued = self.inbound.len();
+        self.change_spd_in(|spd| set(spd, issued, id, priority, e))
     }
 
     /// Removes inbound SPD entry `id`.
     pub fn remove_inbound_policy(&mut self, id: PolicyId) -> Result<(), EngineError> {
-        self.spd_in.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy"))
+        self.change_spd_in(|spd| spd.remove(id).map(|_| ()).ok_or(EngineError::NotFound("policy")))
+    }
+
+    /// Every change of the inbound SPD goes through here. An IPv4 memo keeps only the
+    /// generation's low 16 bits (`admitted::memo_v4`), so when they come round (a change
+    /// may count more than one) every memo is forgotten: one pass over the inbound SAs per
+    /// 65,536 changes, not one per change.
+    fn change_spd_in<R>(&mut self, change: impl FnOnce(&mut SpdTable) -> R) -> R {
+        let before = self.spd_in.generation();
+        let r = change(&mut self.spd_in);
+        if generation_wraps(before, self.spd_in.generation()) {
+            for sa in self.inbound.iter_mut().flatten() {
+                sa.tail = Tail::opening();
+            }
+        }
+        r
     }
 }
 

@@ -259,7 +259,7 @@ mod tests {
         type S = Slot<SadKey, SadEntry, Align32>;
         let mut ix: KeyedIndex<SadKey, SadEntry, Align32> = KeyedIndex::default();
         for i in 0..1000u64 {
-            let e = SadEntry { idx: i as u32, key_lines: 10, key_at: 0 };
+            let e = SadEntry { idx: i as u32, key_lines: 10, sa_lines: 3, key_at: 0 };
             ix.insert(i, e);
         }
         for h in 0..ix.slots.len() as u64 {

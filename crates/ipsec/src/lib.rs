@@ -7,6 +7,7 @@
 //! Read first: RFC 4301 §4.4 (databases), RFC 4303 §3, RFC 4302 §3.
 #![forbid(unsafe_code)]
 
+mod admitted;
 pub mod ah;
 pub mod buf;
 pub mod drop;

@@ -2,6 +2,7 @@
 //! and hot per-packet state (outbound sequence counter, replay window, usage). Keys live only
 //! inside the provider's key objects and are zeroized when the SA is dropped.
 
+use crate::admitted::Tail;
 use crate::drop::DropReason;
 use crate::lifetime::{Due, Lifetime, SaEvent, Usage};
 use crate::replay::ReplayWindow;
@@ -157,10 +158,11 @@ pub struct CbcKeys {
 /// Laid out for the per-packet path (`repr(C)` keeps the order): with thousands of SAs each
 /// packet meets a cold SA, and every cache line it touches is a miss. Line 0 holds what every
 /// packet writes (counters, the lifetime thresholds), line 1 what it reads (the keyed
-/// transform, SPI, lengths, mode, and an IPv4 tunnel's outer addresses), lines 2–3 what
-/// opening reads (replay window, the inbound policy memo), line 4 the outer header template,
-/// which only an IPv6 tunnel reads: a sealed packet touches two lines of its SA (three through
-/// an IPv6 tunnel), an opened one four (of eight before). The parameters no
+/// transform, SPI, lengths, mode, and per direction an IPv4 tunnel's outer addresses or an
+/// IPv4 flow's inbound policy memo), line 2 the replay window, line 3 the memo of an IPv6
+/// flow, line 4 the outer header template, which only an IPv6 tunnel reads: a sealed packet
+/// touches two lines of its SA (three through an IPv6 tunnel), an opened one three (four for
+/// an IPv6 flow; eight before issue 10). The parameters no
 /// packet reads (addresses, the lifetimes themselves, pending event, AH-GMAC's scratch) come
 /// after them (`Cold`). Inline rather than boxed: an allocation per SA between the key
 /// schedules the crypto library allocates spreads those out, and in `bench sas` sealing and
@@ -189,24 +191,25 @@ pub struct SecurityAssociation {
     pub(crate) icv_len: u8,
     pub(crate) pad_align: u8,
     pub(crate) outer_len: u8,
-    /// Cache lines of the expanded key from `key_at` (`key_lines`).
+    /// Cache lines of the expanded key from `tail.key_at()` (`key_lines`).
     pub(crate) key_nlines: u8,
     /// Where `Option<Self>` keeps its tag (`Live`): in this line, which every packet reads.
     pub(crate) live: crate::types::Live,
-    /// An IPv4 SA's outer source and destination addresses, all an IPv4 tunnel header takes
-    /// besides constants (`outer_v4_header`). Here, in the line every packet reads, an IPv4
-    /// seal reads no further line of its SA: the template in line 4 was one in six of the
-    /// lines sealing fetched beside the cipher's key at 10,000 SAs (`bench sas`, issue 10).
-    pub(crate) outer_v4: [u8; 8],
-    /// Where the keyed transform's expanded key starts (`key_lines`): read, two packets
-    /// ahead, from this line that an earlier prefetch brought in, to prefetch the key.
-    pub(crate) key_at: usize,
+    /// Sealing: an IPv4 SA's outer source and destination addresses, all an IPv4 tunnel
+    /// header takes besides constants (`outer_v4_header`; here, in the line every packet
+    /// reads, an IPv4 seal reads no further line of its SA: the template in line 4 was one in
+    /// six of the lines sealing fetched beside the cipher's key at 10,000 SAs, `bench sas`,
+    /// issue 10), then where the expanded key starts (`key_lines`; read two packets ahead,
+    /// from this line that an earlier prefetch brought in, to prefetch the key).
+    /// Opening: the last IPv4 flow the inbound policy admitted (`admitted`'s module).
+    pub(crate) tail: Tail,
     // Line 2: read by opening (64 bytes, 64-aligned).
     /// Replay window (inbound use).
     pub(crate) replay: ReplayWindow,
-    // Line 3: read by opening; then the provider, which only CBC's random IVs call.
-    /// Inbound: the last flow the inbound policy check let through on this SA, and the
-    /// inbound SPD's generation then (`Engine::inbound`).
+    // Line 3: read by opening an IPv6 flow; then the provider, which only CBC's random IVs
+    // call.
+    /// Inbound: the last IPv6 flow the inbound policy check let through on this SA, and the
+    /// inbound SPD's generation then (`Engine::inbound`); an IPv4 one is in `tail`.
     pub(crate) admitted: Option<(u64, crate::spd::FlowKey)>,
     pub(crate) provider: &'static dyn Provider,
     // Line 4: read by sealing through an IPv6 tunnel.
@@ -235,7 +238,7 @@ const _: () = {
     type Sa = SecurityAssociation;
     assert!(offset_of!(Sa, due) + size_of::<Due>() <= 64);
     assert!(offset_of!(Sa, transform) >= 64 && offset_of!(Sa, outer_len) < 128);
-    assert!(offset_of!(Sa, key_at) + 8 <= 128);
+    assert!(offset_of!(Sa, tail) >= 64 && offset_of!(Sa, tail) + size_of::<Tail>() <= 128);
     assert!(offset_of!(Sa, replay) == 128 && size_of::<ReplayWindow>() == 64);
     assert!(offset_of!(Sa, admitted) == 192 && offset_of!(Sa, provider) + 16 <= 256);
     assert!(offset_of!(Sa, outer) == 256 && size_of::<Sa>() <= 512);
@@ -256,7 +259,8 @@ fn check_len(field: &'static str, alg: String, got: usize, want: usize) -> Resul
 }
 
 impl SecurityAssociation {
-    /// Starts fetching the lines sealing (`out`) or opening reads from the SA in `slot`,
+    /// Starts fetching the first `lines` lines of the SA in `slot` (sealing reads 2, opening
+    /// [`Self::open_lines`]),
     /// without reading the slot: `prefetch` is the CPU's prefetch instruction
     /// (`types::Prefetch`), given addresses inside the slot only (the line offsets are
     /// the layout asserted above). Taking the slot rather than the SA matters: telling `Some`
@@ -267,13 +271,21 @@ impl SecurityAssociation {
     pub(crate) fn prefetch_slot(
         slot: &Option<Self>,
         prefetch: impl crate::types::Prefetch,
-        out: bool,
+        lines: u8,
     ) {
         let base = std::ptr::from_ref(slot).cast::<u8>();
-        let lines: &[usize] = if out { &[0, 64] } else { &[0, 64, 128, 192] };
-        for &off in lines {
-            prefetch(base.wrapping_add(off));
+        for l in 0..usize::from(lines.min(4)) {
+            prefetch(base.wrapping_add(64 * l));
         }
+    }
+
+    /// The lines opening reads, as far as the SA can tell before a packet is decrypted: lines
+    /// 0–2, and line 3 (the memo of an IPv6 flow) when the inner packets are likely IPv6. The
+    /// outer family is the guess: right for transport mode, and for tunnels that carry their
+    /// own family. A tunnel carrying the other family costs one line, prefetched for nothing
+    /// (IPv4 inside IPv6) or read without a prefetch (IPv6 inside IPv4).
+    pub(crate) fn open_lines(&self) -> u8 {
+        if self.v4 { 3 } else { 4 }
     }
 
     /// Starts fetching line 4 of the SA, which sealing reads only through an IPv6 tunnel
@@ -288,20 +300,20 @@ impl SecurityAssociation {
     }
 
     /// An IPv4 tunnel's outer header (length and checksum filled per packet): the template
-    /// `outer_template` builds, from `outer_v4` and constants, without reading line 4.
+    /// `outer_template` builds, from `tail` and constants, without reading line 4.
     #[inline]
     pub(crate) fn outer_v4_header(&self) -> [u8; 20] {
         let mut h = [0u8; 20];
         h[0] = 0x45;
         h[8] = 64;
         h[9] = self.protocol.number();
-        h[12..20].copy_from_slice(&self.outer_v4);
+        h[12..20].copy_from_slice(&self.tail.outer_v4());
         h
     }
 
     /// Where the keyed transform's expanded key lives (`Aead::state_span`): address and whole
     /// cache lines from there, for the engine to keep beside this SA's index (`SadEntry`) and
-    /// the SA in its line 1 (`key_at`, `key_nlines`).
+    /// the SA in its line 1 (`tail`, `key_nlines`).
     /// `(0, 0)` for transforms that do not say (CBC, HMAC: their state is behind the
     /// library's own pointers).
     fn key_lines(&self) -> (usize, u8) {
@@ -351,8 +363,7 @@ impl SecurityAssociation {
             pad_align: byte(pad_align),
             outer_len: byte(outer_len),
             live: crate::types::Live::Yes,
-            outer_v4,
-            key_at: 0,
+            tail: Tail::sealing(outer_v4, 0),
             key_nlines: 0,
             outer,
             provider,
@@ -367,7 +378,9 @@ impl SecurityAssociation {
             replay: ReplayWindow::new(p.replay_window, p.esn)?,
             admitted: None,
         };
-        (sa.key_at, sa.key_nlines) = sa.key_lines();
+        let key_at;
+        (key_at, sa.key_nlines) = sa.key_lines();
+        sa.tail = Tail::sealing(outer_v4, key_at);
         Ok(sa)
     }
 

@@ -214,6 +214,28 @@ fn sealing_prefetches_the_sa_lines_it_reads() {
     }
 }
 
+/// Opening reads an SA's lines 0 to 2 (an IPv4 flow's policy memo is in line 1), and line 3
+/// (an IPv6 flow's memo) is prefetched only where the outer family says the flows are likely
+/// IPv6 (`SecurityAssociation::open_lines`). Fails if line 3 is fetched for every SA again,
+/// or if any line opening reads is not.
+#[test]
+fn opening_prefetches_the_sa_lines_it_reads() {
+    for v6 in [false, true] {
+        let (mut tx, mut rx, pkts) = engines(default_provider(), default_provider(), v6);
+        let mut bufs = common::bufs_of(&pkts);
+        for b in &mut bufs {
+            tx.outbound(b, Time(1)).unwrap();
+        }
+        let lines = batch_recording(&mut rx, &mut bufs, true);
+        assert_eq!(rx.inbound_entries().count(), SAS as usize);
+        for (_, sa) in rx.inbound_entries() {
+            let at = std::ptr::from_ref(sa) as usize / 64;
+            assert!((0..3).all(|l| lines.contains(&(at + l))), "lines 0 to 2");
+            assert_eq!(lines.contains(&(at + 3)), v6, "line 3, IPv6 outer: {v6}");
+        }
+    }
+}
+
 #[test]
 fn a_provider_that_does_not_say_gets_no_key_prefetch() {
     let (mut rx, mut bufs) = sealed_batch(default_provider());

@@ -247,9 +247,15 @@ fn inbound_policy_checks_what_an_sa_may_carry() {
 /// The inbound check remembers its last verdict per SA (`Engine::inbound`): the memory must
 /// follow every field the selectors read, and every change of the SPD. Fails if the memory
 /// ignored the ports (the second packet would pass) or the SPD's generation (the packet after
-/// the repoint would pass).
+/// the repoint would pass). Both inner families: an IPv4 flow is remembered in the SA's line
+/// 1, an IPv6 one in line 3 (the `admitted` module), by different code.
 #[test]
 fn inbound_policy_memory_follows_the_flow_and_the_spd() {
+    inbound_policy_memory(false);
+    inbound_policy_memory(true);
+}
+
+fn inbound_policy_memory(v6: bool) {
     use etherparse::PacketBuilder;
     use ipsec::spd::{Action, Prefix, Selector, SpdEntry};
     let a = esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x7100);
@@ -259,9 +265,14 @@ fn inbound_policy_memory_follows_the_flow_and_the_spd() {
     let ha = tx.add_outbound(&a, Time(0)).unwrap();
     let ia = rx.add_inbound(&a, Time(0)).unwrap();
     let ib = rx.add_inbound(&b, Time(0)).unwrap();
+    let (host, net) = if v6 {
+        ("2001:db8:1::16/128", "2001:db8:1::/48")
+    } else {
+        ("10.1.0.16/32", "10.1.0.0/16")
+    };
     let sel = |src: &str, dport: Option<(u16, u16)>| Selector {
         src: src.parse::<Prefix>().unwrap(),
-        dst: Prefix::any(false),
+        dst: Prefix::any(v6),
         proto: Some(17),
         src_ports: None,
         dst_ports: dport,
@@ -270,23 +281,21 @@ fn inbound_policy_memory_follows_the_flow_and_the_spd() {
     rx.set_inbound_policy(
         1,
         10,
-        SpdEntry {
-            selector: sel("10.1.0.16/32", Some((5002, 5002))),
-            action: Action::Protect(vec![ib.0]),
-        },
+        SpdEntry { selector: sel(host, Some((5002, 5002))), action: Action::Protect(vec![ib.0]) },
     )
     .unwrap();
-    let wide = |h: usize| SpdEntry {
-        selector: sel("10.1.0.0/16", None),
-        action: Action::Protect(vec![h]),
-    };
+    let wide = |h: usize| SpdEntry { selector: sel(net, None), action: Action::Protect(vec![h]) };
     rx.set_inbound_policy(2, 100, wide(ia.0)).unwrap();
     let udp = |dport: u16| {
         let mut out = Vec::new();
-        PacketBuilder::ipv4([10, 1, 0, 16], [10, 2, 0, 32], 64)
-            .udp(40000, dport)
-            .write(&mut out, b"flow")
-            .unwrap();
+        let ip = if v6 {
+            let src: std::net::Ipv6Addr = "2001:db8:1::16".parse().unwrap();
+            let dst: std::net::Ipv6Addr = "2001:db8:2::32".parse().unwrap();
+            PacketBuilder::ipv6(src.octets(), dst.octets(), 64)
+        } else {
+            PacketBuilder::ipv4([10, 1, 0, 16], [10, 2, 0, 32], 64)
+        };
+        ip.udp(40000, dport).write(&mut out, b"flow").unwrap();
         out
     };
     let mut buf = PacketBuf::with_max_packet();
