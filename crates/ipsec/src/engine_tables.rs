@@ -50,7 +50,7 @@ impl Engine {
             return Err(EngineError::DuplicateSpi { spi: sa.spi, proto: sa.protocol.name() });
         }
         let slot = take_free(&mut self.free_in, &self.inbound, &self.spd_in);
-        // Worked out once, when the SA was built (`SecurityAssociation::key_at`).
+        // Worked out once, when the SA was built (`SecurityAssociation::key_lines`).
         let (key_at, key_lines, sa_lines) = (sa.tail.key_at(), sa.key_nlines, sa.open_lines());
         // From here on line 1's tail is opening's: no flow admitted yet.
         sa.tail = Tail::opening();

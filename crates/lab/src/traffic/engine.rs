@@ -8,7 +8,8 @@
 //!
 //! UDP_STREAM does not lean on the control lines' timing: the control connection shares the links
 //! and the receiving side's queues with the flood, so `mark` can arrive late — with `end`, it
-//! would leave an empty window (what two CI runs measured, 0 Mbit/s, most likely). Each datagram's first byte says whether the client
+//! would leave an empty window (what two CI runs measured, 0 Mbit/s, most likely). Each
+//! datagram's first byte says whether the client
 //! sent it in the window ([`TAG_WINDOW`]) or not ([`TAG_WARMUP`]); the server counts the tagged ones
 //! whenever the control lines arrive, and divides by the client's window length from the `end` line.
 
