@@ -151,6 +151,9 @@ pub struct Engine {
     last_in: Option<(SadKey, usize)>,
     /// `outbound_batch`'s per-packet lookups (kept for their capacity).
     batch_found: Vec<Option<(IpLayout, crate::spd_table::Probe, Option<usize>)>>,
+    /// The packets of `outbound_batch` whose policy lies beyond its index's home slot
+    /// (`SpdTable::prefetch_candidates`; kept for its capacity).
+    batch_displaced: Vec<usize>,
     /// `inbound_batch`'s per-packet SAD lookups (kept for their capacity).
     batch_found_in: Vec<Option<(SadKey, SadEntry)>>,
     /// `inbound_batch`'s keys and their hashes (kept for their capacity).
@@ -175,6 +178,7 @@ impl Engine {
             events: Vec::new(),
             last_in: None,
             batch_found: Vec::new(),
+            batch_displaced: Vec::new(),
             batch_found_in: Vec::new(),
             batch_keys_in: Vec::new(),
         }

@@ -5,9 +5,11 @@
 //! SA and keyed cipher are cold, and one packet's chain of lookups (hash bucket → policy → SA →
 //! cipher state) is a row of cache misses, each waiting on the one before. So the batch is
 //! worked in passes, each a loop of independent loads whose misses the CPU overlaps:
-//! 1. every packet's lookup: outbound, the SPD in three passes (hash the addresses and
-//!    prefetch their index slots; read the slots and prefetch the entries they name; match,
-//!    `SpdTable::probe`); inbound, the SAD in two (hash and prefetch; probe);
+//! 1. every packet's lookup: outbound, the SPD in three passes and a short fourth (hash the
+//!    addresses and prefetch their index slots; read the slots and prefetch the entries they
+//!    name, or the next slot's line for an address not in its home slot; for those, walk on
+//!    and prefetch the entry; match, `SpdTable::probe`); inbound, the SAD in two (hash and
+//!    prefetch; probe);
 //! 2. the processing, which, before it seals packet i, prefetches the SA lines sealing reads
 //!    for packet i + [`PREFETCH_AHEAD`], and the key of packet i + [`AHEAD`]'s SA from where
 //!    line 1 of that SA, fetched by then, says it is; before it opens packet i, it prefetches
@@ -68,9 +70,19 @@ impl Engine {
             let layout = IpLayout::parse(b.as_slice()).ok()?;
             Some((layout, self.spd.probe(b.as_slice(), &layout, prefetch), None))
         }));
-        for (_, probe, _) in found.iter().flatten() {
-            self.spd.prefetch_candidates(probe, prefetch);
+        let mut displaced = std::mem::take(&mut self.batch_displaced);
+        displaced.clear();
+        for (k, f) in found.iter().enumerate() {
+            if let Some((_, probe, _)) = f {
+                if self.spd.prefetch_candidates(probe, prefetch) {
+                    displaced.push(k);
+                }
+            }
         }
+        for (_, probe, _) in displaced.iter().filter_map(|&k| found.get(k)?.as_ref()) {
+            self.spd.prefetch_displaced(probe, prefetch);
+        }
+        self.batch_displaced = displaced;
         for (b, f) in bufs.iter().zip(found.iter_mut()) {
             if let Some((layout, probe, i)) = f {
                 *i = self.spd.find_probed(b.as_slice(), layout, probe);

@@ -60,6 +60,17 @@ impl<K, V, A> Slot<K, V, A> {
         && 64 % std::mem::align_of::<Self>() == 0;
 }
 
+/// What a key's home slot holds ([`KeyedIndex::home`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home<V> {
+    /// The key, with this value.
+    Here(V),
+    /// Nothing: the key is not in the index.
+    Vacant,
+    /// Another key: the key, if present, lies in a later slot (linear probing).
+    Taken,
+}
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct KeyedIndex<K, V, A = Align64> {
@@ -123,6 +134,17 @@ impl<K: Hash + Eq + Copy, V: Copy, A: SlotAlign> KeyedIndex<K, V, A> {
         let last = first.wrapping_add(std::mem::size_of::<Slot<K, V, A>>() - 1);
         if (first as usize) / 64 != (last as usize) / 64 {
             prefetch(last);
+        }
+    }
+
+    /// What the home slot of `hash` (the one [`KeyedIndex::prefetch_slot`] fetches first)
+    /// says of `k`, given `hash == self.hash(k)`, without reading further: for a batch pass
+    /// that must not wait on a second line (`SpdTable::prefetch_candidates`).
+    pub fn home(&self, hash: u64, k: &K) -> Home<V> {
+        match self.slots.get(hash as usize & self.mask()).map(|s| &s.entry) {
+            Some(Some((key, v))) if key == k => Home::Here(*v),
+            Some(Some(_)) => Home::Taken,
+            Some(None) | None => Home::Vacant,
         }
     }
 
@@ -307,6 +329,12 @@ mod tests {
                 prop_assert_eq!(ix.get(&key), model.get(&key).copied());
                 let h = ix.hash(&key);
                 prop_assert_eq!(ix.get_hashed(h, &key), model.get(&key).copied());
+                // The home slot alone: never a wrong value, never "absent" for a present key.
+                match ix.home(h, &key) {
+                    Home::Here(v) => prop_assert_eq!(Some(v), model.get(&key).copied()),
+                    Home::Vacant => prop_assert!(!model.contains_key(&key)),
+                    Home::Taken => {}
+                }
             }
             let mut all: Vec<_> = ix.iter().collect();
             all.sort_unstable();

@@ -8,7 +8,7 @@
 //! thousands of peers the misses of many packets overlap instead of following one another
 //! (issue 10). The index is keyed at random, so addresses chosen by an attacker do not collide.
 
-use crate::keyed_index::KeyedIndex;
+use crate::keyed_index::{Home, KeyedIndex};
 use std::net::IpAddr;
 
 /// Match order: priority, then installation.
@@ -100,6 +100,22 @@ impl HostIndex {
     /// The entry `first_match` would try first under `a` (for a prefetch of its slot).
     pub(crate) fn first(&self, a: &IpAddr, h: u64) -> Option<usize> {
         self.heads.get_hashed(h, a).map(|head| head.first.1)
+    }
+
+    /// [`HostIndex::first`] as far as `a`'s home slot tells (the slot [`HostIndex::hash`]
+    /// prefetched), reading no further.
+    pub(crate) fn first_at_home(&self, a: &IpAddr, h: u64) -> Home<usize> {
+        match self.heads.home(h, a) {
+            Home::Here(head) => Home::Here(head.first.1),
+            Home::Vacant => Home::Vacant,
+            Home::Taken => Home::Taken,
+        }
+    }
+
+    /// Starts fetching the slot after `a`'s home slot (`h`, its hash), the next a lookup reads
+    /// when the home slot holds another address.
+    pub(crate) fn prefetch_after_home(&self, h: u64, prefetch: impl crate::types::Prefetch) {
+        self.heads.prefetch_slot(h.wrapping_add(1), prefetch);
     }
 }
 

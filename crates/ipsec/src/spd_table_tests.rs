@@ -216,3 +216,45 @@ proptest! {
         }
     }
 }
+
+thread_local! {
+    /// Addresses given to `record` on this thread (the tests run in parallel).
+    static FETCHED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn record(p: *const u8) {
+    FETCHED.with(|f| f.borrow_mut().push(p as usize));
+}
+
+/// The batch's lookup passes (`engine_batch.rs`) start fetching the lookup line of every
+/// packet's policy, including the policies whose address lies beyond its home slot in the
+/// index, which the second pass leaves to the third rather than wait on the next slot's line.
+/// With 2,000 host policies some addresses are displaced (the test checks it met some), and
+/// without the third pass their lines would go unfetched.
+#[test]
+fn the_lookup_passes_prefetch_every_packets_policy_line() {
+    let mut t = SpdTable::default();
+    let dst = |i: u32| [10, 1, (i >> 8) as u8, i as u8];
+    for i in 0..2000u32 {
+        let d = std::net::Ipv4Addr::from(dst(i));
+        t.set(u64::from(i), 0, entry("0.0.0.0/0", &format!("{d}/32"), Action::Protect(vec![7])));
+    }
+    let mut displaced = 0;
+    for i in 0..2000u32 {
+        let p = udp([192, 0, 2, 1], dst(i));
+        let Ok(l) = IpLayout::parse(&p) else { panic!("packet {i}") };
+        FETCHED.with(|f| f.borrow_mut().clear());
+        let probe = t.probe(&p, &l, record);
+        if t.prefetch_candidates(&probe, record) {
+            displaced += 1;
+            t.prefetch_displaced(&probe, record);
+        }
+        let Some(e) = t.find_probed(&p, &l, &probe) else { panic!("packet {i}: no policy") };
+        let line = std::ptr::from_ref(&t.hot[e]) as usize;
+        assert!(
+            FETCHED.with(|f| f.borrow().contains(&line)),
+            "packet {i}: policy line not fetched"
+        );
+    }
+    assert!(displaced > 0, "no address was displaced: the test proved nothing");
+}
