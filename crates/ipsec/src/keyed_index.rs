@@ -250,13 +250,7 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashMap;
 
-    thread_local! {
-        static FETCHED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-
-    fn record(p: *const u8) {
-        FETCHED.with(|f| f.borrow_mut().push(p as usize));
-    }
+    use crate::types::recorded::{clear, fetched, record};
 
     /// `prefetch_slot` asks for every cache line of the slot, also where a slot that is not
     /// aligned to its size (48 bytes, 16-aligned) straddles two; it failed while only the
@@ -272,12 +266,12 @@ mod tests {
         assert!(64 % size != 0, "the test needs a slot that straddles lines ({size} bytes)");
         let mut straddled = 0;
         for h in 0..ix.slots.len() as u64 {
-            FETCHED.with(|f| f.borrow_mut().clear());
+            clear();
             ix.prefetch_slot(h, record);
             let start = ix.slot_addr(h) as usize;
             let lines: Vec<usize> = (start / 64..=(start + size - 1) / 64).collect();
             straddled += usize::from(lines.len() > 1);
-            let got: Vec<usize> = FETCHED.with(|f| f.borrow().iter().map(|a| a / 64).collect());
+            let got: Vec<usize> = fetched().iter().map(|a| a / 64).collect();
             for l in &lines {
                 assert!(got.contains(l), "slot {h}: line {l} of {lines:?} not fetched ({got:?})");
             }
@@ -299,12 +293,12 @@ mod tests {
             ix.insert(i, e);
         }
         for h in 0..ix.slots.len() as u64 {
-            FETCHED.with(|f| f.borrow_mut().clear());
+            clear();
             ix.prefetch_slot(h, record);
             let start = ix.slot_addr(h) as usize;
             assert_eq!(start / 64, (start + size_of::<S>() - 1) / 64, "slot {h} straddles");
             let next = ix.slots.as_ptr().wrapping_add((h as usize + 1) % ix.slots.len()) as usize;
-            assert_eq!(FETCHED.with(|f| f.borrow().clone()), vec![start, next]);
+            assert_eq!(fetched(), vec![start, next]);
         }
     }
 

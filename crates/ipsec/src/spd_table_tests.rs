@@ -217,15 +217,6 @@ proptest! {
     }
 }
 
-thread_local! {
-    /// Addresses given to `record` on this thread (the tests run in parallel).
-    static FETCHED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn record(p: *const u8) {
-    FETCHED.with(|f| f.borrow_mut().push(p as usize));
-}
-
 /// The batch's lookup passes (`engine_batch.rs`) start fetching the lookup line of every
 /// packet's policy, including the policies whose address lies beyond its home slot in the
 /// index, which the second pass leaves to the third rather than wait on the next slot's line.
@@ -233,6 +224,7 @@ fn record(p: *const u8) {
 /// without the third pass their lines would go unfetched.
 #[test]
 fn the_lookup_passes_prefetch_every_packets_policy_line() {
+    use crate::types::recorded::{clear, fetched, record};
     let mut t = SpdTable::default();
     let dst = |i: u32| [10, 1, (i >> 8) as u8, i as u8];
     for i in 0..2000u32 {
@@ -243,7 +235,7 @@ fn the_lookup_passes_prefetch_every_packets_policy_line() {
     for i in 0..2000u32 {
         let p = udp([192, 0, 2, 1], dst(i));
         let Ok(l) = IpLayout::parse(&p) else { panic!("packet {i}") };
-        FETCHED.with(|f| f.borrow_mut().clear());
+        clear();
         let probe = t.probe(&p, &l, record);
         if t.prefetch_candidates(&probe, record) {
             displaced += 1;
@@ -251,10 +243,7 @@ fn the_lookup_passes_prefetch_every_packets_policy_line() {
         }
         let Some(e) = t.find_probed(&p, &l, &probe) else { panic!("packet {i}: no policy") };
         let line = std::ptr::from_ref(&t.hot[e]) as usize;
-        assert!(
-            FETCHED.with(|f| f.borrow().contains(&line)),
-            "packet {i}: policy line not fetched"
-        );
+        assert!(fetched().contains(&line), "packet {i}: policy line not fetched");
     }
     assert!(displaced > 0, "no address was displaced: the test proved nothing");
 }

@@ -70,6 +70,32 @@ impl<F: Fn(*const u8) + Copy> Prefetch for F {}
 /// callers with no prefetch instruction to give.
 pub fn no_prefetch(_: *const u8) {}
 
+/// A [`Prefetch`] that records the addresses it is given, for the tests of what the batch
+/// passes fetch (per thread, as the tests run in parallel).
+#[cfg(test)]
+pub(crate) mod recorded {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static FETCHED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The prefetch: records `p`.
+    pub(crate) fn record(p: *const u8) {
+        FETCHED.with(|f| f.borrow_mut().push(p as usize));
+    }
+
+    /// Forgets what was recorded on this thread.
+    pub(crate) fn clear() {
+        FETCHED.with(|f| f.borrow_mut().clear());
+    }
+
+    /// The addresses recorded on this thread since the last `clear`, in order.
+    pub(crate) fn fetched() -> Vec<usize> {
+        FETCHED.with(|f| f.borrow().clone())
+    }
+}
+
 /// A field with one valid value, whose 2^64 − 1 invalid ones are the largest niche in any
 /// struct that holds it (larger than a `Vec` capacity's or a two-variant enum's 64-bit tag's):
 /// `Option` of that struct keeps its tag in this field, so a hot table of
