@@ -71,6 +71,17 @@ pub enum Home<V> {
     Taken,
 }
 
+impl<V> Home<V> {
+    /// The same answer with the value, if any, mapped by `f`.
+    pub fn map<W>(self, f: impl FnOnce(V) -> W) -> Home<W> {
+        match self {
+            Home::Here(v) => Home::Here(f(v)),
+            Home::Vacant => Home::Vacant,
+            Home::Taken => Home::Taken,
+        }
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct KeyedIndex<K, V, A = Align64> {
@@ -119,7 +130,8 @@ impl<K: Hash + Eq + Copy, V: Copy, A: SlotAlign> KeyedIndex<K, V, A> {
     /// at one SA (a scratch timer). With this prefetch, over 12 alternating binary pairs, the
     /// open ratio was lower in 9 (median 1.110 against 1.118; issue 10). The SPD host index's
     /// 64-byte slots do not take it: there the extra line every lookup fetches cost as much
-    /// as the misses it saved (seal median 1.099 against 1.098, 12 pairs).
+    /// as the misses it saved (seal median 1.099 against 1.098, 12 pairs); their displaced
+    /// addresses are walked in a pass of their own instead (`SpdTable::prefetch_candidates`).
     pub fn prefetch_slot(&self, hash: u64, prefetch: impl crate::types::Prefetch) {
         let first = self.slot_addr(hash);
         prefetch(first);

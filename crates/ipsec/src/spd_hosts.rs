@@ -105,11 +105,7 @@ impl HostIndex {
     /// [`HostIndex::first`] as far as `a`'s home slot tells (the slot [`HostIndex::hash`]
     /// prefetched), reading no further.
     pub(crate) fn first_at_home(&self, a: &IpAddr, h: u64) -> Home<usize> {
-        match self.heads.home(h, a) {
-            Home::Here(head) => Home::Here(head.first.1),
-            Home::Vacant => Home::Vacant,
-            Home::Taken => Home::Taken,
-        }
+        self.heads.home(h, a).map(|head| head.first.1)
     }
 
     /// Starts fetching the slot after `a`'s home slot (`h`, its hash), the next a lookup reads
