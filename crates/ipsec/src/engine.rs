@@ -4,9 +4,9 @@
 use crate::admitted;
 use crate::buf::PacketBuf;
 use crate::drop::{DropCounters, DropReason};
-use crate::keyed_index::{Align32, KeyedIndex};
 use crate::lifetime::SaEvent;
 use crate::sa::{Protocol, SaError, SecurityAssociation};
+use crate::sad::{Sad, SadEntry, SadKey, sad_key};
 use crate::spd::{Action, FlowKey};
 use crate::spd_table::{SpdTable, Verdict};
 use crate::types::{SeqNum, Spi, Time};
@@ -57,33 +57,6 @@ pub enum EngineError {
     TooManySas,
 }
 
-/// The SAD's key: an inbound SA's SPI and protocol number (50 ESP, 51 AH) in one word, so
-/// that a lookup hashes and compares one integer.
-pub(crate) type SadKey = u64;
-
-/// The SAD key of an SPI and protocol number.
-pub(crate) fn sad_key(spi: u32, protocol: u8) -> SadKey {
-    (u64::from(spi) << 8) | u64::from(protocol)
-}
-
-/// A SAD entry: the inbound SA's slot, and where its cipher's expanded key lives
-/// (`SecurityAssociation::key_lines`). With both in the one line a lookup reads, a batch
-/// starts the SA's misses and its key's together (`engine_batch`), rather than first
-/// waiting for the SA to learn where its key is. The key's address is only a prefetch hint:
-/// it is never read through, so a stale one would cost time, not correctness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SadEntry {
-    pub(crate) idx: u32,
-    pub(crate) key_lines: u8,
-    /// The lines of the SA that opening reads (`SecurityAssociation::open_lines`).
-    pub(crate) sa_lines: u8,
-    pub(crate) key_at: usize,
-}
-
-// A SAD lookup reads one cache line (`KeyedIndex`'s module documentation): 32-byte slots
-// aligned to 32. Unaligned, half of them straddled two lines in `bench sas` (issue 10).
-const _: () = assert!(KeyedIndex::<SadKey, SadEntry, Align32>::SLOT_IN_ONE_LINE);
-
 /// Default least time between two acquires raised by one policy.
 pub const DEFAULT_ACQUIRE_INTERVAL: Time = Time(1_000_000);
 
@@ -132,9 +105,10 @@ pub struct Engine {
     provider: &'static dyn Provider,
     outbound: Vec<Option<SecurityAssociation>>,
     inbound: Vec<Option<SecurityAssociation>>,
-    /// Inbound SAs by (SPI, protocol), hashed with a random key so that a peer choosing SPIs
-    /// cannot make lookups collide; a batch prefetches its slots (`keyed_index`).
-    sad: KeyedIndex<SadKey, SadEntry, Align32>,
+    /// Inbound SAs by (SPI, protocol): a direct-mapped table in front of an index hashed
+    /// with a random key, so that a peer choosing SPIs cannot make lookups collide; a batch
+    /// prefetches their slots (`sad`).
+    sad: Sad,
     spd: SpdTable,
     /// Inbound policy (RFC 4301 §5.2): which SAs may carry which decapsulated traffic, and which
     /// cleartext may enter. Empty: no inbound check (the pcap tools' use).
@@ -156,8 +130,11 @@ pub struct Engine {
     batch_displaced: Vec<usize>,
     /// `inbound_batch`'s per-packet SAD lookups (kept for their capacity).
     batch_found_in: Vec<Option<(SadKey, SadEntry)>>,
-    /// `inbound_batch`'s keys and their hashes (kept for their capacity).
-    batch_keys_in: Vec<Option<(SadKey, u64)>>,
+    /// `inbound_batch`'s keys (kept for its capacity).
+    batch_keys_in: Vec<Option<SadKey>>,
+    /// The packets of `inbound_batch` whose SA is not in its direct slot, and their hashes
+    /// (`Sad`; kept for its capacity).
+    batch_displaced_in: Vec<(usize, u64)>,
 }
 
 impl Engine {
@@ -167,7 +144,7 @@ impl Engine {
             provider,
             outbound: Vec::new(),
             inbound: Vec::new(),
-            sad: KeyedIndex::default(),
+            sad: Sad::default(),
             spd: SpdTable::default(),
             spd_in: SpdTable::default(),
             free_out: Vec::new(),
@@ -181,6 +158,7 @@ impl Engine {
             batch_displaced: Vec::new(),
             batch_found_in: Vec::new(),
             batch_keys_in: Vec::new(),
+            batch_displaced_in: Vec::new(),
         }
     }
 

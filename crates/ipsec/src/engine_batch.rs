@@ -8,8 +8,9 @@
 //! 1. every packet's lookup: outbound, the SPD in three passes and a short fourth (hash the
 //!    addresses and prefetch their index slots; read the slots and prefetch the entries they
 //!    name, or the next slot's line for an address not in its home slot; for those, walk on
-//!    and prefetch the entry; match, `SpdTable::probe`); inbound, the SAD in two (hash and
-//!    prefetch; probe);
+//!    and prefetch the entry; match, `SpdTable::probe`); inbound, the SAD in two and a short
+//!    third (prefetch the direct slot; read it, and hash and prefetch the keys not there;
+//!    probe those);
 //! 2. the processing, which, before it seals packet i, prefetches the SA lines sealing reads
 //!    for packet i + [`PREFETCH_AHEAD`], and the key of packet i + [`AHEAD`]'s SA from where
 //!    line 1 of that SA, fetched by then, says it is; before it opens packet i, it prefetches
@@ -25,8 +26,9 @@
 use super::Engine;
 use crate::buf::PacketBuf;
 use crate::drop::DropReason;
-use crate::engine::{Processed, SadEntry, SadKey, sad_key};
+use crate::engine::Processed;
 use crate::sa::SecurityAssociation;
+use crate::sad::{SadEntry, SadKey, sad_key};
 use crate::spd_table::{Probe, Verdict};
 use crate::types::{Prefetch, Time};
 use wire::{IpLayout, proto};
@@ -192,9 +194,11 @@ impl Engine {
     }
 
     /// The SAD lookups of a batch, given each packet's key (consecutive packets of one SA
-    /// share one lookup), in two passes: hash every key and prefetch its SAD slot, then
-    /// probe. The processing starts from the SA found here (the engine's one-entry SAD memo,
-    /// `last_in`), rather than hashing the SPI again. The caller hands the list back to
+    /// share one lookup), in passes of independent loads, as the SPD's: prefetch every key's
+    /// direct slot (`Sad`), whose address the SPI gives; read those slots, and for a key not
+    /// in its own, hash it and prefetch its slots in the hashed index; then probe those. The
+    /// processing starts from the SA found here (the engine's one-entry SAD memo, `last_in`),
+    /// rather than looking the SPI up again. The caller hands the list back to
     /// `batch_found_in` (kept for its capacity: no allocation per packet).
     fn inbound_lookups(
         &mut self,
@@ -210,16 +214,29 @@ impl Engine {
                 return None;
             }
             last = Some(key);
-            let h = self.sad.hash(&key);
-            self.sad.prefetch_slot(h, prefetch);
-            Some((key, h))
+            self.sad.prefetch_direct(key, prefetch);
+            Some(key)
         }));
+        let mut displaced = std::mem::take(&mut self.batch_displaced_in);
+        displaced.clear();
         let mut found = std::mem::take(&mut self.batch_found_in);
         found.clear();
-        found.extend(keys.iter().map(|k| {
-            let (key, h) = (*k)?;
-            self.sad.get_hashed(h, &key).map(|i| (key, i))
+        found.extend(keys.iter().enumerate().map(|(k, key)| {
+            let key = (*key)?;
+            if let Some(e) = self.sad.direct(key) {
+                return Some((key, e));
+            }
+            let h = self.sad.hash(&key);
+            self.sad.prefetch_hashed(h, prefetch);
+            displaced.push((k, h));
+            None
         }));
+        for &(k, h) in &displaced {
+            if let (Some(Some(key)), Some(f)) = (keys.get(k), found.get_mut(k)) {
+                *f = self.sad.get_hashed(h, key).map(|e| (*key, e));
+            }
+        }
+        self.batch_displaced_in = displaced;
         self.batch_keys_in = keys;
         found
     }

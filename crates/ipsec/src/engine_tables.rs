@@ -4,9 +4,10 @@
 //! (`node::keying`) makes these calls between batches; the per-packet paths are in
 //! `engine.rs` and `engine_batch.rs`.
 
-use super::{Engine, EngineError, SaHandle, SadEntry, sad_key};
+use super::{Engine, EngineError, SaHandle};
 use crate::admitted::{Tail, generation_wraps};
 use crate::sa::{SaParams, SecurityAssociation};
+use crate::sad::{SadEntry, sad_key};
 use crate::spd::{Action, SpdEntry};
 use crate::spd_table::{PolicyId, SpdTable};
 use crate::types::{Spi, Time, put_in_slot};

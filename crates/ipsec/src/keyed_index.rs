@@ -297,7 +297,7 @@ mod tests {
     /// alignment, 32-byte slots 16 bytes into a line straddle at every other index.
     #[test]
     fn sad_slots_take_one_line_and_prefetch_the_next_slot() {
-        use crate::engine::{SadEntry, SadKey};
+        use crate::sad::{SadEntry, SadKey};
         type S = Slot<SadKey, SadEntry, Align32>;
         let mut ix: KeyedIndex<SadKey, SadEntry, Align32> = KeyedIndex::default();
         for i in 0..1000u64 {

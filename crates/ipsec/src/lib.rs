@@ -17,6 +17,7 @@ pub mod keyed_index;
 pub mod lifetime;
 pub mod replay;
 pub mod sa;
+mod sad;
 pub mod spd;
 mod spd_hosts;
 pub mod spd_table;

@@ -26,9 +26,19 @@ fn host(a: Ipv4Addr) -> Prefix {
     Prefix { addr: IpAddr::V4(a), len: 32 }
 }
 
-/// A sender with one SA and host policy per peer, a discard policy for peer PEERS, and a
-/// receiver holding the matching inbound SAs and policies.
+/// SPIs 0x100, 0x101, …: each inbound SA gets its own direct slot in the SAD.
+const RUN: u32 = 1;
+/// SPIs 0x100 apart by 2^20: all share their low bits, so one SA holds the direct slot and
+/// the others are found through the hashed index (`sad.rs`).
+const SHARED_LOW_BITS: u32 = 1 << 20;
+
 fn pair() -> (Engine, Engine) {
+    pair_with(RUN)
+}
+
+/// A sender with one SA and host policy per peer, a discard policy for peer PEERS, and a
+/// receiver holding the matching inbound SAs and policies; peer p's SPI is 0x100 + p × `step`.
+fn pair_with(step: u32) -> (Engine, Engine) {
     let mut tx = Engine::new(crypto::default_provider());
     let mut rx = Engine::new(crypto::default_provider());
     for p in 0..=PEERS {
@@ -43,8 +53,13 @@ fn pair() -> (Engine, Engine) {
             tx.set_policy(100, 10, SpdEntry { selector: sel, action: Action::Discard }).unwrap();
             continue;
         }
-        let params =
-            esp_params("aes128gcm".parse().unwrap(), Mode::Tunnel, false, false, 0x100 + p as u32);
+        let params = esp_params(
+            "aes128gcm".parse().unwrap(),
+            Mode::Tunnel,
+            false,
+            false,
+            0x100 + p as u32 * step,
+        );
         let h = tx.add_outbound(&params, Time(0)).unwrap();
         let hi = rx.add_inbound(&params, Time(0)).unwrap();
         let id = p as u64 + 1;
@@ -100,10 +115,10 @@ fn batched(
 
 /// Runs `kinds` through both ways, outbound then inbound (with the sealed packets, some of
 /// them replayed or damaged), and compares everything.
-fn check(kinds: &[u8], replay: &[usize], flip: &[usize]) {
+fn check(kinds: &[u8], replay: &[usize], flip: &[usize], step: u32) {
     let pkts: Vec<Vec<u8>> =
         kinds.iter().enumerate().map(|(i, &k)| packet_for(k, i as u8)).collect();
-    let ((mut tx1, mut rx1), (mut tx2, mut rx2)) = (pair(), pair());
+    let ((mut tx1, mut rx1), (mut tx2, mut rx2)) = (pair_with(step), pair_with(step));
     let (r1, out1) = one_by_one(&mut tx1, &pkts, Engine::outbound);
     // The prefetch given is called (it only counts here: a prefetch changes nothing a test
     // can see, which is the point of comparing outcomes with it against those without).
@@ -140,7 +155,8 @@ fn check(kinds: &[u8], replay: &[usize], flip: &[usize]) {
 #[test]
 fn a_mixed_batch_matches_packet_by_packet() {
     let kinds = [0, 1, 1, 2, PEERS, 3, PEERS + 1, PEERS + 2, 0, 3, 2, 2];
-    check(&kinds, &[0, 3], &[1, 5]);
+    check(&kinds, &[0, 3], &[1, 5], RUN);
+    check(&kinds, &[0, 3], &[1, 5], SHARED_LOW_BITS);
     // And it did protect, discard, miss and reject something.
     let (mut tx, _) = pair();
     let pkts: Vec<Vec<u8>> = kinds.iter().map(|&k| packet_for(k, 0)).collect();
@@ -157,7 +173,8 @@ proptest! {
         kinds in proptest::collection::vec(0..PEERS + 3, 0..40),
         replay in proptest::collection::vec(0usize..40, 0..4),
         flip in proptest::collection::vec(0usize..40, 0..4),
+        shared in any::<bool>(),
     ) {
-        check(&kinds, &replay, &flip);
+        check(&kinds, &replay, &flip, if shared { SHARED_LOW_BITS } else { RUN });
     }
 }

@@ -20,6 +20,14 @@ pub struct BenchSasArgs {
     /// state was allocated in, which the hardware prefetcher streams in: a best case).
     #[arg(long, default_value = "scattered", value_parser = ["scattered", "sequential"])]
     pub order: String,
+    /// How the SAs' SPIs are chosen: "run" (0x10000000, 0x10000001, …, as a manually keyed
+    /// network numbers them) or "random" (drawn from the crypto library's generator, as
+    /// hipsec's IKEv2 and HIP drivers draw their inbound SPIs). The SAD finds an SPI in the
+    /// direct slot its low bits name; SPIs in a run each have their own, while random ones
+    /// share a slot now and then, and those SAs are found through the hashed index behind it,
+    /// a cache line more.
+    #[arg(long, default_value = "run", value_parser = ["run", "random"])]
+    pub spis: String,
     /// Seconds of measurement per count, and again for the raw AEAD (in rounds that alternate
     /// with the 1-SA reference's; medians are reported).
     #[arg(long, default_value_t = 1.0)]

@@ -169,7 +169,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
     }
     println!(
         "bench sas: {}, tunnel mode, {}-byte packets spread over every peer ({} in a row); \
-         {} order; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
+         {} order, SPIs: {}; ratios against 1 SA pair (medians of alternating rounds); raw: the AEAD alone, \
          one key per peer, same order; raw pf: the same with each key prefetched {} calls ahead, as \
          the engine does; keys: raw pf with one key per SA (all the contexts the node holds), \
          the floor for seal and open's ratios; bare: keys behind an SPI index and a counter line \
@@ -180,6 +180,7 @@ pub fn run(args: &BenchSasArgs) -> Result<(), String> {
         args.size,
         args.burst,
         args.order,
+        args.spis,
         ipsec::engine::PREFETCH_LEAD,
         node::huge_pages::current().name()
     );

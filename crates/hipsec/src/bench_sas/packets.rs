@@ -2,7 +2,7 @@
 //! packets spread over every peer.
 
 use super::args::{BenchSasArgs, suite_alg};
-use super::peers::{INNER_LOCAL, LOCAL, host, inner_addr, params, peer_addr, visit};
+use super::peers::{INNER_LOCAL, LOCAL, host, inner_addr, params, peer_addr, spis, visit};
 use super::rounds::Rounds;
 use ipsec::spd::{Action, Selector, SpdEntry};
 use ipsec::{Engine, PacketBuf, PolicyId, Time};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 /// A sender engine (outbound SA and a host policy per peer) and a receiver engine (the
 /// matching inbound SAs and mirrored policies), as two nodes would hold them.
-fn engines(peers: usize, alg: crypto::AeadAlg) -> Result<(Engine, Engine), String> {
+fn engines(peers: usize, alg: crypto::AeadAlg, spis: &[u32]) -> Result<(Engine, Engine), String> {
     let provider = node::datapath::cipher::provider();
     let (mut tx, mut rx) = (Engine::new(provider), Engine::new(provider));
     let selector = |p: usize| Selector {
@@ -26,8 +26,9 @@ fn engines(peers: usize, alg: crypto::AeadAlg) -> Result<(Engine, Engine), Strin
     // Interleaving the two engines' allocations would spread each one's over twice the memory,
     // which no node does.
     let outs: Vec<usize> = (0..peers)
-        .map(|p| {
-            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p), alg);
+        .zip(spis)
+        .map(|(p, &spi)| {
+            let pr = params(spi, LOCAL, peer_addr(p), alg);
             tx.add_outbound(&pr, Time(0)).map(|h| h.0).map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
@@ -36,8 +37,9 @@ fn engines(peers: usize, alg: crypto::AeadAlg) -> Result<(Engine, Engine), Strin
         tx.set_policy(p as PolicyId + 1, 1000, entry).map_err(|e| e.to_string())?;
     }
     let ins: Vec<usize> = (0..peers)
-        .map(|p| {
-            let pr = params(0x1000_0000 + p as u32, LOCAL, peer_addr(p), alg);
+        .zip(spis)
+        .map(|(p, &spi)| {
+            let pr = params(spi, LOCAL, peer_addr(p), alg);
             rx.add_inbound(&pr, Time(0)).map(|h| h.0).map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
@@ -91,7 +93,8 @@ pub(super) struct Packets {
 
 impl Packets {
     pub(super) fn new(peers: usize, args: &BenchSasArgs) -> Result<Packets, String> {
-        let (tx, rx) = engines(peers, suite_alg(&args.suite)?)?;
+        let spis = spis(peers, args.spis == "random")?;
+        let (tx, rx) = engines(peers, suite_alg(&args.suite)?, &spis)?;
         let burst = args.burst.max(1);
         // A round visits every peer `burst` times in a row, and is long enough to time.
         let per_round = (peers * burst).max(4096).div_ceil(BATCH) * BATCH;

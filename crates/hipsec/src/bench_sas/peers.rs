@@ -17,6 +17,26 @@ pub(super) fn visit(i: usize, burst: usize, peers: usize, scattered: bool) -> us
     if !scattered || peers % STRIDE == 0 { k } else { (k * STRIDE) % peers }
 }
 
+/// The SPI of each peer's SA pair (`--spis`): a run from 0x10000000, or distinct random ones
+/// (never 0–255: 0 names no SA and 1–255 are reserved, RFC 4303 §2.1).
+pub(super) fn spis(peers: usize, random: bool) -> Result<Vec<u32>, String> {
+    if !random {
+        return Ok((0..peers).map(|p| 0x1000_0000 + p as u32).collect());
+    }
+    let provider = node::datapath::cipher::provider();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(peers);
+    while out.len() < peers {
+        let mut b = [0u8; 4];
+        provider.fill_random(&mut b).map_err(|e| format!("--spis random: {e}"))?;
+        let spi = u32::from_be_bytes(b);
+        if spi >= 256 && seen.insert(spi) {
+            out.push(spi);
+        }
+    }
+    Ok(out)
+}
+
 pub(super) fn peer_addr(p: usize) -> Ipv4Addr {
     Ipv4Addr::new(100, 64 + (p >> 16) as u8, (p >> 8) as u8, p as u8)
 }
