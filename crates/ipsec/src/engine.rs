@@ -132,9 +132,9 @@ pub struct Engine {
     batch_found_in: Vec<Option<(SadKey, SadEntry)>>,
     /// `inbound_batch`'s keys (kept for its capacity).
     batch_keys_in: Vec<Option<SadKey>>,
-    /// The packets of `inbound_batch` whose SA is not in its direct slot, and their hashes
-    /// (`Sad`; kept for its capacity).
-    batch_displaced_in: Vec<(usize, u64)>,
+    /// The packets of `inbound_batch` whose SA is not in its direct slot, with their keys and
+    /// hashes (`Sad`; kept for its capacity).
+    batch_displaced_in: Vec<(usize, SadKey, u64)>,
 }
 
 impl Engine {

@@ -228,12 +228,12 @@ impl Engine {
             }
             let h = self.sad.hash(&key);
             self.sad.prefetch_hashed(h, prefetch);
-            displaced.push((k, h));
+            displaced.push((k, key, h));
             None
         }));
-        for &(k, h) in &displaced {
-            if let (Some(Some(key)), Some(f)) = (keys.get(k), found.get_mut(k)) {
-                *f = self.sad.get_hashed(h, key).map(|e| (*key, e));
+        for &(k, key, h) in &displaced {
+            if let Some(f) = found.get_mut(k) {
+                *f = self.sad.get_hashed(h, &key).map(|e| (key, e));
             }
         }
         self.batch_displaced_in = displaced;

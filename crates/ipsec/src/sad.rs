@@ -9,8 +9,9 @@
 //! manually keyed network's habit, or an allocator that hands out the low bits in order) each
 //! get a direct slot. Those SPIs are then found without hashing and without linear probing's
 //! second slot, and a batch's lookup prefetches exactly one line per packet, whose address
-//! follows from the SPI alone. `hipsec bench sas --sas 1,10000`: 2.4 ns less per opened
-//! packet at 10,000 SAs (about 1.5 % of the packet; the note on issue 10 has the runs).
+//! follows from the SPI alone. `hipsec bench sas --sas 1,10000`, 46 pairs alternating with the
+//! hashed index alone: open at 10,000 SAs 1.087× the 1-SA figure against 1.1015×, some 7–8 ns
+//! less per packet (docs/results/2026-11-28/control-plane.md, fourteenth session).
 //!
 //! An SPI that is not in its direct slot (another SA's there, or none) is looked up in the
 //! hashed index, so the worst case, for a packet whose SPI matches nothing, is one line more

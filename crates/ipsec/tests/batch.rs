@@ -26,14 +26,8 @@ fn host(a: Ipv4Addr) -> Prefix {
     Prefix { addr: IpAddr::V4(a), len: 32 }
 }
 
-/// SPIs 0x100, 0x101, …: each inbound SA gets its own direct slot in the SAD.
-const RUN: u32 = 1;
-/// SPIs 0x100 apart by 2^20: all share their low bits, so one SA holds the direct slot and
-/// the others are found through the hashed index (`sad.rs`).
-const SHARED_LOW_BITS: u32 = 1 << 20;
-
 fn pair() -> (Engine, Engine) {
-    pair_with(RUN)
+    pair_with(SPI_RUN)
 }
 
 /// A sender with one SA and host policy per peer, a discard policy for peer PEERS, and a
@@ -155,8 +149,8 @@ fn check(kinds: &[u8], replay: &[usize], flip: &[usize], step: u32) {
 #[test]
 fn a_mixed_batch_matches_packet_by_packet() {
     let kinds = [0, 1, 1, 2, PEERS, 3, PEERS + 1, PEERS + 2, 0, 3, 2, 2];
-    check(&kinds, &[0, 3], &[1, 5], RUN);
-    check(&kinds, &[0, 3], &[1, 5], SHARED_LOW_BITS);
+    check(&kinds, &[0, 3], &[1, 5], SPI_RUN);
+    check(&kinds, &[0, 3], &[1, 5], SPI_SHARED_LOW_BITS);
     // And it did protect, discard, miss and reject something.
     let (mut tx, _) = pair();
     let pkts: Vec<Vec<u8>> = kinds.iter().map(|&k| packet_for(k, 0)).collect();
@@ -175,6 +169,6 @@ proptest! {
         flip in proptest::collection::vec(0usize..40, 0..4),
         shared in any::<bool>(),
     ) {
-        check(&kinds, &replay, &flip, if shared { SHARED_LOW_BITS } else { RUN });
+        check(&kinds, &replay, &flip, if shared { SPI_SHARED_LOW_BITS } else { SPI_RUN });
     }
 }

@@ -99,12 +99,6 @@ static SPANNED: Spanned = Spanned;
 
 const SAS: u32 = 6;
 
-/// SPIs in a run (0x200, 0x201, …): each inbound SA in a direct slot of the SAD (`sad.rs`).
-const RUN: u32 = 1;
-/// SPIs 2^20 apart: one inbound SA in the direct slot they share, the others found through
-/// the SAD's hashed index.
-const SHARED_LOW_BITS: u32 = 1 << 20;
-
 /// Packets to `SAS` inbound SAs of `rx` (keyed by `rx_provider`; SA s has SPI 0x200 + s ×
 /// `spi_step`), sealed by a sender with a host policy per SA, in an order that changes SA at
 /// every packet.
@@ -198,7 +192,7 @@ fn assert_every_key_line_in(spans: &[(usize, usize)], lines: &HashSet<usize>) {
 /// if the batch's third lookup pass (`inbound_lookups`) is left out.
 #[test]
 fn opening_prefetches_every_line_of_each_sas_key() {
-    for step in [RUN, SHARED_LOW_BITS] {
+    for step in [SPI_RUN, SPI_SHARED_LOW_BITS] {
         take_spans();
         let (mut rx, mut bufs) = sealed_batch(&SPANNED, step);
         // Only the receiver's keys come from `Spanned`.
@@ -210,7 +204,7 @@ fn opening_prefetches_every_line_of_each_sas_key() {
 #[test]
 fn sealing_prefetches_every_line_of_each_sas_key() {
     take_spans();
-    let (mut tx, _, pkts) = engines(&SPANNED, default_provider(), false, RUN);
+    let (mut tx, _, pkts) = engines(&SPANNED, default_provider(), false, SPI_RUN);
     let spans = take_spans();
     let mut bufs = common::bufs_of(&pkts);
     assert_every_key_line_in(&spans, &batch_recording(&mut tx, &mut bufs, false));
@@ -221,7 +215,7 @@ fn sealing_prefetches_every_line_of_each_sas_key() {
 #[test]
 fn sealing_prefetches_the_sa_lines_it_reads() {
     for v6 in [false, true] {
-        let (mut tx, _, pkts) = engines(default_provider(), default_provider(), v6, RUN);
+        let (mut tx, _, pkts) = engines(default_provider(), default_provider(), v6, SPI_RUN);
         let mut bufs = common::bufs_of(&pkts);
         let lines = batch_recording(&mut tx, &mut bufs, false);
         for (_, sa) in tx.outbound_entries() {
@@ -239,7 +233,7 @@ fn sealing_prefetches_the_sa_lines_it_reads() {
 #[test]
 fn opening_prefetches_the_sa_lines_it_reads() {
     for v6 in [false, true] {
-        let (mut tx, mut rx, pkts) = engines(default_provider(), default_provider(), v6, RUN);
+        let (mut tx, mut rx, pkts) = engines(default_provider(), default_provider(), v6, SPI_RUN);
         let mut bufs = common::bufs_of(&pkts);
         for b in &mut bufs {
             tx.outbound(b, Time(1)).unwrap();
@@ -256,12 +250,12 @@ fn opening_prefetches_the_sa_lines_it_reads() {
 
 #[test]
 fn a_provider_that_does_not_say_gets_no_key_prefetch() {
-    let (mut rx, mut bufs) = sealed_batch(default_provider(), RUN);
+    let (mut rx, mut bufs) = sealed_batch(default_provider(), SPI_RUN);
     let lines = batch_recording(&mut rx, &mut bufs, true);
     assert!(!lines.is_empty(), "the SAD slots and SAs are still prefetched");
     assert!(lines.iter().all(|&l| l >= 4096 / 64), "a prefetch near address 0: {lines:?}");
     // And opening gives the same without any prefetch.
-    let (mut rx2, mut bufs2) = sealed_batch(default_provider(), RUN);
+    let (mut rx2, mut bufs2) = sealed_batch(default_provider(), SPI_RUN);
     let mut results = vec![Err(ipsec::DropReason::Malformed); bufs2.len()];
     rx2.inbound_batch(&mut bufs2, &mut results, Time(1), no_prefetch);
     assert!(results.iter().all(|r| r.is_ok()));

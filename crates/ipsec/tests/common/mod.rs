@@ -16,6 +16,13 @@ use zeroize::Zeroizing;
 pub const V4_OUTER: (&str, &str) = ("192.0.2.1", "192.0.2.2");
 pub const V6_OUTER: (&str, &str) = ("2001:db8::1", "2001:db8::2");
 
+/// SPI steps for tests that give SA n the SPI base + n × step. `SPI_RUN`: SPIs in a run, each
+/// inbound SA in a direct slot of its own in the SAD (`ipsec::sad`).
+pub const SPI_RUN: u32 = 1;
+/// SPIs 2^20 apart: all share their low bits, so one inbound SA holds the direct slot and the
+/// others are found through the SAD's hashed index.
+pub const SPI_SHARED_LOW_BITS: u32 = 1 << 20;
+
 /// Each packet in its own buffer with 128 bytes of headroom, as a batch call takes them.
 pub fn bufs_of(pkts: &[Vec<u8>]) -> Vec<ipsec::PacketBuf> {
     pkts.iter()
