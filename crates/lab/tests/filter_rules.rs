@@ -41,9 +41,9 @@ fn nft_linear_100_rules_smoke() {
             Request { test: TestKind::TcpStream, msg_size: 16384, resp_size: 1 },
             Request { test: TestKind::UdpStream, msg_size: 1024, resp_size: 1 },
         ],
-        // Longer than the 100 + 300 ms it had: one fresh-clone CI run (of about ten) measured
-        // 0 Mbit/s of UDP behind the 100 nft rules; the cause was not found (it passed in 7 runs
-        // since, before and after this change).
+        // Two fresh-clone CI runs measured 0 Mbit/s of UDP behind the 100 nft rules: the
+        // window's datagrams were still queued on the path when the server stopped waiting for
+        // them (see tests/traffic_window.rs); the lines printed below say where they were.
         params: RunParams { warmup_ms: 300, duration_ms: 500, repetitions: 1 },
     };
     let opts = RunOptions {
@@ -56,6 +56,25 @@ fn nft_linear_100_rules_smoke() {
     let wall = t0.elapsed().as_secs_f64();
     let md = lab::report::markdown::render(&report);
     println!("{md}\nwall {wall:.1} s");
+    // Where a UDP_STREAM figure's datagrams were: sent by the client in its window, counted by
+    // the server, how long the path's queues held them when the window opened, and how many
+    // came after `end` (a zero figure once came from window datagrams still queued then).
+    for c in report.cases.iter().filter(|c| c.test == TestKind::UdpStream) {
+        for s in &c.samples {
+            let (r, v) = (&s.result, &s.result.server);
+            println!(
+                "{} UDP_STREAM: sent {} msgs ({} errors), server counted {}, queue delay {:?} ms, \
+                 drain {:?} ms, {:?} late",
+                c.mode,
+                r.sent_msgs,
+                r.errors,
+                v.msgs,
+                v.queue_delay_ns.map(|n| n / 1_000_000),
+                v.drain_ns.map(|n| n / 1_000_000),
+                v.late_msgs
+            );
+        }
+    }
     let rows =
         report.extra.as_ref().and_then(|e| e.get("rows")).and_then(|r| r.as_array()).expect("rows");
     let find = |imp: &str, test: &str| {

@@ -44,6 +44,9 @@ fn sample(test: TestKind, bytes: u64, k: u64) -> Sample {
             msgs: bytes / 1024,
             elapsed_ns: 999_999_937,
             cpu_us: 400_000,
+            queue_delay_ns: None,
+            drain_ns: None,
+            late_msgs: None,
         },
     };
     let value = result.value();

@@ -29,10 +29,13 @@ const POLL: Duration = Duration::from_millis(50);
 pub const TAG_WARMUP: u8 = 0;
 /// First byte of a UDP_STREAM datagram the client sent inside its measured window.
 pub const TAG_WINDOW: u8 = 1;
-/// After `end`, how long the server waits for window datagrams still on their way (the last one
-/// it saw came this long ago), and at most.
-const DRAIN_QUIET: Duration = Duration::from_millis(20);
-const DRAIN_MAX: Duration = Duration::from_millis(200);
+/// After `end`, how long the server waits for window datagrams still on their way: until it has
+/// counted every one the client sent, or none came for `DRAIN_QUIET`, and at most `DRAIN_MAX`.
+/// The path can hold a datagram for most of a second (the sending node's TUN queue takes 10000
+/// packets) and can pause for tens of milliseconds on a busy 2-core machine; with the 20 ms
+/// and 200 ms this had, a window whose datagrams were all still queued read 0 Mbit/s.
+const DRAIN_QUIET: Duration = Duration::from_millis(250);
+const DRAIN_MAX: Duration = Duration::from_secs(3);
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LabError + '_ {
     move |e| LabError::io(what.to_string(), e)
@@ -74,6 +77,8 @@ struct Counters {
     /// UDP_STREAM datagrams tagged [`TAG_WINDOW`], whenever they came.
     window_bytes: AtomicU64,
     window_msgs: AtomicU64,
+    /// When (since `base`, ns) the first [`TAG_WINDOW`] datagram came; 0 = none yet.
+    first_window_rx_ns: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -143,16 +148,26 @@ fn window(
                 };
                 let cpu_us = cpu.since(&cpu0);
                 let report = if req.test == TestKind::UdpStream {
-                    // The datagrams tagged in the window, over the client's window.
-                    let window_ns = arg.trim().parse::<u64>().map_err(|_| {
-                        LabError::parse("end line", format!("`{line}` has no window length"))
-                    })?;
-                    drain(c, base);
+                    // The datagrams tagged in the window, over the client's window. The end
+                    // line: `end <window ns> [<datagrams sent in the window>]`.
+                    let mut args = arg.split_whitespace();
+                    let window_ns =
+                        args.next().and_then(|w| w.parse::<u64>().ok()).ok_or_else(|| {
+                            LabError::parse("end line", format!("`{line}` has no window length"))
+                        })?;
+                    let sent = args.next().and_then(|n| n.parse::<u64>().ok());
+                    let on_time = c.window_msgs.load(Ordering::Relaxed);
+                    let drain_ns = drain(c, base, sent).as_nanos() as u64;
+                    let msgs = c.window_msgs.load(Ordering::Relaxed);
+                    let first = c.first_window_rx_ns.load(Ordering::Relaxed);
                     ServerReport {
                         bytes: c.window_bytes.load(Ordering::Relaxed),
-                        msgs: c.window_msgs.load(Ordering::Relaxed),
+                        msgs,
                         elapsed_ns: window_ns.max(1),
                         cpu_us,
+                        queue_delay_ns: (first != 0).then(|| first.saturating_sub(t0)),
+                        drain_ns: Some(drain_ns),
+                        late_msgs: Some(msgs - on_time),
                     }
                 } else {
                     let last = c.last_rx_ns.load(Ordering::Relaxed);
@@ -162,6 +177,9 @@ fn window(
                         msgs: msgs - m0,
                         elapsed_ns: t1.saturating_sub(t0).max(1),
                         cpu_us,
+                        queue_delay_ns: None,
+                        drain_ns: None,
+                        late_msgs: None,
                     }
                 };
                 return send_line(w, &report);
@@ -174,17 +192,22 @@ fn window(
     Ok(())
 }
 
-/// Waits until no datagram came for [`DRAIN_QUIET`] (or [`DRAIN_MAX`] passed): window datagrams
-/// may still be queued behind the `end` line's arrival.
-fn drain(c: &Counters, base: Instant) {
-    let give_up = Instant::now() + DRAIN_MAX;
-    while Instant::now() < give_up {
+/// Waits until `sent` window datagrams were counted, or no datagram came for [`DRAIN_QUIET`]
+/// (or [`DRAIN_MAX`] passed): window datagrams may still be queued behind the `end` line's
+/// arrival. Returns how long it waited.
+fn drain(c: &Counters, base: Instant, sent: Option<u64>) -> Duration {
+    let start = Instant::now();
+    while start.elapsed() < DRAIN_MAX {
+        if sent.is_some_and(|n| c.window_msgs.load(Ordering::Relaxed) >= n) {
+            break;
+        }
         let last = Duration::from_nanos(c.last_rx_ns.load(Ordering::Relaxed));
         if base.elapsed().saturating_sub(last) >= DRAIN_QUIET {
-            return;
+            break;
         }
         thread::sleep(Duration::from_millis(2));
     }
+    start.elapsed()
 }
 
 fn start_sink(
@@ -247,7 +270,10 @@ fn start_sink(
                             note(&c, n);
                             if req.test == TestKind::UdpStream && n > 0 && buf[0] == TAG_WINDOW {
                                 c.window_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                                c.window_msgs.fetch_add(1, Ordering::Relaxed);
+                                if c.window_msgs.fetch_add(1, Ordering::Relaxed) == 0 {
+                                    let at = base.elapsed().as_nanos() as u64;
+                                    c.first_window_rx_ns.store(at.max(1), Ordering::Relaxed);
+                                }
                             }
                             if req.test == TestKind::UdpRr {
                                 let _ = s.send_to(&resp, from);
@@ -303,8 +329,9 @@ impl Window<'_> {
         self.started.is_some()
     }
 
-    /// Advances the phase at `now`; returns false when the window has closed.
-    fn tick(&mut self, now: Instant) -> Result<bool, LabError> {
+    /// Advances the phase at `now`; returns false when the window has closed. `sent`: messages
+    /// sent in the window so far (the server waits for that many UDP_STREAM datagrams).
+    fn tick(&mut self, now: Instant, sent: u64) -> Result<bool, LabError> {
         if self.started.is_none() && now >= self.mark_at {
             self.ctl.write_all(b"mark\n").map_err(io_err("sending mark"))?;
             self.started = Some((Instant::now(), ProcCpu::read_self()?, SystemCpu::read()?));
@@ -315,7 +342,7 @@ impl Window<'_> {
             let window_ns = (t1 - *t0).as_nanos() as u64;
             self.ended = Some((t1, ProcCpu::read_self()?, SystemCpu::read()?));
             self.ctl
-                .write_all(format!("end {window_ns}\n").as_bytes())
+                .write_all(format!("end {window_ns} {sent}\n").as_bytes())
                 .map_err(io_err("sending end"))?;
             return Ok(false);
         }
@@ -409,7 +436,7 @@ pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
                         t.rtt_ns.push((t1 - t0).as_nanos() as u64);
                     }
                 }
-                if !win.tick(t1)? {
+                if !win.tick(t1, t.sent_msgs)? {
                     break;
                 }
             }
@@ -443,7 +470,7 @@ pub fn run_client(p: &ClientParams) -> Result<ClientResult, LabError> {
                         t.rtt_ns.push((t1 - t0).as_nanos() as u64);
                     }
                 }
-                if !win.tick(t1)? {
+                if !win.tick(t1, t.sent_msgs)? {
                     break;
                 }
             }

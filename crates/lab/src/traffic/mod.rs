@@ -97,6 +97,15 @@ pub struct ServerReport {
     pub msgs: u64,
     pub elapsed_ns: u64,
     pub cpu_us: u64,
+    /// UDP_STREAM: from the `mark` line to the first datagram sent in the window, i.e. how long
+    /// the path's queues held a datagram when the window opened (none came: `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_delay_ns: Option<u64>,
+    /// UDP_STREAM: how long after `end` window datagrams still came in, and how many did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_msgs: Option<u64>,
 }
 
 /// Round-trip times of the measured transactions.
