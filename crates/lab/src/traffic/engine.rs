@@ -2,7 +2,8 @@
 //! client that drives TCP_STREAM, UDP_STREAM, TCP_RR or UDP_RR through warm-up and a timed window.
 //!
 //! Protocol: one TCP control connection per test carrying JSON lines. Client → `Request`; server →
-//! `Ready{data_port}`; client → `mark` (warm-up over) and `end <window ns>`; server → `ServerReport`
+//! `Ready{data_port}`; client → `mark` (warm-up over) and `end <window ns> <messages sent in the
+//! window>` (the count is optional for the server); server → `ServerReport`
 //! counting what it received between the two, timed on its own clock, ending at the last datagram if
 //! that came first.
 //!
@@ -12,6 +13,9 @@
 //! datagram's first byte says whether the client
 //! sent it in the window ([`TAG_WINDOW`]) or not ([`TAG_WARMUP`]); the server counts the tagged ones
 //! whenever the control lines arrive, and divides by the client's window length from the `end` line.
+//! After `end` it keeps counting until it has as many as the client sent, or none came for
+//! 250 ms: the path's queues can still hold a window's datagrams then (a third zero, once
+//! the datagrams were tagged, came from waiting only 200 ms).
 
 use super::{ClientResult, Request, RttStats, ServerReport, TestKind};
 use crate::cpu::{ProcCpu, SystemCpu};
