@@ -25,7 +25,7 @@ pub use dh::{DhGroup, KeyExchange, SharedSecret};
 pub use ecdsa::{EcCurve, EcdsaKey};
 pub use null::NullProvider;
 pub use prf::{Prf, PrfAlg};
-pub use provider::{Aead, BlockCipher, CryptoError, Mac, Provider};
+pub use provider::{Aead, BlockCipher, CryptoError, Mac, Provider, random_spi};
 pub use sign::{SignatureAlg, SigningKey};
 
 /// The default provider: aws-lc-rs (with RustCrypto for 3DES).

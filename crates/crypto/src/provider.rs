@@ -138,6 +138,19 @@ pub trait Provider: Send + Sync + Debug {
     fn fill_random(&self, out: &mut [u8]) -> Result<(), CryptoError>;
 }
 
+/// A random IPsec SPI outside the reserved 0..=255 (RFC 4303 §2.1: 0 names no SA, 1–255 are
+/// IANA's), as a receiver picks an inbound SPI (IKEv2's Child SAs, HIP's ESP, `bench sas`).
+pub fn random_spi(p: &dyn Provider) -> Result<u32, CryptoError> {
+    loop {
+        let mut b = [0u8; 4];
+        p.fill_random(&mut b)?;
+        let spi = u32::from_be_bytes(b);
+        if spi > 255 {
+            return Ok(spi);
+        }
+    }
+}
+
 /// Compares two byte strings without an early exit.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -153,4 +166,47 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Refuses a key of the wrong length, naming both lengths (every provider's constructors).
 pub fn check_key_len(got: usize, want: usize) -> Result<(), CryptoError> {
     if got == want { Ok(()) } else { Err(CryptoError::KeyLength { got, want }) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alg::{AeadAlg, CbcAlg, HmacAlg};
+    use std::sync::Mutex;
+
+    /// A provider whose random bytes are scripted: each call takes the next value.
+    #[derive(Debug)]
+    struct Scripted(Mutex<Vec<u32>>);
+
+    impl Provider for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn aead(&self, _: AeadAlg, _: &[u8]) -> Result<Box<dyn Aead>, CryptoError> {
+            Err(CryptoError::Unsupported)
+        }
+        fn cbc(&self, _: CbcAlg, _: &[u8]) -> Result<Box<dyn BlockCipher>, CryptoError> {
+            Err(CryptoError::Unsupported)
+        }
+        fn hmac(&self, _: HmacAlg, _: &[u8]) -> Result<Box<dyn Mac>, CryptoError> {
+            Err(CryptoError::Unsupported)
+        }
+        fn fill_random(&self, out: &mut [u8]) -> Result<(), CryptoError> {
+            let mut v = self.0.lock().map_err(|_| CryptoError::Library)?;
+            let next = if v.is_empty() { return Err(CryptoError::Library) } else { v.remove(0) };
+            out.copy_from_slice(&next.to_be_bytes());
+            Ok(())
+        }
+    }
+
+    /// The reserved SPIs 0..=255 are drawn again; the first one above is taken as drawn, and
+    /// the generator's failure is passed on.
+    #[test]
+    fn random_spi_skips_the_reserved_range() {
+        let p = Scripted(Mutex::new(vec![0, 1, 255, 256, 7]));
+        assert_eq!(random_spi(&p), Ok(256));
+        let p = Scripted(Mutex::new(vec![0xdead_beef]));
+        assert_eq!(random_spi(&p), Ok(0xdead_beef));
+        assert!(random_spi(&Scripted(Mutex::new(vec![3]))).is_err());
+    }
 }

@@ -19,7 +19,7 @@
 //! Every UPDATE carries HIP_MAC and HIP_SIGNATURE (`signed.rs`). An ESP_INFO whose old and new
 //! SPI differ asks for a rekey; equal ones are mobility's (`update.rs`).
 
-use crate::bex::{Established, random_spi, seal};
+use crate::bex::{Established, seal};
 use crate::error::Error;
 use crate::esp::{EspKeys, draw, keymat_len};
 use crate::identity::LocalHost;
@@ -43,7 +43,7 @@ pub fn is_rekey(info: &EspInfo) -> bool {
 /// A fresh SPI to receive on, other than the one in use.
 pub fn new_spi(est: &Established) -> Result<u32, Error> {
     loop {
-        let spi = random_spi(crypto::default_provider())?;
+        let spi = crypto::random_spi(crypto::default_provider())?;
         if spi != est.esp.spi_in {
             return Ok(spi);
         }

@@ -11,7 +11,7 @@ use crate::auth::{ts_narrow, ts_within};
 use crate::config::{ChildSaKeys, Mode};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::ChildKeyMat;
-use crate::sa::{NONCE_LEN, find_notify, notify, random, random_esp_spi, take_payload};
+use crate::sa::{NONCE_LEN, find_notify, notify, random, take_payload};
 use crate::session::{
     ChildRequest, ChildSa, Collision, Event, Output, Pending, Request, Session, deleting,
 };
@@ -49,7 +49,7 @@ impl Session {
                 (suite, c.mode, c.local_ts.clone(), c.remote_ts.clone())
             }
         };
-        let new_spi_in = random_esp_spi(self.provider)?;
+        let new_spi_in = crypto::random_spi(self.provider)?;
         let ni = random::<NONCE_LEN>(self.provider)?.to_vec();
         let ke = suite.pfs.map(KeyExchange::generate).transpose()?;
         let mut inner = Vec::new();
@@ -258,7 +258,7 @@ impl Session {
             return refuse(NotifyType::TS_UNACCEPTABLE, Vec::new());
         }
         let nr = random::<NONCE_LEN>(self.provider)?.to_vec();
-        let spi_in = random_esp_spi(self.provider)?;
+        let spi_in = crypto::random_spi(self.provider)?;
         let (ke_pub, g_ir) = match (suite.pfs, ke_i) {
             (Some(g), Some(k)) => {
                 let mine = KeyExchange::generate(g)?;

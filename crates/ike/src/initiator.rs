@@ -10,7 +10,7 @@ use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
 use crate::sa::{
     Established, IkeSa, NONCE_LEN, Rejected, Retransmit, emit, error_notify, find_notify, header,
-    missing, notify, random, random_esp_spi, random_ike_spi, take_payload,
+    missing, notify, random, random_ike_spi, take_payload,
 };
 use crate::sk::{Role, SkKeys};
 use crate::suite::{ChildSuite, IkeSuite};
@@ -253,7 +253,7 @@ impl InitiatorSaInit {
             next_peer_request_id: 0,
             last_response: None,
         };
-        let spi_in = random_esp_spi(provider)?;
+        let spi_in = crypto::random_spi(provider)?;
         let msg1 = retransmit.request().to_vec();
         let mut st = InitiatorAuth {
             config,

@@ -11,7 +11,7 @@ use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
 use crate::sa::{
     Established, HALF_OPEN_TIMEOUT_MS, IkeSa, NONCE_LEN, Rejected, emit, find_notify, header,
-    missing, notify, random, random_esp_spi, random_ike_spi, take_payload,
+    missing, notify, random, random_ike_spi, take_payload,
 };
 use crate::sk::{Role, SkKeys};
 use crate::suite::{ChildSuite, IkeSuite};
@@ -374,7 +374,7 @@ impl ResponderAuth {
             Err((ty, e)) => return refuse(&mut self, ty, e),
         };
         let result = (|| {
-            let spi_in = random_esp_spi(self.provider)?;
+            let spi_in = crypto::random_spi(self.provider)?;
             let c = &self.config;
             let my_auth =
                 make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;

@@ -154,16 +154,6 @@ pub(crate) fn random_ike_spi(p: &dyn Provider) -> Result<u64, Error> {
     }
 }
 
-/// A random ESP SPI above the reserved range 0..=255 (RFC 4303 §2.1).
-pub(crate) fn random_esp_spi(p: &dyn Provider) -> Result<u32, Error> {
-    loop {
-        let s = u32::from_be_bytes(random(p)?);
-        if s > 255 {
-            return Ok(s);
-        }
-    }
-}
-
 pub(crate) fn header(
     spi_i: u64,
     spi_r: u64,

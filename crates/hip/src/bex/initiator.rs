@@ -4,7 +4,7 @@
 
 use super::{
     Config, ESP_KEY_SETS, Established, HipKeys, Rejected, check_hmac, dh_group, draw_hip_keys, get,
-    hip_keys_len, hmac, host_id, missing, open, peer_identity, random, random_spi, seal,
+    hip_keys_len, hmac, host_id, missing, open, peer_identity, random, seal,
 };
 use crate::error::Error;
 use crate::esp;
@@ -203,7 +203,7 @@ impl I1Sent {
             km_len,
         )?;
         let hip = draw_hip_keys(&mut km, cipher, SUITE, &self.me, &self.peer)?;
-        let spi_in = random_spi(provider)?;
+        let spi_in = crypto::random_spi(provider)?;
         let keymat_index =
             u16::try_from(hip_len).map_err(|_| Error::Config("KEYMAT index".into()))?;
 

@@ -240,18 +240,6 @@ pub(crate) fn random(p: &dyn Provider, n: usize) -> Result<Vec<u8>, Error> {
     Ok(v)
 }
 
-/// A random SPI outside the reserved 0..=255 (RFC 4303 §2.1).
-pub(crate) fn random_spi(p: &dyn Provider) -> Result<u32, Error> {
-    loop {
-        let mut b = [0u8; 4];
-        p.fill_random(&mut b)?;
-        let spi = u32::from_be_bytes(b);
-        if spi > 255 {
-            return Ok(spi);
-        }
-    }
-}
-
 /// A packet that did not move the state: the state back, and why.
 #[derive(Debug)]
 pub struct Rejected<S> {

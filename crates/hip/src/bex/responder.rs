@@ -9,7 +9,7 @@
 
 use super::{
     Config, ESP_KEY_SETS, Established, check_hmac, dh_group, draw_hip_keys, get, hip_keys_len,
-    hmac, host_id, missing, open, peer_identity, random, random_spi, seal,
+    hmac, host_id, missing, open, peer_identity, random, seal,
 };
 use crate::error::Error;
 use crate::esp;
@@ -227,7 +227,7 @@ impl Responder {
                 "ESP_INFO: KEYMAT index {index} overlaps the HIP keys"
             )));
         }
-        let spi_in = random_spi(self.provider)?;
+        let spi_in = crypto::random_spi(self.provider)?;
         let esp = esp::draw(&km, index, esp_suite, &me, &hit_i, spi_in, info.new_spi)?;
         let next = index + esp::keymat_len(&esp_suite);
 

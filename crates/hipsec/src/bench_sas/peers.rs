@@ -27,10 +27,8 @@ pub(super) fn spis(peers: usize, random: bool) -> Result<Vec<u32>, String> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(peers);
     while out.len() < peers {
-        let mut b = [0u8; 4];
-        provider.fill_random(&mut b).map_err(|e| format!("--spis random: {e}"))?;
-        let spi = u32::from_be_bytes(b);
-        if spi >= 256 && seen.insert(spi) {
+        let spi = crypto::random_spi(provider).map_err(|e| format!("--spis random: {e}"))?;
+        if seen.insert(spi) {
             out.push(spi);
         }
     }

@@ -171,7 +171,7 @@ fn window(
                         cpu_us,
                         queue_delay_ns: (first != 0).then(|| first.saturating_sub(t0)),
                         drain_ns: Some(drain_ns),
-                        late_msgs: Some(msgs - on_time),
+                        late_msgs: Some(msgs.saturating_sub(on_time)),
                     }
                 } else {
                     let last = c.last_rx_ns.load(Ordering::Relaxed);
