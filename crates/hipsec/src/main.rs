@@ -49,6 +49,9 @@ enum Command {
     /// Stream a running node's events as JSON lines: acquires, SA lifetimes, NAT rebindings.
     #[command(long_about = MONITOR_HELP)]
     Monitor(SocketArgs),
+    /// Show or remove the kernel guard that keeps protected traffic off other routes.
+    #[command(subcommand, long_about = cli::guard::GUARD_HELP)]
+    Guard(cli::guard::GuardCommand),
     /// Offline tools on capture files: protect, unprotect, export keys for Wireshark.
     #[command(subcommand)]
     Pcap(PcapCommand),
@@ -133,6 +136,7 @@ struct StatusArgs {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Pcap(c) => cli::pcap::run(c),
+        Command::Guard(c) => cli::guard::run(c),
         Command::Lab(a) => cli::lab::run_lab(a),
         Command::Traffic(t) => match lab::traffic::cli::main_with(t) {
             0 => Ok(()),

@@ -8,6 +8,8 @@
 //! - [`keying`]: how SAs and policies reach the data path (manual keying today);
 //! - [`datapath`]: the lanes of worker threads, TUN, carrier sockets, the per-packet work;
 //! - [`config`]: the node config and the SA file;
+//! - [`guard`]: the nftables table that keeps protected traffic off other routes, also while
+//!   the node is down;
 //! - leaves: [`error`], [`log`], `sys` (system calls), [`huge_pages`] (the heap on transparent
 //!   huge pages), [`netns`] (helpers for tests and benches).
 #![deny(unsafe_code)]
@@ -16,10 +18,12 @@ pub mod config;
 pub mod control;
 pub mod datapath;
 pub mod error;
+pub mod guard;
 pub mod huge_pages;
 pub mod keying;
 pub mod log;
 pub mod netns;
+pub mod nft;
 pub mod run;
 pub mod sys;
 

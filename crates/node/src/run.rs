@@ -83,6 +83,8 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             "action" => "other users can read the keys of its [[sa]]: chmod 600 it"
         );
     }
+    // Before the TUN device and the sockets: a restart never leaves a moment without it.
+    guard(c)?;
     let lanes = c.interface.queues;
     let mut engines = Vec::with_capacity(lanes);
     for lane in 0..lanes {
@@ -411,4 +413,29 @@ pub fn run_all(
         }
         first_err
     })
+}
+
+/// Installs the guard the config asks for (`crate::guard`), or removes this interface's
+/// leftover one when `[guard] enabled = false`.
+fn guard(c: &NodeConfig) -> Result<(), NodeError> {
+    let fail = |e: crate::guard::GuardError| NodeError::Io {
+        what: "[guard] (set enabled = false to run without it)".into(),
+        source: io::Error::other(e),
+    };
+    if !c.guard.enabled() {
+        if crate::guard::remove(Some(&c.interface.name)).unwrap_or(false) {
+            log_event!(Level::Warn, "guard-removed", "interface" => c.interface.name, "why" => "[guard] enabled = false");
+        }
+        return Ok(());
+    }
+    let Some(g) = crate::guard::Guard::for_config(c) else { return Ok(()) };
+    g.install().map_err(fail)?;
+    log_event!(
+        Level::Info,
+        "guard",
+        "table" => format!("inet {}", crate::guard::TABLE),
+        "interface" => g.interface,
+        "rules" => g.rules.len()
+    );
+    Ok(())
 }

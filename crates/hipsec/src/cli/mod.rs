@@ -3,6 +3,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod control;
+pub(crate) mod guard;
 pub(crate) mod keygen;
 pub(crate) mod lab;
 pub(crate) mod pcap;

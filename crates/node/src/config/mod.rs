@@ -6,6 +6,7 @@
 pub mod connection;
 pub mod error;
 pub mod filter;
+pub mod guard;
 pub mod hip;
 pub mod home_agent;
 pub mod host_identity;
@@ -64,6 +65,8 @@ pub struct NodeConfig {
     pub home_agent: Option<home_agent::HomeAgentConf>,
     /// Mobile IPv6 mobile node (`[mobile-node]`): home address, home agent, care-of interface.
     pub mobile_node: Option<mobile_node::MobileNodeConf>,
+    /// Whether the kernel keeps protected traffic off other routes (`[guard]`, `crate::guard`).
+    pub guard: guard::GuardConf,
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
@@ -165,6 +168,7 @@ struct RawFile {
     home_agent: Option<Spanned<home_agent::RawHomeAgent>>,
     #[serde(rename = "mobile-node")]
     mobile_node: Option<Spanned<mobile_node::RawMobileNode>>,
+    guard: Option<guard::RawGuard>,
 }
 
 #[derive(Deserialize)]
@@ -408,6 +412,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         log,
         scheduling,
         connections,
+        guard: guard::parse(raw.guard.as_ref()),
         export_ike_keys: false,
         export_hip_keys: false,
     })

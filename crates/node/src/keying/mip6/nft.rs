@@ -6,9 +6,9 @@
 //! packet to the home agent's address that starts with a Destination Options header (the
 //! AF_PACKET tap has copied it by then). The table goes when the home agent stops.
 
-use std::io::{self, Write};
+use crate::nft::apply as nft;
+use std::io;
 use std::net::Ipv6Addr;
-use std::process::{Command, Stdio};
 
 /// The table's name (family ip6); one home agent per network namespace.
 pub const TABLE: &str = "hipsec_mip6";
@@ -19,24 +19,6 @@ pub const MOBILE_TABLE: &str = "hipsec_mip6_mn";
 #[derive(Debug)]
 pub struct KernelSilencer {
     table: &'static str,
-}
-
-fn nft(script: &str) -> io::Result<()> {
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(script.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!("nft: {}", String::from_utf8_lossy(&out.stderr).trim())))
-    }
 }
 
 /// The rules for `addr` (a table made afresh: a previous run's leftover is replaced).
