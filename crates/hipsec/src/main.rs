@@ -114,6 +114,11 @@ struct RunArgs {
     /// wireshark-keys` can hand them to tshark. Without it no key ever leaves the node.
     #[arg(long)]
     debug_export_hip_keys: bool,
+    /// Start the manually keyed SAs that the `[state] file` has no checkpoint for at sequence
+    /// number 1. Only for keys that are new: under a key the peer already saw, its replay
+    /// window drops the packets until the numbers pass where they were.
+    #[arg(long)]
+    reset_sequence: bool,
 }
 
 #[derive(Debug, Args)]
@@ -143,8 +148,12 @@ fn run(cli: Cli) -> Result<(), String> {
             code => std::process::exit(code),
         },
         Command::Run(a) => {
-            node::run::run_exporting(&a.config, a.debug_export_ike_keys, a.debug_export_hip_keys)
-                .map_err(|e| e.to_string())
+            let o = node::run::RunOptions {
+                export_ike_keys: a.debug_export_ike_keys,
+                export_hip_keys: a.debug_export_hip_keys,
+                reset_sequence: a.reset_sequence,
+            };
+            node::run::run_with(&a.config, o).map_err(|e| e.to_string())
         }
         Command::Initiate(a) => hipsec::ike_cli::initiate(&a),
         Command::Terminate(a) => hipsec::ike_cli::terminate(&a),

@@ -24,6 +24,7 @@ use crate::keying::manual::wire_overhead;
 use crate::keying::mip6::HomeAgentRuntime;
 use crate::keying::mip6::mobile::MobileNodeRuntime;
 use crate::keying::plane::{ControlPlane, EndpointDefaults, WorkerPort};
+use crate::keying::sequence::Checkpointer;
 use crate::log::{self, Level, log_event};
 use ipsec::Time;
 use std::io;
@@ -39,19 +40,28 @@ use std::time::Instant;
 /// Runs a node from the config file until SIGINT or SIGTERM; removes the TUN device and the
 /// control socket on the way out. Refuses to start on any config error.
 pub fn run(config_path: &Path) -> Result<(), NodeError> {
-    run_exporting(config_path, false, false)
+    run_with(config_path, RunOptions::default())
 }
 
-/// [`run`], and with `export_ike_keys` the node keeps its IKE SAs' keys for
-/// `hipsec ike wireshark-keys` (a debugging switch: tshark can then decrypt the exchanges).
-pub fn run_exporting(
-    config_path: &Path,
-    export_ike_keys: bool,
-    export_hip_keys: bool,
-) -> Result<(), NodeError> {
+/// What `hipsec run` may say beside the config file (never set from the file itself).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Keep the IKE SAs' keys for `hipsec ike wireshark-keys` (a debugging switch: tshark
+    /// can then decrypt the exchanges).
+    pub export_ike_keys: bool,
+    /// Keep the HIP associations' ESP keys for `hipsec hip wireshark-keys`.
+    pub export_hip_keys: bool,
+    /// `--reset-sequence`: manual SAs without a usable checkpoint in the `[state] file` start
+    /// at sequence number 1 (`crate::keying::sequence`).
+    pub reset_sequence: bool,
+}
+
+/// [`run`] with the command line's options.
+pub fn run_with(config_path: &Path, o: RunOptions) -> Result<(), NodeError> {
     let mut c = config::load(config_path)?;
-    c.export_ike_keys = export_ike_keys;
-    c.export_hip_keys = export_hip_keys;
+    c.export_ike_keys = o.export_ike_keys;
+    c.export_hip_keys = o.export_hip_keys;
+    c.reset_sequence = o.reset_sequence;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
@@ -85,10 +95,14 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     }
     // Before the TUN device and the sockets: a restart never leaves a moment without it.
     guard(c)?;
+    let checkpointer = sequence_state(c)?;
     let lanes = c.interface.queues;
     let mut engines = Vec::with_capacity(lanes);
     for lane in 0..lanes {
-        let (out_engine, _) = build_engine_for(c, Time(0), true, false, lane)?;
+        let (mut out_engine, _) = build_engine_for(c, Time(0), true, false, lane)?;
+        if let Some(cp) = &checkpointer {
+            cp.apply(c, lane, &mut out_engine);
+        }
         let (in_engine, in_addrs) = build_engine_for(c, Time(0), false, true, lane)?;
         engines.push((out_engine, in_engine, in_addrs));
     }
@@ -360,7 +374,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     if let Some(mn) = mobile_node {
         thread = thread.with_mobile_node(mn);
     }
-    let r = run_all(workers, thread, stop).map_err(io_err("data path"));
+    let r = run_all(workers, thread, checkpointer, stop).map_err(io_err("data path"));
     drop(control);
     drop(metrics);
     log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
@@ -373,11 +387,21 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
 pub fn run_all(
     workers: Vec<Worker>,
     mut control: ControlThread<'_>,
+    checkpointer: Option<Checkpointer>,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let board = control.board;
     std::thread::scope(|s| {
         let mut handles = Vec::new();
+        // Its writes (and their fsync) never hold the control thread's timers.
+        let checkpoints = match checkpointer {
+            Some(cp) => Some(
+                std::thread::Builder::new()
+                    .name("hipsec-seq".into())
+                    .spawn_scoped(s, move || cp.run(board, stop))?,
+            ),
+            None => None,
+        };
         for mut w in workers {
             let role = match (&w.out, &w.inb) {
                 (Some(_), None) => "hipsec-out",
@@ -404,6 +428,9 @@ pub fn run_all(
             }
         }
         control.run(stop);
+        if let Some(h) = checkpoints {
+            let _ = h.join();
+        }
         let mut first_err = Ok(());
         for h in handles {
             let r = h.join().unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
@@ -413,6 +440,23 @@ pub fn run_all(
         }
         first_err
     })
+}
+
+/// Where the manual SAs' outbound sequence numbers resume (`[state] file`), or a warning that
+/// a restart will start them at 1.
+fn sequence_state(c: &NodeConfig) -> Result<Option<Checkpointer>, NodeError> {
+    let cp = Checkpointer::start(c, c.reset_sequence)
+        .map_err(|e| NodeError::Io { what: "[state] file".into(), source: io::Error::other(e) })?;
+    let manual_out = c.sas.iter().filter(|s| s.direction == Direction::Out).count();
+    if cp.is_none() && manual_out > 0 {
+        log_event!(
+            Level::Warn,
+            "no-sequence-state",
+            "sas" => manual_out,
+            "action" => "without [state] file a restart starts the manual outbound SAs at sequence number 1 and the peer drops their packets as replays: set [state] file"
+        );
+    }
+    Ok(cp)
 }
 
 /// Installs the guard the config asks for (`crate::guard`), or removes this interface's

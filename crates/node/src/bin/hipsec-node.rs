@@ -11,9 +11,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.as_slice() {
         [c, path] if c == "-c" || c == "--config" => node::run(&PathBuf::from(path)),
+        [c, path, r] if (c == "-c" || c == "--config") && r == "--reset-sequence" => {
+            let o = node::run::RunOptions { reset_sequence: true, ..Default::default() };
+            node::run::run_with(&PathBuf::from(path), o)
+        }
         [s, sock] if s == "status" => node::status(&PathBuf::from(sock)).map(|j| println!("{j}")),
         _ => {
-            eprintln!("usage: hipsec-node -c CONFIG | hipsec-node status SOCKET");
+            eprintln!(
+                "usage: hipsec-node -c CONFIG [--reset-sequence] | hipsec-node status SOCKET"
+            );
             return ExitCode::from(2);
         }
     };

@@ -1,5 +1,6 @@
-//! `[guard]`: whether the node keeps its protected prefixes off every route but its TUN device
-//! in the kernel (`crate::guard`), also while it is not running.
+//! What outlives the node's process: `[guard]`, whether the kernel keeps its protected prefixes
+//! off every route but its TUN device (`crate::guard`), and `[state]`, the file that carries
+//! the manual SAs' sequence numbers across restarts (`crate::keying::sequence`).
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -35,4 +36,28 @@ pub(crate) fn parse(raw: Option<&RawGuard>) -> GuardConf {
         Some(true) => GuardConf::On,
         Some(false) => GuardConf::Off,
     }
+}
+
+/// `[state]`: where the node keeps what must outlive it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawState {
+    file: Spanned<String>,
+}
+
+/// The `[state] file` (relative to the config file's folder), if any: the outbound sequence
+/// numbers of the manually keyed SAs (`crate::keying::sequence`).
+pub(crate) fn state_file(
+    ctx: &super::error::Ctx<'_>,
+    raw: Option<&RawState>,
+) -> Result<Option<std::path::PathBuf>, super::error::ConfigError> {
+    let Some(r) = raw else { return Ok(None) };
+    let path = std::path::PathBuf::from(r.file.get_ref());
+    if r.file.get_ref().is_empty() {
+        return Err(ctx.err(r.file.span(), "file", "want a path"));
+    }
+    Ok(Some(match std::path::Path::new(ctx.file).parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    }))
 }

@@ -67,6 +67,11 @@ pub struct NodeConfig {
     pub mobile_node: Option<mobile_node::MobileNodeConf>,
     /// Whether the kernel keeps protected traffic off other routes (`[guard]`, `crate::guard`).
     pub guard: guard::GuardConf,
+    /// Where the outbound sequence numbers of the manual SAs are checkpointed (`[state] file`).
+    pub sequence_state: Option<PathBuf>,
+    /// Start manual SAs without a usable checkpoint at sequence number 1 (`--reset-sequence`,
+    /// never set from the file).
+    pub reset_sequence: bool,
     /// Keep every IKE SA's keys for `hipsec ike wireshark-keys` (a debug switch of
     /// `hipsec run`, never set from the file: keys leave the node only when asked at start).
     pub export_ike_keys: bool,
@@ -169,6 +174,7 @@ struct RawFile {
     #[serde(rename = "mobile-node")]
     mobile_node: Option<Spanned<mobile_node::RawMobileNode>>,
     guard: Option<guard::RawGuard>,
+    state: Option<guard::RawState>,
 }
 
 #[derive(Deserialize)]
@@ -413,6 +419,8 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         scheduling,
         connections,
         guard: guard::parse(raw.guard.as_ref()),
+        sequence_state: guard::state_file(&ctx, raw.state.as_ref())?,
+        reset_sequence: false,
         export_ike_keys: false,
         export_hip_keys: false,
     })

@@ -8,3 +8,4 @@ pub mod ike;
 pub mod manual;
 pub mod mip6;
 pub mod plane;
+pub mod sequence;

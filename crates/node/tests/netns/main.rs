@@ -18,6 +18,7 @@ use common::{can_run, sh, stop};
 mod guards;
 mod lanes;
 mod pmtu;
+mod restart;
 mod tunnels;
 
 use std::fs::File;
