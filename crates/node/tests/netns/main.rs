@@ -282,9 +282,14 @@ impl Lab {
 
     /// Starts the node of `side` and waits until its control socket answers.
     fn start(&mut self, side: usize, config: &Path) {
+        self.start_with(side, config, &[]);
+    }
+
+    /// [`Lab::start`] with more arguments after the config (`--reset-sequence`).
+    fn start_with(&mut self, side: usize, config: &Path, args: &[&str]) {
         let log = File::create(self.dir.join(format!("node{side}.log"))).unwrap();
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.ns[side], NODE, "-c"]).arg(config);
+        cmd.args(["netns", "exec", &self.ns[side], NODE, "-c"]).arg(config).args(args);
         cmd.env("HIPSEC_NODE_TUNING", self.tuning);
         let (child, up) = node::spawn_and_wait(&mut cmd, log, &self.sock(side)).unwrap();
         self.nodes.push(child);

@@ -15,7 +15,8 @@ const PORT: u16 = 5002;
 
 /// What B's two receivers saw: through its TUN device, and in clear on its veth.
 struct Received {
-    tunnel: Vec<u32>,
+    /// Sequence numbers of the stream, and when each came.
+    tunnel: Vec<(u32, Instant)>,
     clear: u64,
 }
 
@@ -64,7 +65,8 @@ fn receivers(lab: &Lab, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Receiv
         while !stop.load(Ordering::Relaxed) {
             while let Ok(n) = tun.recv(&mut buf) {
                 if n >= 4 {
-                    got.tunnel.push(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+                    let seq = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+                    got.tunnel.push((seq, Instant::now()));
                 }
             }
             while veth.recv(&mut buf).is_ok() {
@@ -87,6 +89,11 @@ enum Kill {
 /// Both nodes with a default route via each other's veth address; `extra` is appended to A's
 /// config. Returns the lab and A's config.
 fn routed_pair(extra: &str) -> (Lab, PathBuf) {
+    routed_pair_with(extra, &[])
+}
+
+/// [`routed_pair`], A started the first time with `args`.
+fn routed_pair_with(extra: &str, args: &[&str]) -> (Lab, PathBuf) {
     let mut lab = Lab::new();
     let (ca, cb) = (lab.config(0, Suite::Gcm, false, true), lab.config(1, Suite::Gcm, false, true));
     if !extra.is_empty() {
@@ -95,13 +102,14 @@ fn routed_pair(extra: &str) -> (Lab, PathBuf) {
     }
     sh(&["ip", "-n", &lab.ns[0], "route", "add", "default", "via", "192.0.2.2"]);
     sh(&["ip", "-n", &lab.ns[1], "route", "add", "default", "via", "192.0.2.1"]);
-    lab.start(0, &ca);
+    lab.start_with(0, &ca, args);
     lab.start(1, &cb);
     (lab, ca)
 }
 
-/// Ends A's node with `how`, waits 300 ms with its TUN device gone, starts it again.
-fn restart_a(lab: &mut Lab, config: &Path, how: Kill) {
+/// Ends A's node with `how`, waits 300 ms with its TUN device gone, starts it again; returns
+/// when the new node answered its control socket.
+fn restart_a(lab: &mut Lab, config: &Path, how: Kill) -> Instant {
     let mut old = lab.nodes.remove(0);
     match how {
         Kill::Term => stop(&mut old),
@@ -112,25 +120,33 @@ fn restart_a(lab: &mut Lab, config: &Path, how: Kill) {
     }
     std::thread::sleep(Duration::from_millis(300));
     lab.start(0, config);
+    let up = Instant::now();
     // `start` pushed the new A last; keep A first for the next restart.
     let a = lab.nodes.pop().unwrap();
     lab.nodes.insert(0, a);
+    up
 }
 
-/// Runs the stream for 1 s, restarts A, runs it 1.5 s more; returns the capture's cleartext
-/// markers (None without tcpdump), what B received and the sender's counts.
-fn stream_across_restart(
-    lab: &mut Lab,
-    config: &Path,
-    how: Kill,
-) -> (Option<usize>, Received, (u32, u32)) {
+/// What a stream across a restart showed.
+struct Run {
+    /// Cleartext markers in the capture of the outer link (None without tcpdump).
+    leaks: Option<usize>,
+    got: Received,
+    /// Datagrams sent, and sends refused.
+    sent: (u32, u32),
+    /// When the new node answered.
+    up: Instant,
+}
+
+/// Runs the stream for 1 s, restarts A, runs it 1.5 s more.
+fn stream_across_restart(lab: &mut Lab, config: &Path, how: Kill) -> Run {
     let pcap = lab.dir.join("restart.pcap");
     let mut tcpdump = capture(lab, &pcap);
     let stop_flag = Arc::new(AtomicBool::new(false));
     let rx = receivers(lab, Arc::clone(&stop_flag));
     let tx = stream(lab, Arc::clone(&stop_flag));
     std::thread::sleep(Duration::from_secs(1));
-    restart_a(lab, config, how);
+    let up = restart_a(lab, config, how);
     std::thread::sleep(Duration::from_millis(1500));
     stop_flag.store(true, Ordering::Relaxed);
     let sent = tx.join().unwrap();
@@ -140,7 +156,7 @@ fn stream_across_restart(
         let cap = std::fs::read(&pcap).unwrap();
         cap.windows(MARKER.len()).filter(|w| *w == MARKER).count()
     });
-    (leaks, got, sent)
+    Run { leaks, got, sent, up }
 }
 
 fn restart_sends_nothing_in_clear(how: Kill) {
@@ -148,7 +164,7 @@ fn restart_sends_nothing_in_clear(how: Kill) {
         return;
     }
     let (mut lab, ca) = routed_pair("");
-    let (leaks, got, (sent, failed)) = stream_across_restart(&mut lab, &ca, how);
+    let Run { leaks, got, sent: (sent, failed), .. } = stream_across_restart(&mut lab, &ca, how);
     println!(
         "sent {sent} ({failed} refused), through the tunnel {}, in clear at B {}, cleartext frames {leaks:?}",
         got.tunnel.len(),
@@ -187,7 +203,7 @@ fn restart_without_the_guard_leaks() {
         return;
     }
     let (mut lab, ca) = routed_pair("\n[guard]\nenabled = false\n");
-    let (leaks, got, (sent, _)) = stream_across_restart(&mut lab, &ca, Kill::Term);
+    let Run { leaks, got, sent: (sent, _), .. } = stream_across_restart(&mut lab, &ca, Kill::Term);
     println!(
         "without the guard: sent {sent}, in clear at B {}, cleartext frames {leaks:?}",
         got.clear
@@ -219,4 +235,89 @@ fn guard_outlives_the_node_until_removed() {
     assert!(text.contains("chain out_hipsec0") && text.contains("ip daddr 10.0.0.0/24"), "{text}");
     sh(&["ip", "netns", "exec", &lab.ns[0], "nft", "delete", "table", "inet", "hipsec_guard"]);
     assert!(!list(&lab.ns[0]).status.success(), "the table is still there");
+}
+
+/// How the stream through the tunnel came back after A's restart, read at B.
+fn resumed(lab: &Lab, r: &Run) -> (Option<Duration>, usize, u64) {
+    let after: Vec<&(u32, Instant)> = r.got.tunnel.iter().filter(|(_, t)| *t > r.up).collect();
+    let first = after.first().map(|(_, t)| t.duration_since(r.up));
+    let too_old = lab.status(1)["drops"]["too_old"].as_u64().unwrap();
+    (first, after.len(), too_old)
+}
+
+/// Manual SAs with `[state] file`: the restarted node sends past its checkpoint, the peer's
+/// replay window takes the packets at once. RFC 4303 §3.3.3: "If a previously transmitted
+/// packet were discarded, the sender would then be vulnerable ... the counter ... must not be
+/// allowed to cycle"; §3.4.3: the receiver drops numbers left of its window.
+fn manual_sas_resume(how: Kill) {
+    if !can_run() {
+        return;
+    }
+    let state = "\n[state]\nfile = \"node0.state\"\n";
+    let (mut lab, ca) = routed_pair_with(state, &["--reset-sequence"]);
+    let r = stream_across_restart(&mut lab, &ca, how);
+    let (first, after, too_old) = resumed(&lab, &r);
+    println!(
+        "first datagram {first:?} after the new node was up, {after} after it, too_old at B {too_old}"
+    );
+    let log = std::fs::read_to_string(lab.dir.join("node0.log")).unwrap_or_default();
+    assert!(log.contains("sequence-resumed"), "{log}");
+    let first = first.expect("nothing came through the tunnel after the restart");
+    assert!(first < Duration::from_secs(1), "delivery resumed {first:?} after the node was up");
+    assert!(after > 1500, "only {after} datagrams in the 1.5 s after the restart");
+    assert_eq!(too_old, 0, "B dropped {too_old} as too old");
+}
+
+#[test]
+fn manual_sas_resume_after_sigterm() {
+    manual_sas_resume(Kill::Term);
+}
+
+#[test]
+fn manual_sas_resume_after_sigkill() {
+    manual_sas_resume(Kill::Kill);
+}
+
+/// The control: without a state file the restarted node starts again at 1 and B drops the
+/// stream as too old for as long as A had been sending.
+#[test]
+fn without_state_a_restart_is_dropped_as_too_old() {
+    if !can_run() {
+        return;
+    }
+    let (mut lab, ca) = routed_pair("");
+    let r = stream_across_restart(&mut lab, &ca, Kill::Term);
+    let (_, _, too_old) = resumed(&lab, &r);
+    println!("without [state]: too_old at B {too_old}");
+    assert!(too_old > 1000, "only {too_old} dropped as too old");
+}
+
+/// A state file without a checkpoint for the SA: the node does not start and says which SA
+/// and which file.
+#[test]
+fn a_state_file_without_the_sa_refuses_to_start() {
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::new();
+    let ca = lab.config(0, Suite::Gcm, false, true);
+    let t = std::fs::read_to_string(&ca).unwrap() + "\n[state]\nfile = \"node0.state\"\n";
+    std::fs::write(&ca, t).unwrap();
+    let salt = "00112233445566778899aabbccddeeff";
+    std::fs::write(
+        lab.dir.join("node0.state"),
+        format!("{{\"version\":1,\"salt\":\"{salt}\",\"sas\":[]}}"),
+    )
+    .unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &lab.ns[0], NODE, "-c"])
+        .arg(&ca)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the node started: {err}");
+    assert!(
+        err.contains("no checkpoint for outbound SA \"out\"") && err.contains("node0.state"),
+        "{err}"
+    );
 }
