@@ -21,7 +21,15 @@ fn bypass_goes_out_in_clear_by_the_bypass_device() {
             1,
         );
     std::fs::write(&ca, t).unwrap();
+    // B's SPD must bypass the reverse traffic too: its guard drops clear packets a protect
+    // entry covers (RFC 4301 §5.2), whichever device they arrive on.
     let cb = lab.config(1, Suite::Gcm, false, true);
+    let t = std::fs::read_to_string(&cb).unwrap().replacen(
+        "[[policy]]",
+        "[[policy]]\nsrc = \"10.0.0.3/32\"\ndst = \"10.0.0.0/24\"\naction = \"bypass\"\n\n[[policy]]",
+        1,
+    );
+    std::fs::write(&cb, t).unwrap();
     lab.start(0, &ca);
     lab.start(1, &cb);
     // 10.0.0.3 is a plain address of B's veth: only the clear path reaches it.
