@@ -16,6 +16,7 @@ pub mod policy;
 pub mod proposal;
 pub mod sa;
 pub mod safile;
+pub mod warnings;
 
 use error::Ctx;
 pub use error::{ConfigError, Problem};
@@ -58,6 +59,8 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// The file has `[secrets.*]` (PSKs), used or not: it must be private.
+    pub has_secrets: bool,
     /// HIP (`[hip]`): our identity file and the peers we know.
     pub hip: Option<hip::HipConf>,
     /// Mobile IPv6 home agent (`[home-agent]`): its address, home prefix and mobile nodes.
@@ -408,6 +411,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         log,
         scheduling,
         connections,
+        has_secrets: !raw.secrets.is_empty(),
         export_ike_keys: false,
         export_hip_keys: false,
     })
