@@ -6,6 +6,7 @@
 
 use super::NodeConfig;
 use super::connection::AuthConf;
+use super::mip6_sa::SignallingKeys;
 use super::sa::{Direction, SaConf};
 use crate::log::Level;
 use crypto::{EncrAlg, IntegAlg};
@@ -239,9 +240,13 @@ fn without_salt(k: &[u8]) -> &[u8] {
 
 /// The warnings one SA draws.
 pub fn check_sa(s: &SaConf) -> Vec<Warning> {
-    let id = || SaId::of(s);
+    check_params(&SaId::of(s), &s.params, s.direction)
+}
+
+/// The warnings of the parameters of an SA, `id`, that goes in `direction`.
+pub fn check_params(id: &SaId, p: &ipsec::SaParams, direction: Direction) -> Vec<Warning> {
+    let id = || id.clone();
     let mut out = Vec::new();
-    let p = &s.params;
     match p.protocol {
         Protocol::Esp(suite) => {
             match suite.encr {
@@ -280,8 +285,35 @@ pub fn check_sa(s: &SaConf) -> Vec<Warning> {
         }
     }
     // Only the receiver checks for replays (RFC 4303 §3.4.3): an outbound SA's window is unused.
-    if s.direction == Direction::In && p.replay_window == 0 {
+    if direction == Direction::In && p.replay_window == 0 {
         out.push(Warning::NoReplayWindow { sa: id() });
+    }
+    out
+}
+
+/// The manually keyed Mobile IPv6 signalling SAs of the config (`sa-in`, `sa-out` of a
+/// `[home-agent]` mobile node or of `[mobile-node]`), each with its name for the warnings.
+fn mip6_manual(c: &NodeConfig) -> Vec<(SaId, &ipsec::SaParams, Direction)> {
+    let mut keys: Vec<(String, &SignallingKeys)> = Vec::new();
+    if let Some(h) = &c.home_agent {
+        for m in &h.mobile_nodes {
+            keys.push((format!("[home-agent] mobile node {}", m.home_address), &m.keys));
+        }
+    }
+    if let Some(m) = &c.mobile_node {
+        keys.push(("[mobile-node]".to_string(), &m.keys));
+    }
+    let mut out = Vec::new();
+    for (who, k) in keys {
+        if let Some((sa_in, sa_out)) = k.manual() {
+            for (field, p, direction, dir) in
+                [("sa-in", sa_in, Direction::In, "in"), ("sa-out", sa_out, Direction::Out, "out")]
+            {
+                let name = Some(format!("{who} {field}"));
+                let id = SaId { name, spi: p.spi.to_string(), direction: dir };
+                out.push((id, p, direction));
+            }
+        }
     }
     out
 }
@@ -300,15 +332,19 @@ pub fn check_config_with(c: &NodeConfig, readable: impl Fn(&Path) -> Option<u32>
             out.push(Warning::KeysReadable { file: path.to_path_buf(), mode, holds });
         }
     };
+    let mip6 = mip6_manual(c);
     let mut in_config = Vec::new();
     if !c.sas.is_empty() {
         in_config.push("[[sa]] keys");
+    }
+    if !mip6.is_empty() {
+        in_config.push("Mobile IPv6 sa-in/sa-out keys");
     }
     if c.has_secrets {
         in_config.push("[secrets] PSKs");
     }
     if !in_config.is_empty() {
-        file(&c.file, in_config.join(" and "));
+        file(&c.file, in_config.join(", "));
     }
     for conn in &c.connections {
         if let Some(k) = &conn.local_key_file {
@@ -320,6 +356,9 @@ pub fn check_config_with(c: &NodeConfig, readable: impl Fn(&Path) -> Option<u32>
     }
     for s in &c.sas {
         out.extend(check_sa(s));
+    }
+    for (id, p, direction) in &mip6 {
+        out.extend(check_params(id, p, *direction));
     }
     for conn in &c.connections {
         if let AuthConf::Psk(psk) = &conn.auth {

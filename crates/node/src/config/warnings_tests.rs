@@ -195,6 +195,45 @@ fn readable_ike_private_key_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The manually keyed Mobile IPv6 signalling SAs of a home agent are checked as [[sa]] are.
+#[test]
+fn mobile_ipv6_manual_keys() {
+    let sa = |dir: &str, src: &str, dst: &str, spi: u32, alg: &str| {
+        format!(
+            "[home-agent.mobile-node.{dir}]\nsrc = \"{src}\"\ndst = \"{dst}\"\nproto = \"esp\"\n\
+             mode = \"transport\"\nspi = {spi}\n{alg}\n"
+        )
+    };
+    let (mn, ha) = ("2001:db8:1::100", "2001:db8:1::1");
+    let text = format!(
+        "[interface]\nname = \"hmtun0\"\n[network]\nlocal = \"[{ha}]:4500\"\n\
+         [home-agent]\ninterface = \"eth0\"\naddress = \"{ha}\"\nhome-prefix = \"2001:db8:1::/64\"\n\
+         [[home-agent.mobile-node]]\nhome-address = \"{mn}\"\n{}{}",
+        sa(
+            "sa-in",
+            mn,
+            ha,
+            4352,
+            "enc = \"aes128cbc\"\nauth = \"sha1\"\nenc-key = \"0x0f1e2d3c4b5a69788796a5b4c3d2e1f0\"\n\
+             auth-key = \"0x99aabbccddeeff00112233445566778899aabbcc\""
+        ),
+        sa(
+            "sa-out",
+            ha,
+            mn,
+            8448,
+            "aead = \"aes128gcm\"\nkey = \"0x3c3d3e3f404142434445464748494a4b4c4d4e4f\""
+        )
+    );
+    let c = parse("/etc/hipsec/ha.toml", &text).unwrap();
+    let w = check_config_with(&c, |_| Some(0o644));
+    assert_eq!(events(&w), ["keys-readable", "legacy-algorithm"]);
+    assert_eq!(w[0].to_json()["holds"], "Mobile IPv6 sa-in/sa-out keys");
+    let j = w[1].to_json();
+    assert_eq!(j["sa"], "[home-agent] mobile node 2001:db8:1::100 sa-in");
+    assert_eq!((j["field"].as_str(), j["alg"].as_str()), (Some("auth"), Some("sha1")));
+}
+
 /// IKE proposals with 3DES, SHA-1 or MODP-1024 are refused outright, so they need no warning.
 #[test]
 fn legacy_ike_proposals_are_refused() {
