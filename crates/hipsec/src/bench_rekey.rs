@@ -10,14 +10,14 @@
 //! socket is reported beside the phase without rekeys, not charged to the rekeys.
 
 use crate::bench_net::{TUN, Topo, congestion_control, load_avg, remove_stale, sa_keys, sh};
-use crate::bench_rekey_loss::{self as loss, NodeCounts, Snapshot, StreamCounts, UdpAccount};
+use crate::bench_rekey_loss::{self as loss, NodeCounts, Snapshot, UdpAccount};
+use crate::bench_rekey_udp::udp_stream;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::net::UdpSocket;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const PREFIX: &str = "hrekey-";
@@ -248,101 +248,6 @@ fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     (v[(n - 1) / 2] + v[n / 2]) / 2.0
-}
-
-/// How long the sender retries one datagram that sendto refuses before it gives it up.
-const SEND_PATIENCE: Duration = Duration::from_secs(1);
-
-/// What the receiving socket got: distinct sequence numbers, and the kernel's count of the
-/// datagrams its buffer dropped (SO_RXQ_OVFL, as the last datagram carried it).
-fn receive(s: &UdpSocket, total: u64) -> (std::collections::HashSet<u64>, Option<u64>) {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
-    use std::os::fd::AsRawFd;
-    let ovfl = setsockopt(s, sockopt::RxqOvfl, &1).is_ok();
-    let mut seen = std::collections::HashSet::with_capacity(total as usize);
-    let mut drops = None;
-    let mut b = [0u8; 64];
-    let mut cmsg = nix::cmsg_space!(u32);
-    loop {
-        let mut iov = [std::io::IoSliceMut::new(&mut b)];
-        let Ok(m) = recvmsg::<()>(s.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::empty())
-        else {
-            break; // the read timeout: the stream is over
-        };
-        if let Ok(cmsgs) = m.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::RxqOvfl(n) = c {
-                    drops = Some(u64::from(n));
-                }
-            }
-        }
-        let n = m.bytes;
-        if n >= 8 {
-            seen.insert(u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
-        }
-    }
-    // Enabled and nothing dropped: the kernel attaches no count until the first drop.
-    (seen, if ovfl { Some(drops.unwrap_or(0)) } else { None })
-}
-
-/// A fixed-rate UDP stream from A to B through the tunnel: what was sent and received.
-fn udp_stream(topo: &Topo, seconds: u32, rate: u32) -> Result<StreamCounts, String> {
-    let (ns_a, ns_b) = (topo.ns[0].clone(), topo.ns[1].clone());
-    let total = u64::from(seconds) * u64::from(rate);
-    let ready = Arc::new(Mutex::new(false));
-    let r2 = Arc::clone(&ready);
-    let sink = std::thread::spawn(
-        move || -> Result<(std::collections::HashSet<u64>, Option<u64>), String> {
-            node::netns::enter(&ns_b).map_err(|e| e.to_string())?;
-            let s = UdpSocket::bind("10.99.0.2:7010").map_err(|e| e.to_string())?;
-            s.set_read_timeout(Some(Duration::from_millis(1500))).map_err(|e| e.to_string())?;
-            *r2.lock().map_err(|_| "lock")? = true;
-            Ok(receive(&s, total))
-        },
-    );
-    while !*ready.lock().map_err(|_| "lock")? {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let source = std::thread::spawn(move || -> Result<(u64, u64), String> {
-        node::netns::enter(&ns_a).map_err(|e| e.to_string())?;
-        let s = UdpSocket::bind("10.99.0.1:0").map_err(|e| e.to_string())?;
-        let t0 = Instant::now();
-        let gap_ns = 1_000_000_000 / u64::from(rate.max(1));
-        let (mut given_up, mut retries) = (0u64, 0u64);
-        for i in 0..total {
-            let due = t0 + Duration::from_nanos(i * gap_ns);
-            if let Some(d) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(d);
-            }
-            let mut p = [0u8; 64];
-            p[..8].copy_from_slice(&i.to_be_bytes());
-            // A full socket buffer is the sender's, not the tunnel's: retry for a while,
-            // counting each refusal; a datagram never taken whole is the sender's loss.
-            let first = Instant::now();
-            loop {
-                match s.send_to(&p, "10.99.0.2:7010") {
-                    Ok(n) if n == p.len() => break,
-                    Ok(_) => {
-                        given_up += 1;
-                        break;
-                    }
-                    Err(_) if first.elapsed() < SEND_PATIENCE => {
-                        retries += 1;
-                        std::thread::sleep(Duration::from_micros(50));
-                    }
-                    Err(_) => {
-                        given_up += 1;
-                        break;
-                    }
-                }
-            }
-        }
-        Ok((given_up, retries))
-    });
-    let (sender_lost, send_retries) = source.join().map_err(|_| "UDP source panicked")??;
-    let (seen, socket_drops) = sink.join().map_err(|_| "UDP sink panicked")??;
-    let received = (0..total).filter(|i| seen.contains(i)).count() as u64;
-    Ok(StreamCounts { sent: total, received, sender_lost, send_retries, socket_drops })
 }
 
 /// Runs one phase; rekeys meanwhile if `rekey`.

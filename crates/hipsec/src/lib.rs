@@ -10,6 +10,7 @@ mod bench_ike_gen;
 mod bench_net;
 pub mod bench_rekey;
 pub mod bench_rekey_loss;
+mod bench_rekey_udp;
 pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod calibrate;
