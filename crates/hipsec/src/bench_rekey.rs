@@ -1,4 +1,4 @@
-//! `hipsec bench rekey`: make-before-break rekeying under load (issue 10, DESIGN rule 4). Two
+//! `hipsec bench rekey`: make-before-break rekeying under load (DESIGN rule 4). Two
 //! nodes in namespaces (`bench_net`), kernel TCP (iperf3) through the tunnel with the SA pair
 //! replaced every `--interval-ms` through the control socket, beside the same transfer without
 //! rekeys in the same run; then a fixed-rate UDP stream whose sequence numbers show whether

@@ -1,5 +1,5 @@
 //! The control plane on real nodes: SAs and policies added, removed and rekeyed while traffic
-//! flows, through `hipsec sa|policy|monitor` on the control socket (issue 10).
+//! flows, through `hipsec sa|policy|monitor` on the control socket.
 //!
 //! ```text
 //!                    ns hub (hipsec-cp-PID-N-hub)   10.0.0.1/24 hipsec0 (TUN)
