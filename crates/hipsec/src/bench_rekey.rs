@@ -488,3 +488,76 @@ pub fn render(r: &Report) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_rekey_loss::LossBreakdown;
+
+    fn udp_phase(rekeying: bool, breakdown: LossBreakdown) -> Phase {
+        let lost = breakdown.total();
+        let udp = UdpAccount {
+            sent: 50_000,
+            received: 50_000 - lost,
+            lost,
+            breakdown,
+            counters_add_up: true,
+            ..Default::default()
+        };
+        Phase {
+            traffic: "udp",
+            rekeys: if rekeying { 100 } else { 0 },
+            rekey_ms_median: 1.0,
+            rekey_ms_max: 2.0,
+            gbps: 0.0,
+            retransmits: 0,
+            rekeying,
+            sent: udp.sent,
+            lost,
+            udp: Some(udp),
+            drops: BTreeMap::new(),
+            kernel_drops: BTreeMap::new(),
+        }
+    }
+
+    /// The reported run: the loss of the reference phase is shown where it happened and not
+    /// blamed on the rekeys, in the text and in the JSON.
+    #[test]
+    fn the_report_says_where_and_whose() {
+        let phases = vec![
+            udp_phase(false, LossBreakdown { receiver_socket: 496, ..Default::default() }),
+            udp_phase(true, LossBreakdown::default()),
+        ];
+        let v = loss::verdict(phases.iter().map(|p| loss::PhaseLoss {
+            rekeying: p.rekeying,
+            node_drops: 0,
+            udp: p.udp.as_ref(),
+        }));
+        let r = Report {
+            suite: "aes128gcm".into(),
+            congestion: "cubic".into(),
+            interval_ms: 100,
+            grace_ms: 500,
+            load_at_start: 0.0,
+            phases,
+            tcp_throughput_ratio: 1.0,
+            zero_loss: v.zero_loss,
+            rekeying_node_losses: v.rekeying_node_losses,
+            rekeying_outside_node: v.rekeying_outside_node,
+            reference_node_losses: v.reference_node_losses,
+            reference_outside_node: v.reference_outside_node,
+        };
+        let text = render(&r);
+        assert!(
+            text.contains("UDP without rekeys (reference): sent 50000, received 49504, lost 496")
+        );
+        assert!(text.contains("receiver socket 496"), "{text}");
+        assert!(text.contains("0 while rekeying, 496 without rekeys; not charged"), "{text}");
+        assert!(text.contains("\"zero_loss\":true"), "{text}");
+        let j = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(j["zero_loss"], true);
+        assert_eq!(j["reference_outside_node"], 496);
+        assert_eq!(j["phases"][0]["udp"]["breakdown"]["receiver_socket"], 496);
+        assert_eq!(j["phases"][1]["rekeying"], true);
+    }
+}
