@@ -6,7 +6,7 @@
 
 use crypto::{EncrAlg, EspSuite, IntegAlg};
 use serde_json::{Map, Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
@@ -44,10 +44,21 @@ fn sa_ref(v: &str) -> Value {
 /// Fields whose value is a list (`sas=0x1001,0x1002`).
 const LIST_FIELDS: &[&str] = &["sas", "in-sas"];
 
+/// Fields that hold keys (the SA file's names and their aliases). Their value may be `@FILE`
+/// (read from that file) or `-` (read from standard input), so that no key goes on a command
+/// line, where every local user can read it in /proc/PID/cmdline.
+pub const SECRET_FIELDS: &[&str] = &["key", "enc-key", "auth-key", "enc_key", "auth_key"];
+
 /// `FIELD=VALUE` words as one JSON object (dotted fields nest; `sas` and `in-sas` take
-/// comma-separated lists).
+/// comma-separated lists; key fields read `@FILE` and `-` from a file or standard input).
 pub fn fields(words: &[String]) -> Result<Value, String> {
+    fields_reading(words, &mut std::io::stdin().lock())
+}
+
+/// [`fields`], with `key=-` reading from `stdin`.
+pub fn fields_reading(words: &[String], stdin: &mut dyn Read) -> Result<Value, String> {
     let mut o = Map::new();
+    let mut stdin_used = false;
     for w in words {
         let (k, v) = w.split_once('=').ok_or_else(|| format!("{w:?}: want FIELD=VALUE"))?;
         let mut parts: Vec<&str> = k.split('.').collect();
@@ -60,12 +71,69 @@ pub fn fields(words: &[String]) -> Result<Value, String> {
         }
         let value = if LIST_FIELDS.contains(&last) {
             Value::Array(v.split(',').filter(|x| !x.is_empty()).map(sa_ref).collect())
+        } else if SECRET_FIELDS.contains(&last) {
+            Value::String(secret(k, v, stdin, &mut stdin_used)?.to_string())
         } else {
             scalar(v)
         };
         at.insert(last.to_string(), value);
     }
     Ok(Value::Object(o))
+}
+
+/// A key field's value: from the file of `@FILE` (warning when others may read it), from
+/// standard input for `-`, else the word itself (with a warning: it is on the command line).
+/// One line; its trailing newline is not part of the key.
+fn secret(
+    field: &str,
+    v: &str,
+    stdin: &mut dyn Read,
+    stdin_used: &mut bool,
+) -> Result<zeroize::Zeroizing<String>, String> {
+    let (text, from) = if let Some(path) = v.strip_prefix('@') {
+        let p = Path::new(path);
+        if let Some(mode) = node::config::readable_by_others(p) {
+            eprintln!(
+                "hipsec: warning: {path} (mode {mode:03o}) holds {field} and other users can \
+                 read it: chmod 600 it"
+            );
+        }
+        let t = std::fs::read_to_string(p).map_err(|e| format!("{field}=@{path}: {e}"))?;
+        (zeroize::Zeroizing::new(t), path.to_string())
+    } else if v == "-" {
+        if std::mem::replace(stdin_used, true) {
+            return Err(format!("{field}=-: only one field can read standard input"));
+        }
+        let mut t = zeroize::Zeroizing::new(String::new());
+        stdin.read_to_string(&mut t).map_err(|e| format!("{field}=-: standard input: {e}"))?;
+        (t, "standard input".to_string())
+    } else {
+        eprintln!(
+            "hipsec: warning: {field} given on the command line, where every local user can \
+             read it (/proc/PID/cmdline): use {field}=@FILE, {field}=- or --file"
+        );
+        return Ok(zeroize::Zeroizing::new(v.to_string()));
+    };
+    let line = text.strip_suffix('\n').unwrap_or(&text);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.is_empty() {
+        return Err(format!("{field}: {from} is empty"));
+    }
+    if line.contains('\n') {
+        return Err(format!("{field}: {from} holds more than one line; want the key alone"));
+    }
+    Ok(zeroize::Zeroizing::new(line.to_string()))
+}
+
+/// The `warnings` of a node's answer (weak settings it accepted), one sentence each.
+pub fn warnings(v: &Value) -> Vec<String> {
+    let empty = Vec::new();
+    v["warnings"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|w| w["message"].as_str().or(w["event"].as_str()).unwrap_or("warning").to_string())
+        .collect()
 }
 
 /// The `[[table]]` entries of a TOML file as JSON objects; warns when others may read it (it
@@ -295,25 +363,30 @@ pub fn rekey_pair(a: &Path, b: &Path, spi_ab: Option<u32>, grace_ms: u64) -> Res
     let t0 = std::time::Instant::now();
     let add =
         |new: Value, old: &Value| json!({"op": "sa-add", "sas": [new], "succeeds": old["spi"]});
-    request(b, &add(as_in(&ab_new, b_peer.as_ref()), ab))?;
-    request(a, &add(as_in(&ba_new, a_peer.as_ref()), ba))?;
-    request(
-        a,
-        &json!({"op": "sa-switch", "old": {"spi": ab["spi"], "dst": ab["dst"]}, "sa": ab_new}),
-    )?;
-    request(
-        b,
-        &json!({"op": "sa-switch", "old": {"spi": ba["spi"], "dst": ba["dst"]}, "sa": ba_new}),
-    )?;
-    request(a, &json!({"op": "sa-retire", "spi": ba["spi"], "grace-ms": grace_ms}))?;
-    request(b, &json!({"op": "sa-retire", "spi": ab["spi"], "grace-ms": grace_ms}))?;
-    Ok(json!({
+    // The nodes' warnings (a legacy suite carried over, say) come back with the result.
+    let mut warned: Vec<Value> = Vec::new();
+    let mut send = |socket: &Path, r: Value| -> Result<(), String> {
+        let v = request(socket, &r)?;
+        warned.extend(v["warnings"].as_array().into_iter().flatten().cloned());
+        Ok(())
+    };
+    send(b, add(as_in(&ab_new, b_peer.as_ref()), ab))?;
+    send(a, add(as_in(&ba_new, a_peer.as_ref()), ba))?;
+    send(a, json!({"op": "sa-switch", "old": {"spi": ab["spi"], "dst": ab["dst"]}, "sa": ab_new}))?;
+    send(b, json!({"op": "sa-switch", "old": {"spi": ba["spi"], "dst": ba["dst"]}, "sa": ba_new}))?;
+    send(a, json!({"op": "sa-retire", "spi": ba["spi"], "grace-ms": grace_ms}))?;
+    send(b, json!({"op": "sa-retire", "spi": ab["spi"], "grace-ms": grace_ms}))?;
+    let mut out = json!({
         "ok": true,
         "a_to_b": { "old": ab["spi"], "new": format!("0x{x_new:08x}") },
         "b_to_a": { "old": ba["spi"], "new": format!("0x{y_new:08x}") },
         "grace_ms": grace_ms,
         "took_ms": t0.elapsed().as_secs_f64() * 1e3,
-    }))
+    });
+    if !warned.is_empty() {
+        out["warnings"] = Value::Array(warned);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -336,6 +409,45 @@ mod tests {
         let p = fields(&["sas=0x1001,4098@192.0.2.9".to_string()]).unwrap_or_default();
         assert_eq!(p["sas"], json!(["0x1001", {"spi": 4098, "dst": "192.0.2.9"}]));
         assert!(fields(&["a=1".to_string(), "a.b=2".to_string()]).is_err());
+    }
+
+    /// `key=@FILE` and `key=-` put the key in the request, not on the command line.
+    #[test]
+    fn key_fields_read_files_and_standard_input() {
+        let dir = std::env::temp_dir().join(format!("hipsec-ctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        let key = "0x3f7a19c2e05b8d4461a9f0c37e2d5b18_9c4e1a07";
+        let f = dir.join("spoke7.key");
+        std::fs::write(&f, format!("{key}\n")).unwrap_or_default();
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let at = format!("key=@{}", f.display());
+        let mut stdin = "0xaabb\r\n".as_bytes();
+        let v = fields_reading(&words(&[&at, "auth-key=-", "spi=4097"]), &mut stdin);
+        let v = v.unwrap_or_default();
+        assert_eq!(v["key"], key, "the trailing newline is not part of the key");
+        assert_eq!(v["auth-key"], "0xaabb");
+        assert_eq!(v["spi"], 4097);
+        // A value that merely starts with @ elsewhere is left alone.
+        let v = fields_reading(&words(&["name=@x"]), &mut "".as_bytes()).unwrap_or_default();
+        assert_eq!(v["name"], "@x");
+        // Standard input serves one field; empty or several lines are refused.
+        let e = fields_reading(&words(&["key=-", "enc-key=-"]), &mut "0x01\n".as_bytes());
+        assert!(e.is_err_and(|e| e.contains("enc-key=-") && e.contains("one field")));
+        let e = fields_reading(&words(&["enc-key=-"]), &mut "\n".as_bytes());
+        assert!(e.is_err_and(|e| e.contains("enc-key") && e.contains("empty")));
+        let e = fields_reading(&words(&["key=-"]), &mut "0x01\n0x02\n".as_bytes());
+        assert!(e.is_err_and(|e| e.contains("more than one line")));
+        let missing = format!("key=@{}", dir.join("none").display());
+        let e = fields_reading(&words(&[&missing]), &mut "".as_bytes());
+        assert!(e.is_err_and(|e| e.starts_with("key=@") && e.contains("none")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn answer_warnings_are_read() {
+        let v = json!({"ok": true, "warnings": [{"event": "weak-key", "message": "SA in 0x00001001: key ..."}]});
+        assert_eq!(warnings(&v), ["SA in 0x00001001: key ..."]);
+        assert!(warnings(&json!({"ok": true})).is_empty());
     }
 
     #[test]

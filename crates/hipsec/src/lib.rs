@@ -9,6 +9,8 @@ mod bench_ike_crypto;
 mod bench_ike_gen;
 mod bench_net;
 pub mod bench_rekey;
+pub mod bench_rekey_loss;
+mod bench_rekey_udp;
 pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod calibrate;

@@ -1,5 +1,5 @@
 //! The control plane on real nodes: SAs and policies added, removed and rekeyed while traffic
-//! flows, through `hipsec sa|policy|monitor` on the control socket (issue 10).
+//! flows, through `hipsec sa|policy|monitor` on the control socket.
 //!
 //! ```text
 //!                    ns hub (hipsec-cp-PID-N-hub)   10.0.0.1/24 hipsec0 (TUN)
@@ -45,6 +45,24 @@ fn hipsec_fails(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stdout)
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `hipsec ARGS` with `input` on its standard input; panics unless it succeeds. Returns
+/// stdout and stderr.
+fn hipsec_with_stdin(args: &[&str], input: &str) -> (String, String) {
+    use std::io::Write;
+    let mut c = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "hipsec {args:?}: {err}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
 }
 
 fn key(seed: u8) -> String {
@@ -194,6 +212,8 @@ impl Net {
     }
 
     /// Installs the hub's side of spoke k: its SAs (peer given) and a policy for 10.0.0.(k+1).
+    /// The keys never go on the command line: the inbound SA's is read from a file
+    /// (`key=@FILE`), the outbound SA's from standard input (`key=-`).
     fn add_spoke_on_hub(&self, k: usize) {
         let me = format!("192.0.2.{}", k + 1);
         let common = ["proto=esp", "mode=tunnel", "aead=aes128gcm"];
@@ -201,23 +221,22 @@ impl Net {
         let mut a = vec!["sa", "add", &hub, "direction=in"];
         let (spi_in, spi_out) = (format!("spi={}", 0x1000 + k), format!("spi={}", 0x2000 + k));
         let (src_in, dst_in) = (format!("src={me}"), "dst=192.0.2.1".to_string());
-        let (k_in, k_out) =
-            (format!("key={}", key(k as u8)), format!("key={}", key(100 + k as u8)));
+        let key_file = self.dir.join(format!("spoke{k}.key"));
+        std::fs::write(&key_file, format!("{}\n", key(k as u8))).unwrap();
+        std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let k_in = format!("key=@{}", key_file.display());
         let peer = format!("peer={me}:4500");
         a.extend([spi_in.as_str(), src_in.as_str(), dst_in.as_str(), k_in.as_str(), peer.as_str()]);
         a.extend(common);
-        hipsec(&a);
+        let (_, err) = hipsec_with_stdin(&a, "");
+        assert!(!err.contains("warning"), "a clean SA from a private key file: {err}");
         let (src_out, dst_out) = ("src=192.0.2.1".to_string(), format!("dst={me}"));
         let mut b = vec!["sa", "add", &hub, "direction=out"];
-        b.extend([
-            spi_out.as_str(),
-            src_out.as_str(),
-            dst_out.as_str(),
-            k_out.as_str(),
-            peer.as_str(),
-        ]);
+        b.extend([spi_out.as_str(), src_out.as_str(), dst_out.as_str(), "key=-", peer.as_str()]);
         b.extend(common);
-        hipsec(&b);
+        let (_, err) = hipsec_with_stdin(&b, &format!("{}\n", key(100 + k as u8)));
+        assert!(!err.contains("warning"), "{err}");
         let dst = format!("dst=10.0.0.{}/32", k + 1);
         let sas = format!("sas={}", 0x2000 + k);
         let in_sas = format!("in-sas={}", 0x1000 + k);
@@ -383,6 +402,44 @@ fn hub_and_spokes_with_sas_added_at_run_time() {
     ]);
     assert!(e.contains("sas[0].key"), "{e}");
     assert!(!hipsec(&["sa", "list", &hub]).contains("0x00002009"));
+
+    // A weak SA is installed, and the answer and the node's log say what is weak (never the
+    // key); a key file others can read is warned about by the CLI.
+    let zero = net.dir.join("zero.key");
+    std::fs::write(&zero, format!("0x{}\n", "00".repeat(20))).unwrap();
+    std::fs::set_permissions(&zero, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let zero_key = format!("key=@{}", zero.display());
+    let (out, err) = hipsec_with_stdin(
+        &[
+            "sa",
+            "add",
+            &hub,
+            "direction=in",
+            "src=192.0.2.9",
+            "dst=192.0.2.1",
+            "proto=esp",
+            "spi=0x1009",
+            "mode=tunnel",
+            "aead=aes128gcm",
+            &zero_key,
+            "replay-window=0",
+        ],
+        "",
+    );
+    assert!(err.contains("zero.key (mode 644)"), "{err}");
+    assert!(err.contains("replay-window = 0") && err.contains("every byte the same"), "{err}");
+    let answer: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let events: Vec<&str> = answer["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["weak-key", "replay-window-off"], "{answer}");
+    let log = net.log(0);
+    assert!(log.contains("\"weak-key\"") && log.contains("\"replay-window-off\""), "{log}");
+    assert!(!log.contains(&"00".repeat(20)), "{log}");
+    assert!(hipsec(&["sa", "list", &hub]).contains("0x00001009"));
 
     // Spoke 2's config is readable by others: warned at start; spoke 1's is not.
     assert!(net.log(2).contains("keys-readable") && !net.log(1).contains("keys-readable"));

@@ -84,15 +84,8 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     let start = Instant::now();
     // Set once per process: the first node's `[log]` counts (a process runs one node).
     log::init(c.log);
-    if let Some(mode) = config::readable_by_others(&c.file).filter(|_| !c.sas.is_empty()) {
-        log_event!(
-            Level::Warn,
-            "keys-readable",
-            "file" => c.file.display().to_string(),
-            "mode" => format!("{mode:o}"),
-            "action" => "other users can read the keys of its [[sa]]: chmod 600 it"
-        );
-    }
+    // Weak settings the node accepts: readable key files, legacy algorithms, weak keys.
+    config::warnings::log_all(&config::warnings::check_config(c));
     // Before the TUN device and the sockets: a restart never leaves a moment without it.
     guard(c)?;
     let checkpointer = sequence_state(c)?;

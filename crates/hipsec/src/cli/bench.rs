@@ -41,10 +41,15 @@ Examples:
 Two hipsec nodes in network namespaces; kernel TCP (iperf3) through the tunnel while the SA pair
 is replaced every --interval-ms through the control socket (fresh SPIs and keys; new inbound
 SAs live first, outbound switched, old inbound retired after --grace-ms), beside the same
-transfer without rekeys in the same run (--rounds pairs, the order alternating); then a fixed-rate UDP stream whose sequence numbers
-show whether a single datagram was lost, with and without rekeys. Reports rekeys done and how
-long each took, drops for lack of an SA or policy, replay and integrity drops (both nodes, per
-phase), TCP retransmissions and the throughput ratio. Exits non-zero if anything was lost.
+transfer without rekeys in the same run (--rounds pairs, the order alternating); then a
+fixed-rate UDP stream whose sequence numbers show whether a single datagram was lost, without
+rekeys (the reference) and with. Reports rekeys done and how long each took, drops for lack of
+an SA or policy, replay and integrity drops (both nodes, per phase), TCP retransmissions, the
+throughput ratio, and for each UDP phase sent, received, lost and where the lost ones were lost:
+sender, sending kernel, node, receiving kernel, receiver socket (SO_RXQ_OVFL) or unexplained,
+from the hop counts of both nodes and the kernels' drop counters.
+Exits non-zero only if the nodes dropped or lost packets while rekeying; loss outside the nodes
+(kernels, sockets) is reported beside the reference phase, not charged to the rekeys.
 Needs root and iperf3; about 2.5 minutes with the defaults.
 
 Example:

@@ -22,7 +22,8 @@ them between two batches and the command returns when every lane has. Fields are
 SA file (docs/sa-file.md) plus `direction` (in or out), `peer` (ADDR:PORT the peer's ESP in UDP
 uses; default: [network] peer, else the SA's dst/src on the node's port) and `lane`. Give them in
 a TOML file of [[sa]] tables (--file; keep it mode 600) or as FIELD=VALUE words (dotted for
-nested fields). A bad field changes nothing and is named in the error.";
+nested fields); key fields take @FILE or - (standard input), never the key itself on the
+command line. A bad field changes nothing and is named in the error.";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SaCommand {
@@ -50,12 +51,18 @@ receive as soon as it returns. Fields are those of the SA file (docs/sa-file.md)
 `direction` (in or out), `peer` (ADDR:PORT the peer's ESP in UDP uses; default: [network] peer,
 else the SA's dst/src on the node's port) and `lane`. Give them in a TOML file of [[sa]] tables
 (--file; keep it mode 600: it holds keys) or as FIELD=VALUE words (dotted for nested fields).
-A bad field changes nothing and is named in the error.
+Key fields (key, enc-key, auth-key) take @FILE (the key read from that file; keep it mode 600)
+or - (read from standard input), so that no key is on the command line, where every local user
+can read it in /proc/PID/cmdline. A bad field changes nothing and is named in the error; weak
+settings the node accepts (null or legacy algorithms, replay-window = 0, a key of one repeated
+byte) come back as warnings, printed on stderr.
 
 Examples:
   hipsec sa add /run/hipsec.sock --file spoke7.toml
-  hipsec sa add /run/hipsec.sock direction=in src=192.0.2.7 dst=192.0.2.1 spi=0x2007 \\
-      mode=tunnel aead=aes128gcm key=0x000102030405060708090a0b0c0d0e0f10111213 peer=192.0.2.7:4500";
+  hipsec sa add /run/hipsec.sock direction=in src=192.0.2.7 dst=192.0.2.1 proto=esp spi=0x2007 \\
+      mode=tunnel aead=aes128gcm key=@spoke7.key peer=192.0.2.7:4500
+  head -c 20 /dev/urandom | xxd -p -c 40 | hipsec sa add /run/hipsec.sock direction=out \\
+      src=192.0.2.1 dst=192.0.2.7 proto=esp spi=0x1007 mode=tunnel aead=aes128gcm key=-";
 
 const REKEY_HELP: &str = "\
 Rekey a manually keyed pair of nodes A and B, make-before-break: fresh random SPIs and keys of
@@ -163,11 +170,20 @@ fn print_json(v: &serde_json::Value) {
     println!("{v}");
 }
 
+/// The weak settings the node accepted (its answer's `warnings`), on stderr.
+fn print_warnings(v: &serde_json::Value) {
+    for w in ctl::warnings(v) {
+        eprintln!("hipsec: warning: {w}");
+    }
+}
+
 /// Sends the entries of `a` (its `--file`'s `[[table]]` tables and its FIELD=VALUE words) as
 /// request `op`, under `field`, and prints the answer.
 fn send_entries(a: &SaInput, op: &str, field: &str, table: &str) -> Result<(), String> {
     let entries = ctl::entries(a.file.as_deref(), &a.fields, table)?;
-    print_json(&ctl::request(&a.socket, &serde_json::json!({"op": op, field: entries}))?);
+    let v = ctl::request(&a.socket, &serde_json::json!({"op": op, field: entries}))?;
+    print_warnings(&v);
+    print_json(&v);
     Ok(())
 }
 
@@ -197,7 +213,9 @@ pub(crate) fn run_sa(c: SaCommand) -> Result<(), String> {
         }
         SaCommand::List(a) => show_list(&a, "sa-list", "sas"),
         SaCommand::Rekey(a) => {
-            print_json(&ctl::rekey_pair(&a.a, &a.b, a.spi, a.grace_ms)?);
+            let v = ctl::rekey_pair(&a.a, &a.b, a.spi, a.grace_ms)?;
+            print_warnings(&v);
+            print_json(&v);
             Ok(())
         }
     }

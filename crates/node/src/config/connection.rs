@@ -90,6 +90,8 @@ pub struct ConnectionConf {
     pub remote_id: Option<Id>,
     /// How both ends authenticate.
     pub auth: AuthConf,
+    /// Our private key file (`local.key`, auth = "pubkey"), kept to check who may read it.
+    pub local_key_file: Option<std::path::PathBuf>,
     /// IKE SA rekey interval (swanctl default 4 h); zero: never.
     pub rekey_time: Duration,
     /// Liveness check interval (RFC 7296 §2.4); zero: off.
@@ -349,6 +351,12 @@ fn connection(
     let local_id = id(&r.local, "local.id")?;
     let remote_id = id(&r.remote, "remote.id")?;
     let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr)?;
+    let local_key_file = match &auth {
+        AuthConf::Pubkey { .. } => {
+            r.local.as_ref().and_then(|a| a.key.as_ref()).map(|k| key_path(ctx, k))
+        }
+        AuthConf::Psk(_) => None,
+    };
     let mut children = Vec::new();
     for (cname, c) in &r.children {
         children.push(child(ctx, cname, c)?);
@@ -371,6 +379,7 @@ fn connection(
         local_id,
         remote_id,
         auth,
+        local_key_file,
         rekey_time,
         dpd_delay,
         encap: r.encap.unwrap_or(false),
@@ -416,14 +425,7 @@ fn auth(
             secret_bytes(s.secret.get_ref()).map_err(|e| ctx.err(s.secret.span(), "secret", e))?;
         return Ok(AuthConf::Psk(psk));
     }
-    // Key files are relative to the config file.
-    let path = |s: &Spanned<String>| {
-        let p = std::path::PathBuf::from(s.get_ref());
-        match std::path::Path::new(ctx.file).parent() {
-            Some(dir) if p.is_relative() => dir.join(p),
-            _ => p,
-        }
-    };
+    let path = |s: &Spanned<String>| key_path(ctx, s);
     let key = r.local.as_ref().and_then(|a| a.key.as_ref()).ok_or_else(|| {
         ctx.err(r.name.span(), "local.key", "auth = \"pubkey\" needs our private key file")
     })?;
@@ -439,6 +441,15 @@ fn auth(
     let (peer_alg, peer_public_key) = super::keys::public_key(&path(pubkeys))
         .map_err(|e| ctx.err(pubkeys.span(), "remote.pubkeys", e))?;
     Ok(AuthConf::Pubkey { key: std::sync::Arc::new(sk), peer_alg, peer_public_key })
+}
+
+/// A key file's path: relative paths are relative to the config file.
+fn key_path(ctx: &Ctx<'_>, s: &Spanned<String>) -> std::path::PathBuf {
+    let p = std::path::PathBuf::from(s.get_ref());
+    match std::path::Path::new(ctx.file).parent() {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p,
+    }
 }
 
 fn find_secret<'a>(

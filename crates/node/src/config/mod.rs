@@ -17,6 +17,7 @@ pub mod policy;
 pub mod proposal;
 pub mod sa;
 pub mod safile;
+pub mod warnings;
 
 use error::Ctx;
 pub use error::{ConfigError, Problem};
@@ -59,6 +60,8 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// The file has `[secrets.*]` (PSKs), used or not: it must be private.
+    pub has_secrets: bool,
     /// HIP (`[hip]`): our identity file and the peers we know.
     pub hip: Option<hip::HipConf>,
     /// Mobile IPv6 home agent (`[home-agent]`): its address, home prefix and mobile nodes.
@@ -421,6 +424,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         guard: guard::parse(raw.guard.as_ref()),
         sequence_state: guard::state_file(&ctx, raw.state.as_ref())?,
         reset_sequence: false,
+        has_secrets: !raw.secrets.is_empty(),
         export_ike_keys: false,
         export_hip_keys: false,
     })

@@ -1,10 +1,11 @@
 //! Carries out the SA and policy requests of the control socket on the control plane, and
-//! answers with JSON: `{"ok": true, ...}` or `{"ok": false, "error": ..., "field": ...}`.
-//! Lists never carry keys (the control plane keeps none).
+//! answers with JSON: `{"ok": true, ...}` (with `warnings` for weak SAs it installed) or
+//! `{"ok": false, "error": ..., "field": ...}`. Lists never carry keys (the control plane keeps none).
 
 use super::commands::Request;
 use crate::config::policy::{RuntimeAction, RuntimePolicy};
 use crate::config::sa::{Direction, SaConf, SaRef};
+use crate::config::warnings;
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::plane::{ControlPlane, PlaneError, SaRecord, SaSpec};
 use ipsec::spd_table::DEFAULT_PRIORITY;
@@ -29,6 +30,17 @@ fn spec(s: &SaConf) -> SaSpec {
         beet: s.beet,
         name: s.name.clone(),
     }
+}
+
+/// The weak settings of the SAs a request installs, logged; the answer carries them as
+/// `warnings` so that `hipsec sa add` can print them.
+fn warn<'a>(mut reply: Value, sas: impl IntoIterator<Item = &'a SaConf>) -> Value {
+    let ws: Vec<warnings::Warning> = sas.into_iter().flat_map(warnings::check_sa).collect();
+    if !ws.is_empty() {
+        warnings::log_all(&ws);
+        reply["warnings"] = warnings::to_json(&ws);
+    }
+    reply
 }
 
 fn in_key(r: &SaRef) -> InKey {
@@ -94,7 +106,7 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
         Request::SaAdd { mut sas, succeeds: Some(old), .. } => {
             let new = sas.pop().ok_or_else(|| PlaneError::field("sas", "empty"))?;
             p.install_successor(in_key(&old), spec(&new))?;
-            Ok(json!({ "ok": true, "installed": 1 }))
+            Ok(warn(json!({ "ok": true, "installed": 1 }), [&new]))
         }
         Request::SaAdd { sas, replace, .. } => {
             let (ins, outs): (Vec<&SaConf>, Vec<&SaConf>) =
@@ -105,7 +117,7 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
                 outs.into_iter().map(spec).collect(),
                 replace,
             )?;
-            Ok(json!({ "ok": true, "installed": n }))
+            Ok(warn(json!({ "ok": true, "installed": n }), &sas))
         }
         Request::SaDel { inbound, outbound } => {
             let ins: Vec<InKey> = inbound.iter().map(in_key).collect();
@@ -121,7 +133,7 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
         Request::SaSwitch { old, new } => {
             let old = out_key(p, &old, "old", false)?;
             let k = p.switch_outbound(old, spec(&new))?;
-            Ok(json!({ "ok": true, "spi": Spi(k.spi).to_string() }))
+            Ok(warn(json!({ "ok": true, "spi": Spi(k.spi).to_string() }), [&*new]))
         }
         Request::SaRetire { sa, grace_ms } => {
             let k = in_key(&sa);
@@ -135,7 +147,8 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
             let old_out = out_key(p, &old_out, "old-out", false)?;
             let g = Duration::from_millis(grace_ms);
             p.rekey(in_key(&old_in), spec(&new_in), old_out, spec(&new_out), g)?;
-            Ok(json!({ "ok": true, "rekeyed": true, "grace_ms": grace_ms }))
+            let reply = json!({ "ok": true, "rekeyed": true, "grace_ms": grace_ms });
+            Ok(warn(reply, [&*new_in, &*new_out]))
         }
         Request::PolicyAdd { policies, replace } => {
             let mut next =
