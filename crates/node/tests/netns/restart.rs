@@ -262,7 +262,7 @@ fn manual_sas_resume(how: Kill) {
     );
     let log = std::fs::read_to_string(lab.dir.join("node0.log")).unwrap_or_default();
     assert!(log.contains("sequence-resumed"), "{log}");
-    let first = first.expect("nothing came through the tunnel after the restart");
+    let Some(first) = first else { panic!("nothing came through the tunnel after the restart") };
     assert!(first < Duration::from_secs(1), "delivery resumed {first:?} after the node was up");
     assert!(after > 1500, "only {after} datagrams in the 1.5 s after the restart");
     assert_eq!(too_old, 0, "B dropped {too_old} as too old");
