@@ -465,7 +465,13 @@ fn guard(c: &NodeConfig) -> Result<(), NodeError> {
         }
         return Ok(());
     }
-    let Some(g) = crate::guard::Guard::for_config(c) else { return Ok(()) };
+    let Some(g) = crate::guard::Guard::for_config(c) else {
+        // A previous config's chains would keep guarding prefixes this one no longer protects.
+        if crate::guard::remove(Some(&c.interface.name)).unwrap_or(false) {
+            log_event!(Level::Info, "guard-removed", "interface" => c.interface.name, "why" => "nothing to guard");
+        }
+        return Ok(());
+    };
     g.install().map_err(fail)?;
     log_event!(
         Level::Info,

@@ -1,5 +1,6 @@
 //! Starting one `hipsec run` in a namespace, its output to a log file, its pid registered so an
-//! interrupted lab still stops it (the node hooks, the IKE gateways and the HIP hosts share it).
+//! interrupted lab still stops it (the node hooks, the IKE gateways and the HIP hosts share it),
+//! and stopping them takes their guard tables with them.
 
 use crate::error::LabError;
 use std::path::Path;
@@ -26,7 +27,32 @@ pub fn spawn_node(exe: &Path, ns: &str, cfg: &Path, log: &Path) -> Result<(Child
         .map_err(|source| LabError::Spawn { cmd, source })?;
     let pid = child.id();
     crate::sys::registry().pids.insert(pid);
+    if let Ok(mut m) = NAMESPACES.lock() {
+        m.insert(pid, ns.to_string());
+    }
     Ok((child, pid))
+}
+
+/// The namespace of each node [`spawn_node`] started, so that [`stop_nodes`] can take its guard
+/// away with it.
+static NAMESPACES: std::sync::Mutex<std::collections::BTreeMap<u32, String>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Removes the guard table (`node::guard`) the stopped nodes left in their namespaces. A
+/// deployment keeps it on purpose (docs/restarts.md); the lab stops a mode's nodes for good,
+/// and the next mode, or the plain path, must find the namespace as it was.
+fn remove_guards(pids: &[u32]) {
+    let namespaces: std::collections::BTreeSet<String> = match NAMESPACES.lock() {
+        Ok(mut m) => pids.iter().filter_map(|p| m.remove(p)).collect(),
+        Err(_) => return,
+    };
+    for ns in namespaces {
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &ns, "nft", "delete", "table", "inet", node::guard::TABLE])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 /// How long a node has to stop after SIGTERM (a clean stop removes its TUN device) before
@@ -45,6 +71,7 @@ pub fn stop_nodes<'a>(nodes: impl IntoIterator<Item = (u32, &'a mut Child)>) {
             .status();
     }
     let deadline = Instant::now() + STOP_GRACE;
+    let pids: Vec<u32> = nodes.iter().map(|(pid, _)| *pid).collect();
     for (pid, c) in nodes {
         while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
@@ -53,4 +80,5 @@ pub fn stop_nodes<'a>(nodes: impl IntoIterator<Item = (u32, &'a mut Child)>) {
         let _ = c.wait();
         crate::sys::registry().pids.remove(&pid);
     }
+    remove_guards(&pids);
 }
