@@ -158,7 +158,6 @@ impl Up {
                 return;
             }
         } else if self.policies.is_empty() {
-            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             let policies = install::child_policies(k, out_key, in_key);
             let ids: Vec<PolicyId> =
                 (0..policies.len() as u64).map(|i| *cx.next_policy + i).collect();
@@ -197,6 +196,8 @@ impl Up {
                 self.active_out = Some(out_key);
             }
         }
+        // After a rekey with PFS the suite names its group (IKE_AUTH's pair has none, §1.2).
+        self.suite = crate::config::proposal::esp_suite_name(&k.suite);
         let asked = rekeys.and_then(|o| self.rekeying.remove(&o));
         let ours = asked.is_some();
         if let Some(old) = rekeys {
@@ -271,7 +272,6 @@ impl Up {
             self.active_out = Some(out_key);
         }
         if first {
-            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "to" => "mip6");
         }
         true
