@@ -2,9 +2,8 @@
 //! joined by function calls: each direction, x25519 and ecp256, and the INVALID_KE_PAYLOAD
 //! retry. The rules followed (RFC 7296):
 //!
-//! - §1.3.1: "A CREATE_CHILD_SA request ... can optionally contain a KE payload for an
-//!   additional Diffie-Hellman exchange to enable stronger guarantees of forward secrecy for the
-//!   Child SA."
+//! - §1.3: "The CREATE_CHILD_SA request MAY optionally contain a KE payload for an additional
+//!   Diffie-Hellman exchange to enable stronger guarantees of forward secrecy for the Child SA."
 //! - §2.17: "KEYMAT = prf+(SK_d, g^ir (new) | Ni | Nr)", g^ir (new) being the shared secret
 //!   from the ephemeral Diffie-Hellman exchange of this CREATE_CHILD_SA exchange.
 //! - §1.3: "If the responder selects a proposal using a different Diffie-Hellman group (other
