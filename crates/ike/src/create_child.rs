@@ -26,12 +26,42 @@ impl Session {
         c.and_then(|s| s.pfs)
     }
 
+    /// The group the peer asked for with INVALID_KE_PAYLOAD (§1.3: the responder "MUST reject
+    /// the request and indicate its preferred Diffie-Hellman group in the INVALID_KE_PAYLOAD
+    /// Notify payload", two octets, §3.10.1), if this request may be sent again with it: once,
+    /// and only with a group configured for the same ESP suite.
+    pub(crate) fn invalid_ke_retry(
+        &self,
+        req: &ChildRequest,
+        payloads: &[Payload],
+    ) -> Option<DhGroup> {
+        if req.ke_retried
+            || crate::sa::error_notify(payloads) != Some(NotifyType::INVALID_KE_PAYLOAD)
+        {
+            return None;
+        }
+        let n = find_notify(payloads, NotifyType::INVALID_KE_PAYLOAD)?;
+        let id = u16::from_be_bytes(<[u8; 2]>::try_from(n.data.as_slice()).ok()?);
+        let g = DhGroup::from_ike_id(id)?;
+        if req.suite.pfs == Some(g) {
+            return None;
+        }
+        let s = &req.suite;
+        self.config
+            .child_suites
+            .iter()
+            .any(|c| c.esp == s.esp && c.esn == s.esn && c.pfs == Some(g))
+            .then_some(g)
+    }
+
     /// CREATE_CHILD_SA request for a CHILD SA (§1.3.1): rekeying the pair with inbound SPI
     /// `rekeys` (§1.3.3, with N(REKEY_SA) and its selectors), or a new pair from the config:
-    /// SK {[N(REKEY_SA)], [N(USE_TRANSPORT_MODE)], SA, Ni, [KEi], TSi, TSr}.
+    /// SK {[N(REKEY_SA)], [N(USE_TRANSPORT_MODE)], SA, Ni, [KEi], TSi, TSr}. `group` is the
+    /// group the peer asked for in INVALID_KE_PAYLOAD, when this is the request sent again.
     pub(crate) fn child_request(
         &mut self,
         rekeys: Option<u32>,
+        group: Option<DhGroup>,
     ) -> Result<Option<(Vec<Payload>, Pending)>, Error> {
         let (suite, mode, local_ts, remote_ts) = match rekeys {
             Some(spi_in) => {
@@ -49,6 +79,10 @@ impl Session {
                 (suite, c.mode, c.local_ts.clone(), c.remote_ts.clone())
             }
         };
+        let suite = match group {
+            Some(g) => ChildSuite { pfs: Some(g), ..suite },
+            None => suite,
+        };
         let new_spi_in = crypto::random_spi(self.provider)?;
         let ni = random::<NONCE_LEN>(self.provider)?.to_vec();
         let ke = suite.pfs.map(KeyExchange::generate).transpose()?;
@@ -64,7 +98,19 @@ impl Session {
         if mode == Mode::Transport {
             inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
         }
-        inner.push(Payload::Sa(Sa { proposals: vec![suite.to_proposal(1, new_spi_in)?] }));
+        // §1.3: the proposals name every group we allow for this ESP suite, the KE's first, so
+        // that a responder preferring another one can say so with INVALID_KE_PAYLOAD.
+        let mut offered = vec![suite];
+        for c in &self.config.child_suites {
+            if c.esp == suite.esp && c.esn == suite.esn && !offered.contains(c) {
+                offered.push(*c);
+            }
+        }
+        let mut proposals = Vec::with_capacity(offered.len());
+        for (n, s) in (1u8..).zip(&offered) {
+            proposals.push(s.to_proposal(n, new_spi_in)?);
+        }
+        inner.push(Payload::Sa(Sa { proposals }));
         inner.push(Payload::Nonce(ni.clone()));
         if let Some(k) = &ke {
             inner.push(Payload::Ke(Ke {
@@ -74,7 +120,19 @@ impl Session {
         }
         inner.push(Payload::TsI(Ts { selectors: local_ts.clone() }));
         inner.push(Payload::TsR(Ts { selectors: remote_ts.clone() }));
-        let req = ChildRequest { rekeys, new_spi_in, suite, mode, ni, ke, local_ts, remote_ts };
+        let ke_retried = group.is_some();
+        let req = ChildRequest {
+            rekeys,
+            new_spi_in,
+            suite,
+            offered,
+            mode,
+            ni,
+            ke,
+            local_ts,
+            remote_ts,
+            ke_retried,
+        };
         Ok(Some((inner, Pending::CreateChild(Box::new(req)))))
     }
 
@@ -88,7 +146,8 @@ impl Session {
         payloads: &[Payload],
         out: &mut Output,
     ) {
-        let ChildRequest { rekeys, new_spi_in, suite, mode, ni, ke, local_ts, remote_ts } = req;
+        let ChildRequest { rekeys, new_spi_in, offered, mode, ni, ke, local_ts, remote_ts, .. } =
+            req;
         // The peer's rekey seen while this request was out, if any, belongs to this answer.
         let collision = self.collision.take();
         let request = rekeys.map_or(Request::NewChild, Request::RekeyChild);
@@ -107,15 +166,21 @@ impl Session {
                     PeerMisbehaved::ProposalNotOffered("not exactly one child proposal").into()
                 );
             };
-            let (chosen, spi_out) = ChildSuite::from_chosen(p)?;
-            if chosen != suite {
+            let (suite, spi_out) = ChildSuite::from_chosen(p)?;
+            if !offered.contains(&suite) {
                 return Err(PeerMisbehaved::ProposalNotOffered("child suite").into());
             }
             if !ts_within(&tsi.selectors, &local_ts) || !ts_within(&tsr.selectors, &remote_ts) {
                 return Err(PeerMisbehaved::TrafficSelectorsNotNarrowed.into());
             }
-            let g_ir = match ke {
+            // A proposal without a group (offered beside ours with one) takes no KE (§1.3);
+            // one with a group must be the group of our KE, else the peer should have asked
+            // for its group with INVALID_KE_PAYLOAD.
+            let g_ir = match ke.filter(|_| suite.pfs.is_some()) {
                 None => None,
+                Some(k) if suite.pfs != Some(k.group()) => {
+                    return Err(PeerMisbehaved::ProposalNotOffered("child D-H group").into());
+                }
                 Some(k) => {
                     let kr =
                         take_payload!(payloads, Ke).ok_or_else(|| crate::sa::missing(ex, "KE"))?;
@@ -241,12 +306,16 @@ impl Session {
                 }
             }
         };
+        let ke_i = take_payload!(payloads, Ke);
+        // §1.3: the KE's group is one of those the proposal offers; a suite of ours in the
+        // KE's group is preferred, so that a peer offering several groups we accept is not
+        // sent back for another one (INVALID_KE_PAYLOAD only when the KE's group is not ours).
+        let ke_group = ke_i.map(|k| k.dh_group);
         let Some((num, suite, spi_out)) =
-            ChildSuite::select(&sa.proposals, &self.config.child_suites)
+            ChildSuite::select_for_ke(&sa.proposals, &self.config.child_suites, ke_group)
         else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
         };
-        let ke_i = take_payload!(payloads, Ke);
         if let Some(g) = suite.pfs {
             if ke_i.is_none_or(|k| k.dh_group != g.ike_id() || k.data.len() != g.public_len()) {
                 return refuse(NotifyType::INVALID_KE_PAYLOAD, g.ike_id().to_be_bytes().to_vec());

@@ -144,12 +144,17 @@ pub(crate) struct ChildRequest {
     /// The pair it rekeys (its inbound SPI), or `None` for a new pair.
     pub(crate) rekeys: Option<u32>,
     pub(crate) new_spi_in: u32,
+    /// The suite of our KE (the first proposal).
     pub(crate) suite: ChildSuite,
+    /// Every suite the request offers, `suite` first.
+    pub(crate) offered: Vec<ChildSuite>,
     pub(crate) mode: Mode,
     pub(crate) ni: Vec<u8>,
     pub(crate) ke: Option<KeyExchange>,
     pub(crate) local_ts: Vec<TrafficSelector>,
     pub(crate) remote_ts: Vec<TrafficSelector>,
+    /// Already the request sent again with the group of the peer's INVALID_KE_PAYLOAD.
+    pub(crate) ke_retried: bool,
 }
 
 /// A peer's rekey of a CHILD SA pair we were rekeying ourselves (§2.8.1): the pair and the
@@ -330,7 +335,7 @@ impl Session {
                     let d = Delete { protocol_id: ProtocolId::IKE, spis: Vec::new() };
                     (ExchangeType::INFORMATIONAL, vec![Payload::Delete(d)], Pending::DeleteIke)
                 }
-                Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in))? {
+                Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in), None)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => {
                         // Deleted (or rekeyed away) while the request waited: say so, so that
@@ -342,7 +347,7 @@ impl Session {
                         continue;
                     }
                 },
-                Request::NewChild => match self.child_request(None)? {
+                Request::NewChild => match self.child_request(None, None)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => continue,
                 },
@@ -486,7 +491,23 @@ impl Session {
             Pending::RekeyIke { new_spi, ni, ke } => {
                 self.on_rekey_ike_response(now_ms, new_spi, &ni, ke, payloads, out)?
             }
-            Pending::CreateChild(req) => self.on_child_response(*req, payloads, out),
+            Pending::CreateChild(req) => match self.invalid_ke_retry(&req, payloads) {
+                // §1.3: "the initiator will probably retry the exchange with a Diffie-Hellman
+                // proposal and KE payload that the responder gave in the INVALID_KE_PAYLOAD";
+                // a new request (new message ID, nonce, SPI and key share).
+                Some(g) => match self.child_request(req.rekeys, Some(g))? {
+                    Some((inner, pending)) => {
+                        let id = self.ike.next_request_id;
+                        let bytes = self.seal(ExchangeType::CREATE_CHILD_SA, false, id, &inner)?;
+                        self.ike.next_request_id = id.wrapping_add(1);
+                        out.send.push(bytes.clone());
+                        let retransmit = Retransmit::new(bytes, now_ms);
+                        self.outstanding = Some(Outstanding { id, pending, retransmit });
+                    }
+                    None => self.on_child_response(*req, payloads, out),
+                },
+                None => self.on_child_response(*req, payloads, out),
+            },
         }
         Ok(())
     }

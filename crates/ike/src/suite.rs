@@ -236,6 +236,23 @@ impl ChildSuite {
         Ok((ChildSuite { esp, esn, pfs }, u32::from_be_bytes(spi)))
     }
 
+    /// [`ChildSuite::select`], preferring our suites whose PFS group is the one of the peer's
+    /// KE payload (`ke_group`), so that a KE of any group we accept is taken as it is.
+    pub fn select_for_ke(
+        offered: &[Proposal],
+        ours: &[ChildSuite],
+        ke_group: Option<u16>,
+    ) -> Option<(u8, ChildSuite, u32)> {
+        if let Some(id) = ke_group {
+            let same: Vec<ChildSuite> =
+                ours.iter().filter(|s| s.pfs.is_some_and(|g| g.ike_id() == id)).copied().collect();
+            if let Some(hit) = Self::select(offered, &same) {
+                return Some(hit);
+            }
+        }
+        Self::select(offered, ours)
+    }
+
     /// Responder side: the first ESP proposal of the peer that offers one of our suites; returns
     /// its number, the suite, and the peer's SPI.
     pub fn select(offered: &[Proposal], ours: &[ChildSuite]) -> Option<(u8, ChildSuite, u32)> {

@@ -45,6 +45,8 @@ pub struct Setup {
     pub esp: &'static str,
     /// CHILD SA rekey_time on both sides (swanctl syntax), e.g. "1h".
     pub child_rekey: &'static str,
+    /// CHILD SA rekey_time on our side only, when it differs from `child_rekey`.
+    pub hipsec_child_rekey: Option<&'static str>,
     /// CHILD SA rand_time on both sides (so that either end may rekey first).
     pub child_rand: &'static str,
     /// IKE SA rekey_time on both sides.
@@ -66,6 +68,7 @@ impl Default for Setup {
             proposal: "aes128gcm16-prfsha256-x25519",
             esp: "aes128gcm16",
             child_rekey: "1h",
+            hipsec_child_rekey: None,
             child_rand: "0s",
             ike_rekey: "4h",
             hipsec_extra: "",
@@ -253,7 +256,7 @@ impl Pair {
             sock = d.join("a.sock").display(),
             prop = s.proposal,
             esp = s.esp,
-            rk = s.child_rekey,
+            rk = s.hipsec_child_rekey.unwrap_or(s.child_rekey),
             rand = s.child_rand,
             ike_rk = s.ike_rekey,
             extra = s.hipsec_extra,

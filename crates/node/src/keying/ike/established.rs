@@ -23,6 +23,11 @@ use std::time::{Duration, Instant};
 
 /// How long an old inbound SA stays after a rekey, for packets sealed before the switch.
 pub const REKEY_GRACE: Duration = Duration::from_secs(2);
+/// After a failed CHILD rekey of ours, the first retry; each further failure doubles the wait
+/// up to [`REKEY_RETRY_MAX_MS`]. Retries go on until the pair's hard lifetime.
+pub const REKEY_RETRY_MS: u64 = 10_000;
+/// The longest wait between two rekey tries.
+pub const REKEY_RETRY_MAX_MS: u64 = 60_000;
 
 /// What an established IKE SA needs from its driver.
 #[derive(Debug)]
@@ -55,6 +60,11 @@ struct Pair {
     out_key: OutKey,
     up_ms: u64,
     rekey_at_ms: Option<u64>,
+    /// When the data path drops the pair (its hard lifetime).
+    expires_ms: u64,
+    /// Our rekeys of this pair that failed in a row, and the last one's reason.
+    rekey_failures: u32,
+    rekey_error: Option<String>,
     /// A rekey the peer started: outbound moves here once the peer deletes the old pair.
     awaiting_switch: bool,
 }
@@ -148,7 +158,6 @@ impl Up {
                 return;
             }
         } else if self.policies.is_empty() {
-            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             let policies = install::child_policies(k, out_key, in_key);
             let ids: Vec<PolicyId> =
                 (0..policies.len() as u64).map(|i| *cx.next_policy + i).collect();
@@ -187,6 +196,8 @@ impl Up {
                 self.active_out = Some(out_key);
             }
         }
+        // After a rekey with PFS the suite names its group (IKE_AUTH's pair has none, §1.2).
+        self.suite = crate::config::proposal::esp_suite_name(&k.suite);
         let asked = rekeys.and_then(|o| self.rekeying.remove(&o));
         let ours = asked.is_some();
         if let Some(old) = rekeys {
@@ -202,6 +213,9 @@ impl Up {
             out_key,
             up_ms: cx.now_ms,
             rekey_at_ms,
+            expires_ms: cx.now_ms + cc.life_time.as_millis() as u64,
+            rekey_failures: 0,
+            rekey_error: None,
             awaiting_switch: rekeys.is_some() && !ours,
         });
         if ours {
@@ -258,7 +272,6 @@ impl Up {
             self.active_out = Some(out_key);
         }
         if first {
-            self.suite = crate::config::proposal::esp_suite_name(&k.suite);
             log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "to" => "mip6");
         }
         true
@@ -409,16 +422,16 @@ impl Up {
                     self.ike_rekey_at_ms = (ike > 0).then_some(cx.now_ms + ike);
                 }
                 Event::RequestFailed { request, error } => {
-                    if let Request::RekeyChild(spi) = request {
-                        self.rekeying.remove(&spi);
-                    }
                     // Losing a rekey collision to the peer (§2.8.1) is a normal outcome: the
                     // peer's pair takes over.
-                    let level = if matches!(error, ike::Error::Superseded(_)) {
-                        Level::Info
-                    } else {
-                        Level::Warn
-                    };
+                    let superseded = matches!(error, ike::Error::Superseded(_));
+                    if let Request::RekeyChild(spi) = request {
+                        self.rekeying.remove(&spi);
+                        if !superseded {
+                            self.rekey_failed(spi, &error.to_string(), cx.now_ms);
+                        }
+                    }
+                    let level = if superseded { Level::Info } else { Level::Warn };
                     log_event!(level, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{request:?}"), "why" => error.to_string());
                 }
                 Event::IkeClosed => {
@@ -460,12 +473,28 @@ impl Up {
                 Err(e) => {
                     if let Request::RekeyChild(s) = r {
                         self.rekeying.remove(&s);
+                        self.rekey_failed(s, &e.to_string(), now);
                     }
                     log_event!(Level::Warn, "ike-request-failed", "connection" => cx.conn.name, "request" => format!("{r:?}"), "why" => e.to_string())
                 }
             }
         }
         self.apply(out, cx)
+    }
+
+    /// Our rekey of the pair with inbound SPI `spi_in` failed (refused, bad answer): it is tried
+    /// again after [`REKEY_RETRY_MS`], doubling up to [`REKEY_RETRY_MAX_MS`], while the pair
+    /// lives; the old pair keeps carrying traffic meanwhile.
+    fn rekey_failed(&mut self, spi_in: u32, why: &str, now_ms: u64) {
+        let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == spi_in) else { return };
+        p.rekey_failures = p.rekey_failures.saturating_add(1);
+        p.rekey_error = Some(why.to_owned());
+        let wait = REKEY_RETRY_MS
+            .saturating_mul(1 << p.rekey_failures.saturating_sub(1).min(6))
+            .min(REKEY_RETRY_MAX_MS);
+        let at = now_ms.saturating_add(wait);
+        p.rekey_at_ms = (at < p.expires_ms).then_some(at);
+        log_event!(Level::Warn, "child-sa-rekey-failed", "child" => self.name, "spi_in" => format!("{spi_in:08x}"), "failures" => p.rekey_failures, "retry_in_s" => p.rekey_at_ms.map(|t| t.saturating_sub(now_ms) / 1000), "why" => why);
     }
 
     /// Asks for a request now (`hipsec rekey`, `terminate`).
@@ -507,7 +536,11 @@ impl Up {
         self.pairs
             .iter()
             .map(|p| {
-                let state = if self.active_out == Some(p.out_key) {
+                let state = if now_ms >= p.expires_ms {
+                    "past its hard lifetime"
+                } else if p.rekey_failures > 0 {
+                    "installed, rekey failing (retrying)"
+                } else if self.active_out == Some(p.out_key) {
                     "installed, sending"
                 } else if p.awaiting_switch {
                     "rekeyed by the peer, awaiting its delete"
@@ -522,6 +555,9 @@ impl Up {
                     "policies": self.policies.len(),
                     "installed_s": now_ms.saturating_sub(p.up_ms) / 1000,
                     "rekey_in_s": p.rekey_at_ms.map(|t| t.saturating_sub(now_ms) / 1000),
+                    "expires_in_s": p.expires_ms.saturating_sub(now_ms) / 1000,
+                    "rekey_failures": p.rekey_failures,
+                    "rekey_error": p.rekey_error,
                     "state": if self.rekeying.contains_key(&p.spi_in) { "rekeying" } else { state },
                 })
             })

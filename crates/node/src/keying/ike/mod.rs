@@ -156,15 +156,9 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
             },
         },
         ike_suites: c.proposals.clone(),
-        // PFS applies to CREATE_CHILD_SA only (§1.2): IKE_AUTH offers the suites without it.
-        child_suites: first
-            .map(|ch| {
-                ch.esp_proposals
-                    .iter()
-                    .map(|s| ike::suite::ChildSuite { pfs: None, ..*s })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        // With their PFS groups: the `ike` crate leaves the group out of what IKE_AUTH offers
+        // and accepts (§1.2) and uses it for CREATE_CHILD_SA (§1.3.1, §1.3.3).
+        child_suites: first.map(|ch| ch.esp_proposals.clone()).unwrap_or_default(),
         local_ts: first.map(|ch| ch.local_ts.clone()).unwrap_or_default(),
         remote_ts: first.map(|ch| ch.remote_ts.clone()).unwrap_or_default(),
         mode: first.map_or(ike::Mode::Tunnel, |ch| ch.mode),
