@@ -1,4 +1,4 @@
-//! IKEv2 interop with strongSwan 5.9 (issue 11): a hipsec node and charon (kernel-libipsec)
+//! IKEv2 interop with strongSwan 5.9: a hipsec node and charon (kernel-libipsec)
 //! in two namespaces negotiate IKE and CHILD SAs, and traffic flows through both user-space
 //! ESP stacks: ping, and a TCP transfer whose SHA-256 must match at the far end. Each test
 //! runs one cell of the matrix (who initiates, suite, outer IP version).
@@ -94,7 +94,7 @@ fn strongswan_initiates_aes_cbc_sha256_ipv6() {
     });
 }
 
-/// Seconds of the rekey soak (issue 11: 2 minutes; `HIPSEC_INTEROP_SECONDS` runs it longer).
+/// Seconds of the rekey soak (2 minutes; `HIPSEC_INTEROP_SECONDS` runs it longer).
 fn soak_seconds() -> u64 {
     std::env::var("HIPSEC_INTEROP_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(120)
 }

@@ -238,7 +238,7 @@ impl Pair {
         // Explicit hard lifetimes: swanctl derives them from rekey_time (life_time = 110 %,
         // over_time = 10 %, in whole seconds), and with the tests' short rekey times that rounds
         // to the rekey time itself, so charon let CHILD SAs expire and deleted IKE SAs (then
-        // recreated them) instead of rekeying: one lost ping in the tshark test, issue 11.
+        // recreated them) instead of rekeying: one lost ping in the tshark test.
         let swanctl = format!(
             "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    over_time = 1h\n    encap = yes\n    local {{\n      {ss_local}\n      id = node2.example\n    }}\n    remote {{\n      {ss_remote}\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        life_time = 2h\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
             prop = s.proposal,

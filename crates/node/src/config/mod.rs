@@ -50,7 +50,7 @@ pub struct NodeConfig {
     pub sas: Vec<SaConf>,
     /// SPD entries, in file order (first match wins).
     pub policies: Vec<PolicyConf>,
-    /// Packet filter on the TUN side, if any (issue 5).
+    /// Packet filter on the TUN side, if any.
     pub filter: Option<filter::FilterConf>,
     /// Address of the Prometheus metrics endpoint (`[metrics] listen`), if any.
     pub metrics_listen: Option<SocketAddr>,
