@@ -43,9 +43,9 @@ pub struct Limits {
 impl Limits {
     /// The node's limits.
     pub const DEFAULT: Limits = Limits {
-        max_conns: 128,
+        max_conns: 256,
         request_deadline: Duration::from_secs(2),
-        idle: Duration::from_secs(1),
+        idle: Duration::from_millis(1500),
         evict_after: Duration::from_millis(250),
         write_stall: Duration::from_secs(2),
         max_request: super::commands::MAX_REQUEST,
@@ -247,6 +247,8 @@ pub struct ListenerCounters {
     pub bad: AtomicU64,
     /// Clients dropped for not reading their reply (or, for monitors, their events).
     pub slow_readers: AtomicU64,
+    /// accept(2) failures other than "none pending" (out of descriptors, ...).
+    pub accept_errors: AtomicU64,
     /// Connections open now.
     pub open: AtomicU64,
 }
@@ -271,7 +273,7 @@ impl ListenerCounters {
             "evicted": g(&self.evicted), "denied": g(&self.denied),
             "deadline_expired": g(&self.deadline), "idle_closed": g(&self.idle),
             "too_long": g(&self.too_long), "bad_requests": g(&self.bad),
-            "slow_readers": g(&self.slow_readers),
+            "slow_readers": g(&self.slow_readers), "accept_errors": g(&self.accept_errors),
         })
     }
 }

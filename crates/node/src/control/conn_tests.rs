@@ -159,3 +159,36 @@ fn counters_show_in_status() {
     assert_eq!(j["metrics"]["refused"], 3);
     assert_eq!(j["control_socket"]["refused"], 0);
 }
+
+proptest::proptest! {
+    /// The front thread acts on the first verdict about a request: more bytes never change
+    /// it (the same property the `front_requests` fuzz target checks), for control lines and
+    /// HTTP heads, on arbitrary bytes and on mutated real requests.
+    #[test]
+    fn a_verdict_on_a_prefix_stands(
+        junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        cut in 0usize..200,
+        pick in 0usize..4,
+    ) {
+        let real: [&[u8]; 4] = [
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"HEAD /metrics HTTP/1.0\n\n",
+            b"status\n",
+            b"sa-list\r\n",
+        ];
+        let mut data = real[pick].to_vec();
+        data.extend_from_slice(&junk);
+        for bytes in [&junk[..], &data[..]] {
+            let prefix = &bytes[..cut.min(bytes.len())];
+            match control_line(prefix, false, 64) {
+                Line::More => {}
+                first => proptest::prop_assert_eq!(control_line(bytes, false, 64), first),
+            }
+            proptest::prop_assert_ne!(control_line(bytes, true, 64), Line::More);
+            use crate::control::metrics::{Head, parse_head};
+            if let Head::Done(r) = parse_head(prefix) {
+                proptest::prop_assert_eq!(parse_head(bytes), Head::Done(r));
+            }
+        }
+    }
+}

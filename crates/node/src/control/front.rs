@@ -31,6 +31,9 @@ const ACCEPTS_PER_TURN: usize = 64;
 /// Bytes read per connection per turn (fairness between a bulk request and the others).
 const READ_PER_TURN: usize = 1 << 20;
 const CHUNK: usize = 64 << 10;
+/// How long a listener is left alone after accept(2) failed for want of descriptors (or
+/// memory): it stays readable meanwhile, and polling it would spin.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// A complete request for the control thread.
 #[derive(Debug)]
@@ -150,6 +153,8 @@ pub struct Front<'a> {
     counters: Arc<FrontCounters>,
     limits: Limits,
     slots: Vec<Option<Slot>>,
+    /// Per listener (control, metrics): not polled until then (see [`ACCEPT_PAUSE`]).
+    paused: [Option<Instant>; 2],
     next_id: u64,
     chunk: Zeroizing<Vec<u8>>,
 }
@@ -185,6 +190,7 @@ pub fn new<'a>(
         counters,
         limits,
         slots: Vec::new(),
+        paused: [None; 2],
         next_id: 1,
         chunk: Zeroizing::new(vec![0; CHUNK]),
     };
@@ -202,14 +208,19 @@ impl Front<'_> {
                 .iter()
                 .flatten()
                 .filter_map(|s| s.conn.next_deadline(&self.limits))
+                .chain(self.paused.iter().flatten().copied())
                 .min()
                 .map_or(Duration::from_millis(POLL_MS), |d| d.saturating_duration_since(now))
                 .min(Duration::from_millis(POLL_MS));
             pfds.clear();
             let listen = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
             pfds.push(listen(self.woken.as_raw_fd()));
-            pfds.push(listen(self.control.map_or(-1, |c| c.fd())));
-            pfds.push(listen(self.metrics.map_or(-1, |m| m.fd())));
+            self.paused.iter_mut().for_each(|p| *p = p.filter(|&t| t > now));
+            let fd = |fd: Option<RawFd>, paused: Option<Instant>| {
+                fd.filter(|_| paused.is_none()).unwrap_or(-1)
+            };
+            pfds.push(listen(fd(self.control.map(|c| c.fd()), self.paused[0])));
+            pfds.push(listen(fd(self.metrics.map(|m| m.fd()), self.paused[1])));
             for s in &self.slots {
                 let (fd, events) = match s {
                     None => (-1, 0),
@@ -236,7 +247,7 @@ impl Front<'_> {
                 let mut b = [0u8; 64];
                 while self.woken.recv(&mut b).is_ok() {}
             }
-            self.from_control(now);
+            self.take_from_control(now);
             for i in 0..self.slots.len() {
                 let revents = pfds.get(3 + i).map_or(0, |p| p.revents);
                 if revents != 0 {
@@ -259,18 +270,28 @@ impl Front<'_> {
 
     fn accept(&mut self, kind: Kind, now: Instant) {
         for _ in 0..ACCEPTS_PER_TURN {
-            let stream = match (kind, self.control, self.metrics) {
-                (Kind::Control, Some(c), _) => match c.listener().accept() {
-                    Ok((s, _)) => Stream::Unix(s),
-                    Err(_) => return,
-                },
-                (Kind::Metrics, _, Some(m)) => match m.listener().accept() {
-                    Ok((s, _)) => Stream::Tcp(s),
-                    Err(_) => return,
-                },
+            let r = match (kind, self.control, self.metrics) {
+                (Kind::Control, Some(c), _) => c.listener().accept().map(|(s, _)| Stream::Unix(s)),
+                (Kind::Metrics, _, Some(m)) => m.listener().accept().map(|(s, _)| Stream::Tcp(s)),
                 _ => return,
             };
-            self.admit(kind, stream, now);
+            match r {
+                Ok(stream) => self.admit(kind, stream, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EMFILE, ENFILE, ENOBUFS: the pending client stays queued; try later.
+                Err(e) => {
+                    self.counters.of(kind).accept_errors.fetch_add(1, Ordering::Relaxed);
+                    crate::log::log_event!(
+                        crate::log::Level::Warn,
+                        "accept-failed",
+                        "listener" => match kind { Kind::Control => "control_socket", Kind::Metrics => "metrics" },
+                        "error" => e.to_string()
+                    );
+                    self.paused[kind as usize] = Some(now + ACCEPT_PAUSE);
+                    return;
+                }
+            }
         }
     }
 
@@ -339,7 +360,7 @@ impl Front<'_> {
         }
     }
 
-    fn from_control(&mut self, now: Instant) {
+    fn take_from_control(&mut self, now: Instant) {
         while let Ok(m) = self.from_control.try_recv() {
             match m {
                 ToFront::Reply(id, body) => {

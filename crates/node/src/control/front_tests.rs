@@ -72,7 +72,7 @@ fn with_front(f: impl FnOnce(&PathBuf, std::net::SocketAddr, &FrontCounters, &dy
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn ask(path: &PathBuf, req: &str) -> String {
+fn ask(path: &std::path::Path, req: &str) -> String {
     crate::control::socket::query(path, req).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -332,6 +332,7 @@ fn front_counters(reg: &mut Registry, clients: &Value) {
         ("too_long", "Requests over the size limit."),
         ("bad_requests", "Requests that were not valid."),
         ("slow_readers", "Clients dropped for not reading their reply or events."),
+        ("accept_errors", "Failed accepts (out of descriptors or memory)."),
     ];
     let listeners = ["control_socket", "metrics"];
     for (key, h) in COUNTERS {
