@@ -65,6 +65,10 @@ pub enum Phase {
     Writing,
     /// A `hipsec monitor` client: event lines are written as they come.
     Monitor,
+    /// Its refusal is written and our side shut: what it still sends is read and dropped
+    /// until it closes (else the kernel would reset the connection and the refusal be lost),
+    /// for at most an idle timeout of silence or a request deadline in all.
+    Draining,
 }
 
 /// Why the table closed a connection (each reason has a counter).
@@ -78,6 +82,8 @@ pub enum Close {
     Evicted,
     /// The reply (or a monitor's events) went unread.
     SlowReader,
+    /// Done draining a refused request (not counted again: the refusal was).
+    Drained,
 }
 
 /// One client.
@@ -99,6 +105,8 @@ pub struct Conn {
     pub last_read: Instant,
     /// Since when its pending output has made no progress (None with nothing pending).
     pub stalled_since: Option<Instant>,
+    /// Once its reply is out: drain rather than close (a refusal of a request still arriving).
+    pub linger: bool,
 }
 
 impl Conn {
@@ -113,7 +121,15 @@ impl Conn {
             opened: now,
             last_read: now,
             stalled_since: None,
+            linger: false,
         }
+    }
+
+    /// Its reply is written: it now drains what the client still sends (see [`Phase::Draining`]).
+    pub fn drain(&mut self, now: Instant) {
+        self.phase = Phase::Draining;
+        self.opened = now;
+        self.last_read = now;
     }
 
     /// Appends received bytes. Growing moves the buffer: the old copy is zeroized first.
@@ -161,6 +177,9 @@ impl Conn {
                     None
                 }
             }
+            Phase::Draining => (now >= self.opened + l.request_deadline
+                || now >= self.last_read + l.idle)
+                .then_some(Close::Drained),
             Phase::Waiting => None,
             Phase::Writing | Phase::Monitor => {
                 self.stalled_since.filter(|&t| now >= t + l.write_stall).map(|_| Close::SlowReader)
@@ -171,7 +190,9 @@ impl Conn {
     /// The next instant at which [`Conn::expired`] may change.
     pub fn next_deadline(&self, l: &Limits) -> Option<Instant> {
         match self.phase {
-            Phase::Reading => Some((self.opened + l.request_deadline).min(self.last_read + l.idle)),
+            Phase::Reading | Phase::Draining => {
+                Some((self.opened + l.request_deadline).min(self.last_read + l.idle))
+            }
             Phase::Waiting => None,
             Phase::Writing | Phase::Monitor => self.stalled_since.map(|t| t + l.write_stall),
         }
@@ -261,6 +282,7 @@ impl ListenerCounters {
             Close::Idle => &self.idle,
             Close::Evicted => &self.evicted,
             Close::SlowReader => &self.slow_readers,
+            Close::Drained => return,
         };
         c.fetch_add(1, Ordering::Relaxed);
     }

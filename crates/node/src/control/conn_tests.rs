@@ -119,6 +119,23 @@ fn a_reader_that_stalls_is_dropped() {
     assert_eq!(c.expired(ms(t0, 60_000), &L), None, "all written");
 }
 
+/// A refused request still arriving is drained, but not for ever, and not counted again.
+#[test]
+fn draining_ends() {
+    let t0 = Instant::now();
+    let mut c = Conn::new(Kind::Control, t0);
+    c.drain(ms(t0, 100));
+    assert_eq!(c.expired(ms(t0, 1000), &L), None);
+    assert_eq!(c.expired(ms(t0, 1100), &L), Some(Close::Drained), "an idle timeout of silence");
+    c.received(b"x", ms(t0, 1000));
+    c.received(b"x", ms(t0, 1900));
+    assert_eq!(c.expired(ms(t0, 2099), &L), None);
+    assert_eq!(c.expired(ms(t0, 2100), &L), Some(Close::Drained), "the deadline in all");
+    let counters = ListenerCounters::default();
+    counters.closed(Close::Drained);
+    assert_eq!(counters.json()["idle_closed"], 0);
+}
+
 #[test]
 fn the_table_limit_refuses_or_evicts() {
     let t0 = Instant::now();

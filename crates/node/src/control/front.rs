@@ -125,6 +125,12 @@ impl Stream {
             Stream::Tcp(s) => s.read(b),
         }
     }
+    fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+        };
+    }
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Unix(s) => s.write(b),
@@ -226,7 +232,8 @@ impl Front<'_> {
                     None => (-1, 0),
                     Some(s) => {
                         let mut ev = 0;
-                        if matches!(s.conn.phase, Phase::Reading | Phase::Monitor) {
+                        if matches!(s.conn.phase, Phase::Reading | Phase::Monitor | Phase::Draining)
+                        {
                             ev |= libc::POLLIN;
                         }
                         if !s.conn.pending().is_empty() {
@@ -436,7 +443,12 @@ impl Front<'_> {
             }
         }
         if s.conn.phase == Phase::Writing {
-            self.close(i, None);
+            if s.conn.linger {
+                s.stream.shutdown_write();
+                s.conn.drain(now);
+            } else {
+                self.close(i, None);
+            }
         }
     }
 
@@ -471,7 +483,7 @@ impl Front<'_> {
         match s.conn.phase {
             Phase::Reading => self.request(i, eof, now),
             // A monitor client says nothing; its hangup ends the subscription.
-            Phase::Monitor if eof => self.close(i, None),
+            Phase::Monitor | Phase::Draining if eof => self.close(i, None),
             _ => {}
         }
     }
@@ -489,6 +501,7 @@ impl Front<'_> {
                 Line::More => return,
                 Line::TooLong => {
                     c.too_long.fetch_add(1, Ordering::Relaxed);
+                    s.conn.linger = !eof;
                     b"{\"ok\":false,\"error\":\"request too long\"}\n".to_vec()
                 }
                 Line::Done(line) => {
@@ -518,6 +531,7 @@ impl Front<'_> {
             Kind::Metrics => {
                 let head = if s.conn.rbuf.len() > self.limits.max_head {
                     c.too_long.fetch_add(1, Ordering::Relaxed);
+                    s.conn.linger = !eof;
                     Head::Done(Route::BadRequest)
                 } else {
                     match metrics::parse_head(&s.conn.rbuf) {
