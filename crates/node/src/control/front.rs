@@ -377,19 +377,20 @@ impl Front<'_> {
                         continue; // the client left meanwhile
                     };
                     let Some(s) = self.slots[i].as_mut() else { continue };
-                    let out = match s.conn.kind {
-                        Kind::Control => {
-                            let mut b = body;
-                            b.push(b'\n');
-                            b
-                        }
-                        Kind::Metrics => Zeroizing::new(metrics::response(
-                            Route::Metrics { head: s.id & HEAD_FLAG != 0 },
-                            || String::from_utf8_lossy(&body).into_owned(),
-                        )),
-                    };
                     s.conn.phase = Phase::Writing;
-                    s.conn.queue(&out, now);
+                    match s.conn.kind {
+                        // Queued in two steps: pushing onto `body` could move it and leave a
+                        // copy of an `ike-keys` answer behind unzeroized.
+                        Kind::Control => {
+                            s.conn.queue(&body, now);
+                            s.conn.queue(b"\n", now);
+                        }
+                        Kind::Metrics => {
+                            let head = s.id & HEAD_FLAG != 0;
+                            let text = || String::from_utf8_lossy(&body).into_owned();
+                            s.conn.queue(&metrics::response(Route::Metrics { head }, text), now);
+                        }
+                    }
                     self.flush(i, now);
                 }
                 ToFront::Event(line) => {
