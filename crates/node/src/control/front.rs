@@ -13,10 +13,10 @@ use super::conn::{self, Admit, Close, Conn, FrontCounters, Kind, Limits, Line, P
 use super::exec::error_reply;
 use super::metrics::{self, Head, MetricsServer, Route};
 use super::socket::ControlServer;
-use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use super::stream::{Stream, poll};
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::os::unix::net::UnixDatagram;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -103,39 +103,6 @@ impl FrontLink {
         b.push(b'\n');
         let _ = self.to_front.send(ToFront::Event(b.into()));
         let _ = self.wake_front.send(&[1]);
-    }
-}
-
-#[derive(Debug)]
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn fd(&self) -> RawFd {
-        match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(b),
-            Stream::Tcp(s) => s.read(b),
-        }
-    }
-    fn shutdown_write(&self) {
-        let _ = match self {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
-        };
-    }
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(b),
-            Stream::Tcp(s) => s.write(b),
-        }
     }
 }
 
@@ -579,22 +546,6 @@ impl Front<'_> {
 
 /// The low bit of a scrape's job id: a HEAD request (the answer without its body).
 const HEAD_FLAG: u64 = 1;
-
-/// poll(2) over `fds` (entries with fd -1 are skipped by the kernel); EINTR is no error.
-#[allow(unsafe_code)]
-fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<()> {
-    // SAFETY: `fds` is a live, exclusively borrowed slice of initialised pollfd structs;
-    // poll(2) reads and writes exactly `fds.len()` of them and keeps no pointer after returning.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-        fds.iter_mut().for_each(|p| p.revents = 0);
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 #[path = "front_tests.rs"]

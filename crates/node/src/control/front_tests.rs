@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::control::conn::ListenerCounters;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 const LIMITS: Limits = Limits {

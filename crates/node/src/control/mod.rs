@@ -13,3 +13,4 @@ pub mod monitor;
 pub mod server;
 pub mod socket;
 pub mod status;
+pub mod stream;
