@@ -186,7 +186,8 @@ fn hold(to: Target, request: &[u8], stop: &AtomicBool) -> u64 {
                 *sent += 1;
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Looking at 264 sockets costs the machine the node runs on: 10 times a second will do.
+        std::thread::sleep(Duration::from_millis(100));
     }
     reopened
 }
@@ -292,9 +293,13 @@ fn slow_clients_delay_no_rekey() {
         });
         let mut worst = Duration::ZERO;
         let mut polls = 0;
+        let t0 = Instant::now();
         while !tx.is_finished() {
             let (st, took) = n.status_timed(0);
             assert!(st["ike"].is_object(), "status unanswered after {took:?}: {st}");
+            if took >= Duration::from_millis(50) {
+                println!("status at {:?} took {took:?}", t0.elapsed());
+            }
             worst = worst.max(took);
             polls += 1;
             std::thread::sleep(Duration::from_millis(500));
