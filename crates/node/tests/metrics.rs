@@ -141,10 +141,13 @@ fn metrics_endpoint_and_json_logs() {
     };
     let (head, body) = first.split_once("\r\n\r\n").unwrap();
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    assert!(head.contains("\r\nContent-Type: text/plain; version=0.0.4"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
     assert!(body.lines().any(|l| l == "hipsec_up 1"), "{body}");
     assert_eq!(value(body, "hipsec_drops_total{reason=\"replayed\"}"), Some(0.0), "{body}");
-    assert!(body.contains("# TYPE hipsec_drops_total counter\n"), "{body}");
+    assert!(body.contains("# TYPE hipsec_drops counter\n") && body.ends_with("# EOF\n"), "{body}");
     let sa = "{spi=\"0x00002001\",direction=\"in\",proto=\"esp\"}";
     assert_eq!(value(body, &format!("hipsec_sa_packets_total{sa}")), Some(0.0), "{body}");
     assert!(body.contains("\nhipsec_worker_cpu_seconds_total{worker=\"0\""), "{body}");

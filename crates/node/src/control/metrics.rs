@@ -1,32 +1,30 @@
-//! Optional Prometheus metrics: a tiny HTTP/1.1 server (RFC 9112) answering `GET /metrics` in
-//! the Prometheus text exposition format 0.0.4, rendered from the same JSON document as
-//! `hipsec status` (`crate::control::status_value`), so the two never disagree.
+//! Optional Prometheus metrics: `GET /metrics` over HTTP/1.x (RFC 9112, request heads parsed
+//! by `httparse`) answered in the OpenMetrics text format (rendered by `prometheus-client`),
+//! from the same JSON document as `hipsec status` (`crate::control::status`), so the two
+//! never disagree.
 //!
-//! The listener is non-blocking and polled by the control thread (`crate::worker::run_all`),
-//! beside the control socket: the data-path workers never wait for it. One connection carries
-//! one request; a client that is slow to send it costs at most [`CLIENT_TIMEOUT`] and is then
-//! dropped, and bytes from a client are parsed without any panicking index.
+//! The listener belongs to the front thread (`crate::control::front`), which reads request
+//! heads non-blocking with deadlines and limits; only a complete, valid scrape reaches the
+//! control thread, which renders the body.
 
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
 
-/// How long a client may take to send its request head (and to take the answer).
-pub const CLIENT_TIMEOUT: Duration = Duration::from_millis(200);
+/// `Content-Type` of the OpenMetrics text format 1.0.0, which `prometheus-client` writes and
+/// Prometheus scrapes.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Largest request head read; a longer one is refused (a scrape sends a few hundred bytes).
-const MAX_HEAD: usize = 8192;
-
-/// Clients answered per [`MetricsServer::serve`] call, so that a crowd of connections cannot
-/// keep the control thread from the control socket and the stop flag.
-const MAX_CLIENTS_PER_TURN: usize = 16;
-
-/// `Content-Type` of the text exposition format 0.0.4 (as Prometheus's own client libraries
-/// send it).
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// Headers looked at in a request head; a head with more is refused (400).
+const MAX_HEADERS: usize = 64;
 
 /// The listening metrics socket.
 #[derive(Debug)]
@@ -52,22 +50,9 @@ impl MetricsServer {
         self.listener.as_raw_fd()
     }
 
-    /// Answers pending clients; `body` renders the metrics text (called only for a valid scrape).
-    pub fn serve(&self, mut body: impl FnMut() -> String) {
-        for _ in 0..MAX_CLIENTS_PER_TURN {
-            let (stream, peer) = match self.listener.accept() {
-                Ok(x) => x,
-                Err(_) => return,
-            };
-            if let Err(e) = one(stream, &mut body) {
-                crate::log::log_event!(
-                    crate::log::Level::Debug,
-                    "metrics-client-error",
-                    "peer" => peer.to_string(),
-                    "error" => e.to_string()
-                );
-            }
-        }
+    /// The listener (non-blocking), for the front thread to accept from.
+    pub fn listener(&self) -> &TcpListener {
+        &self.listener
     }
 }
 
@@ -88,70 +73,59 @@ pub enum Route {
     BadRequest,
 }
 
-/// A `tchar` of RFC 9110 §5.6.2 (method and header names are tokens).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+/// A request head so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// Not complete: wait for more bytes.
+    Partial,
+    /// Complete (or hopeless): how to answer.
+    Done(Route),
 }
 
-fn is_token(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+/// Parses the bytes received so far (request line and header lines up to the empty line;
+/// lines may end in CRLF or a bare LF, RFC 9112 §2.2).
+pub fn parse_head(buf: &[u8]) -> Head {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(buf) {
+        Ok(httparse::Status::Partial) => Head::Partial,
+        Ok(httparse::Status::Complete(_)) => Head::Done(route_of(&req)),
+        Err(_) => Head::Done(Route::BadRequest),
+    }
 }
 
-/// Routes a complete request head (request line and header lines; the empty line may be
-/// missing). Lines may end in CRLF or a bare LF (RFC 9112 §2.2 lets a server accept LF).
+/// Routes a complete request head; one that is cut short is a bad request.
 pub fn route(head: &[u8]) -> Route {
-    let mut lines = head.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let Some(request_line) = lines.next() else { return Route::BadRequest };
-    let mut parts = request_line.split(|&b| b == b' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    match parse_head(head) {
+        Head::Partial => Route::BadRequest,
+        Head::Done(r) => r,
+    }
+}
+
+fn route_of(req: &httparse::Request<'_, '_>) -> Route {
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
         return Route::BadRequest;
     };
-    let http11 = match version {
-        b"HTTP/1.1" => true,
-        b"HTTP/1.0" => false,
-        _ => return Route::BadRequest,
-    };
-    if !is_token(method) || target.is_empty() || target.iter().any(|b| !b.is_ascii_graphic()) {
+    // An HTTP/1.1 request must name its Host (RFC 9112 §3.2).
+    if version == 1 && !req.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
         return Route::BadRequest;
     }
-    let mut host = false;
-    for line in lines.take_while(|l| !l.is_empty()) {
-        // field-line = field-name ":" OWS field-value OWS; no space before the colon (§5.1).
-        let Some(colon) = line.iter().position(|&b| b == b':') else { return Route::BadRequest };
-        let name = &line[..colon];
-        if !is_token(name) {
-            return Route::BadRequest;
-        }
-        host |= name.eq_ignore_ascii_case(b"host");
-    }
-    if http11 && !host {
+    if target.is_empty() || target.bytes().any(|b| !b.is_ascii_graphic()) {
         return Route::BadRequest;
     }
     // origin-form "/metrics?query" or absolute-form "http://host:port/metrics" (§3.2.1-2).
-    let path = match target.strip_prefix(b"http://") {
-        Some(rest) => rest.iter().position(|&b| b == b'/').map_or(&b"/"[..], |i| &rest[i..]),
+    let path = match target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
         None => target,
     };
-    let path = path.split(|&b| b == b'?').next().unwrap_or(path);
-    if path != b"/metrics" {
+    let path = path.split('?').next().unwrap_or(path);
+    if path != "/metrics" {
         return Route::NotFound;
     }
     match method {
-        b"GET" => Route::Metrics { head: false },
-        b"HEAD" => Route::Metrics { head: true },
+        "GET" => Route::Metrics { head: false },
+        "HEAD" => Route::Metrics { head: true },
         _ => Route::MethodNotAllowed,
-    }
-}
-
-/// Where the request head ends (after its empty line), if it is complete.
-fn head_end(buf: &[u8]) -> Option<usize> {
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -181,86 +155,67 @@ pub fn response(route: Route, body: impl FnOnce() -> String) -> Vec<u8> {
     out
 }
 
-/// Reads one request head within [`CLIENT_TIMEOUT`] and answers it; the connection then closes.
-fn one(mut stream: TcpStream, body: &mut impl FnMut() -> String) -> io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let mut buf = Vec::with_capacity(512);
-    let mut chunk = [0u8; 1024];
-    let route = loop {
-        if let Some(end) = head_end(&buf) {
-            break route(&buf[..end]);
-        }
-        if buf.len() > MAX_HEAD {
-            break Route::BadRequest;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "request head too slow"));
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut chunk)? {
-            // The client closed its side before an empty line: answer what it sent.
-            0 if buf.is_empty() => return Ok(()),
-            0 => break Route::BadRequest,
-            n => buf.extend_from_slice(&chunk[..n]),
-        }
-    };
-    stream.write_all(&response(route, body))?;
-    stream.flush()
-}
+/// A label value, escaped as OpenMetrics asks (`\\`, `\"`, `\n`); `prometheus-client` writes
+/// label values as given.
+#[derive(Debug, Clone, Hash, PartialEq, Eq)]
+struct Escaped(String);
 
-/// One family: its HELP and TYPE lines. Help text escapes `\` and line breaks (exposition
-/// format 0.0.4).
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let help = help.trim().replace('\\', "\\\\").replace('\n', "\\n");
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-}
-
-/// A label value with `\`, `"` and line breaks escaped (exposition format 0.0.4).
-fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// A sample value from JSON: integers as they are, floats in Go's spelling of the special
-/// values; None (no sample) for anything that is not a number (a worker without CPU time).
-fn number(v: &Value) -> Option<String> {
-    if let Some(u) = v.as_u64() {
-        return Some(u.to_string());
-    }
-    if let Some(i) = v.as_i64() {
-        return Some(i.to_string());
-    }
-    let f = v.as_f64()?;
-    Some(if f.is_nan() {
-        "NaN".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else {
-        f.to_string()
-    })
-}
-
-fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: &Value) {
-    let Some(v) = number(value) else { return };
-    out.push_str(name);
-    if !labels.is_empty() {
-        out.push('{');
-        for (i, (k, val)) in labels.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+impl EncodeLabelValue for Escaped {
+    fn encode(&self, e: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        for c in self.0.chars() {
+            match c {
+                '\\' => e.write_str("\\\\")?,
+                '"' => e.write_str("\\\"")?,
+                '\n' => e.write_str("\\n")?,
+                c => e.write_char(c)?,
             }
-            let _ = write!(out, "{k}=\"{}\"", label_value(val));
         }
-        out.push('}');
+        Ok(())
     }
-    let _ = writeln!(out, " {v}");
+}
+
+type Labels = Vec<(&'static str, Escaped)>;
+type IntCounters = Family<Labels, Counter>;
+
+fn labels(pairs: &[(&'static str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (*k, Escaped(v.to_string()))).collect()
+}
+
+/// Help text as `prometheus-client` wants it: it writes it as given and appends a full stop.
+fn help(h: &str) -> String {
+    let h = h.trim().replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+    h.strip_suffix('.').unwrap_or(&h).to_string()
 }
 
 /// A JSON key as part of a metric name: characters outside `[a-zA-Z0-9_]` become `_`.
 fn name_part(key: &str) -> String {
     key.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+/// An integer counter family named `name` (written `name_total`) with one sample per
+/// numeric value; non-numbers give no sample.
+fn counters<'v>(
+    reg: &mut Registry,
+    name: &str,
+    h: &str,
+    samples: impl IntoIterator<Item = (Labels, &'v Value)>,
+) {
+    let f = IntCounters::default();
+    for (l, v) in samples {
+        if let Some(n) = v.as_u64() {
+            f.get_or_create(&l).inc_by(n);
+        }
+    }
+    reg.register(name, help(h), f);
+}
+
+/// An unlabelled integer counter `name` (written `name_total`), if `v` is a number.
+fn counter(reg: &mut Registry, name: &str, h: &str, v: &Value) {
+    if let Some(n) = v.as_u64() {
+        let c = Counter::<u64>::default();
+        c.inc_by(n);
+        reg.register(name, help(h), c);
+    }
 }
 
 /// The engine totals of the status document, with their help text.
@@ -270,97 +225,127 @@ const ENGINE_TOTALS: &[(&str, &str)] = &[
     ("bypassed", "Packets the SPD said to bypass."),
 ];
 
-/// The metrics text for a `status` document (as made by `crate::control::status_value`).
-/// Every family has HELP and TYPE lines, also when it has no samples (no SAs yet); every drop
-/// reason of `ipsec::DropReason` is listed, zeros included.
+/// The metrics text for a `status` document (as made by `crate::control::status_value`),
+/// ending in `# EOF`. Every drop reason of `ipsec::DropReason` is listed, zeros included; a
+/// family without samples (no SAs yet) is left out, as `prometheus-client` does.
 pub fn render(status: &Value) -> String {
-    let mut out = String::with_capacity(8192);
-    family(&mut out, "hipsec_up", "gauge", "1 while the node runs and answers.");
-    let _ = writeln!(out, "hipsec_up 1");
-    family(&mut out, "hipsec_uptime_seconds", "gauge", "Seconds since the node started.");
-    sample(&mut out, "hipsec_uptime_seconds", &[], &status["uptime_s"]);
+    let mut reg = Registry::default();
+    let up = Gauge::<i64>::default();
+    up.set(1);
+    reg.register("hipsec_up", help("1 while the node runs and answers."), up);
+    if let Some(s) = status["uptime_s"].as_f64() {
+        let g = Gauge::<f64, AtomicU64>::default();
+        g.set(s);
+        reg.register("hipsec_uptime_seconds", help("Seconds since the node started."), g);
+    }
 
-    family(
-        &mut out,
-        "hipsec_drops_total",
-        "counter",
-        "Packets dropped, by reason (ipsec::DropReason; DESIGN rule 2: every drop is counted).",
-    );
     let drops = &status["drops"];
     let zero = Value::from(0);
-    for r in ipsec::DropReason::ALL {
-        sample(
-            &mut out,
-            "hipsec_drops_total",
-            &[("reason", r.name())],
-            drops.get(r.name()).unwrap_or(&zero),
-        );
-    }
+    let known = ipsec::DropReason::ALL
+        .iter()
+        .map(|r| (labels(&[("reason", r.name())]), drops.get(r.name()).unwrap_or(&zero)));
     // Names the engine may add that this build does not know.
-    for (k, v) in drops.as_object().into_iter().flatten() {
-        if !ipsec::DropReason::ALL.iter().any(|r| r.name() == k) {
-            sample(&mut out, "hipsec_drops_total", &[("reason", k.as_str())], v);
-        }
-    }
+    let other = drops
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !ipsec::DropReason::ALL.iter().any(|r| r.name() == *k))
+        .map(|(k, v)| (labels(&[("reason", k.as_str())]), v));
+    counters(
+        &mut reg,
+        "hipsec_drops",
+        "Packets dropped, by reason (ipsec::DropReason; DESIGN rule 2: every drop is counted).",
+        known.chain(other),
+    );
 
-    for (key, help) in ENGINE_TOTALS {
-        let name = format!("hipsec_engine_{key}_total");
-        family(&mut out, &name, "counter", help);
-        sample(&mut out, &name, &[], status["engine"].get(key).unwrap_or(&zero));
+    for (key, h) in ENGINE_TOTALS {
+        let v = status["engine"].get(key).unwrap_or(&zero);
+        counter(&mut reg, &format!("hipsec_engine_{key}"), h, v);
     }
 
     // One family per node counter: they count different things (packets, batches, system
     // calls), so a sum over a label would mean nothing (Prometheus naming practice).
     for (key, v) in status["node"].as_object().into_iter().flatten() {
-        let name = format!("hipsec_node_{}_total", name_part(key));
-        let help = crate::datapath::counters::NodeCounters::HELP
+        let h = crate::datapath::counters::NodeCounters::HELP
             .iter()
             .find(|(f, _)| f == key)
             .map_or_else(|| format!("Node counter {key}."), |(_, h)| h.to_string());
-        family(&mut out, &name, "counter", &help);
-        sample(&mut out, &name, &[], v);
+        counter(&mut reg, &format!("hipsec_node_{}", name_part(key)), &h, v);
     }
 
     let sas: &[Value] = status["sas"].as_array().map_or(&[], |v| v.as_slice());
-    let sa_labels = |sa: &Value| -> [(&'static str, String); 3] {
-        let s = |k: &str| sa[k].as_str().unwrap_or("").to_string();
-        [("spi", s("spi")), ("direction", s("direction")), ("proto", s("proto"))]
+    let sa_labels = |sa: &Value| -> Labels {
+        let s = |k: &str| sa[k].as_str().unwrap_or("");
+        labels(&[("spi", s("spi")), ("direction", s("direction")), ("proto", s("proto"))])
     };
-    for (name, key, kind, help) in [
-        ("hipsec_sa_bytes_total", "bytes", "counter", "Bytes protected or verified with the SA."),
-        (
-            "hipsec_sa_packets_total",
-            "packets",
-            "counter",
-            "Packets protected or verified with the SA.",
-        ),
-        ("hipsec_sa_expired", "expired", "gauge", "1 once the SA reached a hard lifetime."),
+    for (name, key, h) in [
+        ("hipsec_sa_bytes", "bytes", "Bytes protected or verified with the SA."),
+        ("hipsec_sa_packets", "packets", "Packets protected or verified with the SA."),
     ] {
-        family(&mut out, name, kind, help);
-        for sa in sas {
-            let l = sa_labels(sa);
-            let labels: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let v = match &sa[key] {
-                Value::Bool(b) => Value::from(u8::from(*b)),
-                other => other.clone(),
-            };
-            sample(&mut out, name, &labels, &v);
+        counters(&mut reg, name, h, sas.iter().map(|sa| (sa_labels(sa), &sa[key])));
+    }
+    let expired = Family::<Labels, Gauge>::default();
+    for sa in sas {
+        let v = match &sa["expired"] {
+            Value::Bool(b) => Some(i64::from(*b)),
+            other => other.as_i64(),
+        };
+        if let Some(v) = v {
+            expired.get_or_create(&sa_labels(sa)).set(v);
         }
     }
+    reg.register("hipsec_sa_expired", help("1 once the SA reached a hard lifetime."), expired);
 
-    family(
-        &mut out,
-        "hipsec_worker_cpu_seconds_total",
-        "counter",
-        "CPU seconds (user + system) of each data-path worker thread.",
-    );
+    let cpu = Family::<Labels, Counter<f64, AtomicU64>>::default();
     for (i, w) in status["workers"].as_array().into_iter().flatten().enumerate() {
+        // A worker without CPU time (null) gets no sample rather than a made-up one.
+        let Some(s) = w["cpu_s"].as_f64() else { continue };
         let worker = i.to_string();
         let role = w["role"].as_str().unwrap_or("");
-        let labels = [("worker", worker.as_str()), ("role", role)];
-        sample(&mut out, "hipsec_worker_cpu_seconds_total", &labels, &w["cpu_s"]);
+        cpu.get_or_create(&labels(&[("worker", &worker), ("role", role)])).inc_by(s);
     }
+    reg.register(
+        "hipsec_worker_cpu_seconds",
+        help("CPU seconds (user + system) of each data-path worker thread."),
+        cpu,
+    );
+
+    front_counters(&mut reg, &status["control"]["clients"]);
+
+    let mut out = String::with_capacity(8192);
+    // Writing into a String cannot fail; an error would leave a page without `# EOF`, which
+    // a scraper rejects.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
     out
+}
+
+/// The front thread's client counters (`status`'s `control.clients`), one family per counter
+/// with the listener as label.
+fn front_counters(reg: &mut Registry, clients: &Value) {
+    const COUNTERS: &[(&str, &str)] = &[
+        ("accepted", "Client connections accepted."),
+        ("refused", "Client connections closed at once: the listener's table was full."),
+        ("evicted", "Slow clients closed to make room for a new one."),
+        ("denied", "Control socket clients that were neither root nor the node's user."),
+        ("deadline_expired", "Requests not complete within the whole-request deadline."),
+        ("idle_closed", "Requests abandoned by a client silent for the idle timeout."),
+        ("too_long", "Requests over the size limit."),
+        ("bad_requests", "Requests that were not valid."),
+        ("slow_readers", "Clients dropped for not reading their reply or events."),
+        ("accept_errors", "Failed accepts (out of descriptors or memory)."),
+    ];
+    let listeners = ["control_socket", "metrics"];
+    for (key, h) in COUNTERS {
+        let samples = listeners.iter().map(|l| (labels(&[("listener", l)]), &clients[*l][*key]));
+        counters(reg, &format!("hipsec_clients_{key}"), h, samples);
+    }
+    let open = Family::<Labels, Gauge>::default();
+    for l in listeners {
+        if let Some(n) = clients[l]["open"].as_i64() {
+            open.get_or_create(&labels(&[("listener", l)])).set(n);
+        }
+    }
+    reg.register("hipsec_clients_open", help("Client connections open now."), open);
 }
 
 #[cfg(test)]

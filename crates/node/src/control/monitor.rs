@@ -1,18 +1,11 @@
 //! `hipsec monitor`: the control plane's events as JSON lines, one per event, to every client
-//! that asked (as `ip xfrm monitor` prints kernel events). A client that cannot keep up or has
-//! gone is dropped; events are never queued for it. Punted packets are shown by size only.
+//! that asked (as `ip xfrm monitor` prints kernel events). The front thread (`control::front`)
+//! holds the clients and writes the lines with a bounded backlog each; a client that cannot
+//! keep up or has gone is dropped. Punted packets are shown by size only.
 
 use crate::datapath::mailbox::{Event, PuntKind};
 use serde_json::{Value, json};
-use std::io::Write;
-use std::os::unix::net::UnixStream;
-use std::time::{Duration, SystemTime};
-
-/// Clients streaming events.
-#[derive(Debug, Default)]
-pub struct Monitors {
-    clients: Vec<UnixStream>,
-}
+use std::time::SystemTime;
 
 /// An event as a JSON object (`event` names its kind); `None` for acknowledgements.
 pub fn event_json(e: &Event) -> Option<Value> {
@@ -50,35 +43,4 @@ pub fn event_json(e: &Event) -> Option<Value> {
 pub fn stamped(mut v: Value) -> Value {
     v["time"] = json!(crate::log::rfc3339_ms(SystemTime::now()));
     v
-}
-
-impl Monitors {
-    /// Adds a client; it gets a first line saying it is subscribed.
-    pub fn add(&mut self, s: UnixStream) {
-        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-        let mut w = &s;
-        if w.write_all(b"{\"ok\":true,\"monitor\":true}\n").is_ok() {
-            self.clients.push(s);
-        }
-    }
-
-    /// Number of clients.
-    pub fn len(&self) -> usize {
-        self.clients.len()
-    }
-
-    /// True without clients.
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_empty()
-    }
-
-    /// Sends one event line to every client; drops those that fail.
-    pub fn send(&mut self, v: &Value) {
-        let mut line = v.to_string();
-        line.push('\n');
-        self.clients.retain(|c| {
-            let mut w = c;
-            w.write_all(line.as_bytes()).is_ok()
-        });
-    }
 }

@@ -1,12 +1,16 @@
-//! The control thread: answers the control socket and `/metrics`, applies SA and policy
-//! requests through the control plane, runs its timers (retiring old inbound SAs, following NAT
-//! rebindings) and passes the lanes' events to the log and to `hipsec monitor` clients.
+//! The control thread: runs the keying drivers (IKEv2, HIP, Mobile IPv6) and their timers,
+//! applies SA and policy requests through the control plane, runs its own timers (retiring old
+//! inbound SAs, following NAT rebindings) and passes the lanes' events to the log and to
+//! `hipsec monitor` clients. The clients themselves are the front thread's (`control::front`),
+//! which hands over complete requests only, so no client can hold this thread.
 
-use super::commands::{self, MAX_REQUEST, Request};
+use super::commands::Request;
+use super::conn::Limits;
 use super::exec::{self, error_reply};
+use super::front::{self, FrontLink, Job};
 use super::metrics::MetricsServer;
-use super::monitor::{self, Monitors};
-use super::socket::{self, ControlServer};
+use super::monitor;
+use super::socket::ControlServer;
 use super::status;
 use crate::datapath::board::Board;
 use crate::datapath::filter_stage::{self, SharedFilter};
@@ -22,6 +26,7 @@ use serde_json::{Value, json};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use zeroize::Zeroizing;
 
 /// How often the control thread looks at events and timers when nothing else wakes it.
 const TICK_MS: i32 = 20;
@@ -41,7 +46,8 @@ pub struct ControlThread<'a> {
     pub board: &'a Board,
     /// Time origin of the engines.
     pub start: Instant,
-    monitors: Monitors,
+    /// The front thread's end of the channels, while it runs.
+    front: Option<FrontLink>,
     /// The IKEv2 driver and its sockets, when the config has `[[connection]]`s.
     ike: Option<IkeRuntime>,
     /// The HIP driver and its socket, when the config has `[hip]`.
@@ -69,7 +75,7 @@ impl<'a> ControlThread<'a> {
             filter,
             board,
             start,
-            monitors: Monitors::default(),
+            front: None,
             ike: None,
             hip: None,
             home_agent: None,
@@ -105,14 +111,40 @@ impl<'a> ControlThread<'a> {
         self
     }
 
-    /// Serves until `stop` is set.
+    /// Serves until `stop` is set; the control socket and metrics clients on a front thread
+    /// of their own (`hipsec-front`).
     pub fn run(&mut self, stop: &AtomicBool) {
-        // The control socket first (if any), then the metrics listener, then IKE's port 500.
+        if self.socket.is_none() && self.metrics.is_none() {
+            return self.serve(stop);
+        }
+        let (mut front, link) = match front::new(self.socket, self.metrics, Limits::DEFAULT) {
+            Ok(x) => x,
+            Err(e) => {
+                log_event!(Level::Warn, "front-thread-failed", "error" => e.to_string());
+                return self.serve(stop);
+            }
+        };
+        self.front = Some(link);
+        std::thread::scope(|s| {
+            let started = std::thread::Builder::new()
+                .name("hipsec-front".into())
+                .spawn_scoped(s, move || front.run(stop));
+            if let Err(e) = started {
+                log_event!(Level::Warn, "front-thread-failed", "error" => e.to_string());
+                self.front = None;
+            }
+            self.serve(stop);
+        });
+        self.front = None;
+    }
+
+    /// The control thread's loop.
+    fn serve(&mut self, stop: &AtomicBool) {
+        // The front thread's wake-up (if any), then IKE's port 500, HIP, Mobile IPv6, lanes.
         let fds: Vec<RawFd> = self
-            .socket
+            .front
             .iter()
-            .map(|c| c.fd())
-            .chain(self.metrics.iter().map(|m| m.fd()))
+            .map(|f| f.fd())
             .chain(self.ike.iter().map(|i| i.fd()))
             .chain(self.hip.iter().map(|h| h.fd()))
             .chain(self.home_agent.iter().map(|h| h.fd()))
@@ -120,8 +152,7 @@ impl<'a> ControlThread<'a> {
             .chain(self.mobile_node.iter().filter_map(|m| m.watch_fd()))
             .chain(self.plane.wake_fd())
             .collect();
-        let metrics_at = self.socket.iter().count();
-        let ike_at = metrics_at + self.metrics.iter().count();
+        let ike_at = self.front.iter().count();
         let hip_at = ike_at + self.ike.iter().count();
         let ha_at = hip_at + self.hip.iter().count();
         let mn_at = ha_at + self.home_agent.iter().count();
@@ -148,18 +179,19 @@ impl<'a> ControlThread<'a> {
                 }
                 hip.tick(&mut self.plane);
             }
+            let monitors = self.monitors();
             if let Some(ha) = &mut self.home_agent {
-                ha.want_events = !self.monitors.is_empty();
+                ha.want_events = monitors > 0;
                 if ready.get(ha_at) == Some(&true) {
                     ha.read_socket(&mut self.plane);
                 }
                 ha.tick(&mut self.plane);
                 for v in ha.take_events() {
-                    self.monitors.send(&monitor::stamped(v));
+                    to_monitors(&self.front, &monitor::stamped(v));
                 }
             }
             if let Some(mn) = &mut self.mobile_node {
-                mn.want_events = !self.monitors.is_empty();
+                mn.want_events = monitors > 0;
                 if ready.get(mn_at) == Some(&true) {
                     mn.read_socket();
                 }
@@ -168,15 +200,11 @@ impl<'a> ControlThread<'a> {
                 }
                 mn.tick(&mut self.plane);
                 for v in mn.take_events() {
-                    self.monitors.send(&monitor::stamped(v));
+                    to_monitors(&self.front, &monitor::stamped(v));
                 }
             }
-            if let Some(m) = self.metrics.filter(|_| ready.get(metrics_at) == Some(&true)) {
-                // The same snapshot as `status`, so metrics and status never disagree.
-                m.serve(|| super::metrics::render(&self.status_value()));
-            }
-            if ready.first() == Some(&true) && self.socket.is_some() {
-                self.serve_socket();
+            // Looked at every turn, not only when woken: a job costs nothing to find.
+            if self.serve_front() {
                 // `hipsec rekey` and `terminate` act on signalling children too.
                 self.hand_over_signalling();
             }
@@ -211,8 +239,11 @@ impl<'a> ControlThread<'a> {
         let s = self.plane.stats;
         v["control"] = json!({
             "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,
-            "rebinds": s.rebinds, "monitors": self.monitors.len(),
+            "rebinds": s.rebinds, "monitors": self.monitors(),
         });
+        if let Some(f) = &self.front {
+            v["control"]["clients"] = f.counters.json();
+        }
         if let Some(ike) = &self.ike {
             v["ike"] = ike.status();
         }
@@ -244,116 +275,133 @@ impl<'a> ControlThread<'a> {
                 hip.acquire(*policy);
             }
             log(&e);
-            if let Some(v) = monitor::event_json(&e) {
-                if !self.monitors.is_empty() {
-                    self.monitors.send(&v);
+            if self.monitors() > 0 {
+                if let Some(v) = monitor::event_json(&e) {
+                    self.to_monitors(&v);
                 }
             }
         }
     }
 
-    fn serve_socket(&mut self) {
-        let Some(sock) = self.socket else { return };
-        while let Some(mut client) = sock.accept(MAX_REQUEST) {
-            let parsed = commands::parse(&client.line);
-            // A bulk request's text is done with once parsed (zeroized as it goes: it may
-            // hold keys); after the request, the heap it and its parse leave free goes back.
-            let bulk = client.line.len() >= TRIM_AFTER;
-            client.line = Default::default();
-            let req = match parsed {
-                Ok(r) => r,
-                Err(e) => {
-                    socket::reply(&client, &error_reply(&e.field, &e.message).to_string());
-                    continue;
+    /// Monitor clients now.
+    fn monitors(&self) -> usize {
+        self.front.as_ref().map_or(0, |f| f.counters.monitors())
+    }
+
+    fn to_monitors(&self, v: &Value) {
+        to_monitors(&self.front, v);
+    }
+
+    /// Carries out the requests the front thread has handed over; true if there were any.
+    fn serve_front(&mut self) -> bool {
+        let Some(jobs) = self.front.as_ref().map(FrontLink::take_jobs) else { return false };
+        let any = !jobs.is_empty();
+        for job in jobs {
+            match job {
+                Job::Scrape { id } => {
+                    // The same snapshot as `status`, so metrics and status never disagree.
+                    let body = super::metrics::render(&self.status_value());
+                    self.reply(id, body.into_bytes());
                 }
-            };
-            let answer = match req {
-                Request::Monitor => {
-                    self.monitors.add(client.stream);
-                    continue;
-                }
-                Request::Status => {
-                    let mut v = self.status_value();
-                    if let Some(f) = self.filter {
-                        v["filter"] = filter_stage::lock(f).status();
+                Job::Command { id, request, bulk } => {
+                    let answer = self.execute(request);
+                    if bulk {
+                        crate::sys::trim_heap();
                     }
-                    v
+                    self.reply(id, answer.to_string().into_bytes());
                 }
-                // Rules are re-read without a restart; a bad file keeps the old ones.
-                Request::ReloadFilter => match self.filter {
-                    Some(f) => match filter_stage::lock(f).reload() {
-                        Ok(()) => json!({ "reloaded": true }),
-                        Err(e) => json!({ "reloaded": false, "error": e.to_string() }),
-                    },
-                    None => json!({ "error": "this node has no [filter]" }),
-                },
-                Request::Initiate { connection } => self.ike_op(|ike, _| {
-                    ike.initiate(&connection)
-                        .map(|()| json!({ "ok": true, "initiated": connection }))
-                }),
-                Request::Terminate { connection } => self.ike_op(|ike, plane| {
-                    ike.terminate(plane, &connection)
-                        .map(|n| json!({ "ok": true, "terminated": connection, "ike_sas": n }))
-                }),
-                Request::Rekey { connection, ike: whole } => self.ike_op(|ike, plane| {
-                    ike.rekey(plane, &connection, whole).map(|n| {
-                        json!({ "ok": true, "rekeying": connection, "ike": whole, "ike_sas": n })
-                    })
-                }),
-                Request::IkeKeys => self.ike_op(|ike, _| {
-                    ike.wireshark_keys()
-                        .map(|lines| json!({ "ok": true, "ikev2_decryption_table": lines }))
-                        .ok_or_else(|| {
-                            "this node was not started with --debug-export-ike-keys".to_string()
-                        })
-                }),
-                Request::HipClose { hit } => match &mut self.hip {
-                    None => json!({ "error": "this node has no [hip]" }),
-                    Some(hip) => match hip.close(hit) {
-                        Ok(()) => json!({ "ok": true, "closing": hit.to_string() }),
-                        Err(e) => json!({ "error": e }),
-                    },
-                },
-                Request::HipRekey { hit } => match &mut self.hip {
-                    None => json!({ "error": "this node has no [hip]" }),
-                    Some(hip) => match hip.rekey(hit) {
-                        Ok(()) => json!({ "ok": true, "rekeying": hit.to_string() }),
-                        Err(e) => json!({ "error": e }),
-                    },
-                },
-                Request::HipKeys => match &self.hip {
-                    None => json!({ "error": "this node has no [hip]" }),
-                    Some(hip) => match hip.wireshark_keys() {
-                        Some(lines) => json!({ "ok": true, "esp_sa": lines }),
-                        None => json!({
-                            "error": "this node was not started with --debug-export-hip-keys"
-                        }),
-                    },
-                },
-                other => {
-                    let what = op_name(&other);
-                    let v = exec::execute(&mut self.plane, other);
-                    log_event!(
-                        if v["ok"] == true { Level::Info } else { Level::Warn },
-                        "control-request",
-                        "op" => what,
-                        "ok" => v["ok"] == true,
-                        "error" => v["error"].as_str().unwrap_or("")
-                    );
-                    v
-                }
-            };
-            if bulk {
-                crate::sys::trim_heap();
             }
-            socket::reply(&client, &answer.to_string());
+        }
+        any
+    }
+
+    fn reply(&self, id: u64, body: Vec<u8>) {
+        if let Some(f) = &self.front {
+            f.reply(id, Zeroizing::new(body));
+        }
+    }
+
+    /// One request's answer.
+    fn execute(&mut self, req: Request) -> Value {
+        match req {
+            // The front thread keeps monitor clients itself.
+            Request::Monitor => error_reply("", "monitor is served by the front thread"),
+            Request::Status => {
+                let mut v = self.status_value();
+                if let Some(f) = self.filter {
+                    v["filter"] = filter_stage::lock(f).status();
+                }
+                v
+            }
+            // Rules are re-read without a restart; a bad file keeps the old ones.
+            Request::ReloadFilter => match self.filter {
+                Some(f) => match filter_stage::lock(f).reload() {
+                    Ok(()) => json!({ "reloaded": true }),
+                    Err(e) => json!({ "reloaded": false, "error": e.to_string() }),
+                },
+                None => json!({ "error": "this node has no [filter]" }),
+            },
+            Request::Initiate { connection } => self.ike_op(|ike, _| {
+                ike.initiate(&connection).map(|()| json!({ "ok": true, "initiated": connection }))
+            }),
+            Request::Terminate { connection } => self.ike_op(|ike, plane| {
+                ike.terminate(plane, &connection)
+                    .map(|n| json!({ "ok": true, "terminated": connection, "ike_sas": n }))
+            }),
+            Request::Rekey { connection, ike: whole } => self.ike_op(|ike, plane| {
+                ike.rekey(plane, &connection, whole).map(
+                    |n| json!({ "ok": true, "rekeying": connection, "ike": whole, "ike_sas": n }),
+                )
+            }),
+            Request::IkeKeys => self.ike_op(|ike, _| {
+                ike.wireshark_keys()
+                    .map(|lines| json!({ "ok": true, "ikev2_decryption_table": lines }))
+                    .ok_or_else(|| {
+                        "this node was not started with --debug-export-ike-keys".to_string()
+                    })
+            }),
+            Request::HipClose { hit } => match &mut self.hip {
+                None => json!({ "error": "this node has no [hip]" }),
+                Some(hip) => match hip.close(hit) {
+                    Ok(()) => json!({ "ok": true, "closing": hit.to_string() }),
+                    Err(e) => json!({ "error": e }),
+                },
+            },
+            Request::HipRekey { hit } => match &mut self.hip {
+                None => json!({ "error": "this node has no [hip]" }),
+                Some(hip) => match hip.rekey(hit) {
+                    Ok(()) => json!({ "ok": true, "rekeying": hit.to_string() }),
+                    Err(e) => json!({ "error": e }),
+                },
+            },
+            Request::HipKeys => match &self.hip {
+                None => json!({ "error": "this node has no [hip]" }),
+                Some(hip) => match hip.wireshark_keys() {
+                    Some(lines) => json!({ "ok": true, "esp_sa": lines }),
+                    None => json!({
+                        "error": "this node was not started with --debug-export-hip-keys"
+                    }),
+                },
+            },
+            other => {
+                let what = op_name(&other);
+                let v = exec::execute(&mut self.plane, other);
+                log_event!(
+                    if v["ok"] == true { Level::Info } else { Level::Warn },
+                    "control-request",
+                    "op" => what,
+                    "ok" => v["ok"] == true,
+                    "error" => v["error"].as_str().unwrap_or("")
+                );
+                v
+            }
         }
     }
 }
 
 /// Requests at least this long (bytes) are bulk: once served, the freed heap is handed back
 /// (`sys::trim_heap`), which takes a few milliseconds, worth it only after hundreds of kilobytes.
-const TRIM_AFTER: usize = 256 << 10;
+pub(crate) const TRIM_AFTER: usize = 256 << 10;
 
 impl ControlThread<'_> {
     /// Runs an IKE request against the driver, or says there is none.
@@ -368,6 +416,13 @@ impl ControlThread<'_> {
             None => error_reply("", "this node has no [[connection]]"),
             Some(ike) => f(ike, &mut self.plane).unwrap_or_else(|e| error_reply("connection", &e)),
         }
+    }
+}
+
+/// Streams an event to the monitor clients (through the front thread).
+fn to_monitors(front: &Option<FrontLink>, v: &Value) {
+    if let Some(f) = front {
+        f.event(&v.to_string());
     }
 }
 
