@@ -43,9 +43,10 @@ impl HipRuntime {
         }
     }
 
-    /// Everything waiting on the socket.
+    /// What waits on the socket, at most [`crate::keying::READ_BATCH`] datagrams.
     pub fn read_socket(&mut self, plane: &mut ControlPlane) {
-        while let Some((range, from, to)) = self.socket.recv(&mut self.buf) {
+        for _ in 0..crate::keying::READ_BATCH {
+            let Some((range, from, to)) = self.socket.recv(&mut self.buf) else { break };
             let now = self.now_us();
             let bytes = self.buf.get(range).unwrap_or_default().to_vec();
             let out = self.driver.packet(plane, from, to, &bytes, now);

@@ -54,9 +54,10 @@ impl IkeRuntime {
         }
     }
 
-    /// Everything waiting on port 500.
+    /// What waits on port 500, at most [`crate::keying::READ_BATCH`] datagrams.
     pub fn read_socket(&mut self, plane: &mut ControlPlane) {
-        while let Some((n, from)) = self.sockets.recv(&mut self.buf) {
+        for _ in 0..crate::keying::READ_BATCH {
+            let Some((n, from)) = self.sockets.recv(&mut self.buf) else { break };
             let now = self.now_ms();
             let bytes = self.buf[..n].to_vec();
             let out = self.driver.datagram(plane, from, false, &bytes, now);
