@@ -87,7 +87,9 @@ pub fn parse_ping(out: &str) -> Result<PingStats, LabError> {
     let v: Vec<f64> = rtt
         .split('=')
         .nth(1)
-        .map(|r| r.trim().trim_end_matches("ms").trim().split('/').filter_map(|x| x.parse().ok()))
+        // A slow reply adds `, pipe N` after the unit: the values are the first word.
+        .and_then(|r| r.split_whitespace().next())
+        .map(|r| r.split('/').filter_map(|x| x.parse().ok()))
         .ok_or(bad("no rtt values"))?
         .collect();
     let [min_ms, avg_ms, max_ms, mdev_ms] = v[..] else { return Err(bad("not 4 rtt values")) };
@@ -378,5 +380,13 @@ mod tests {
         assert_eq!((p.sent, p.received), (50, 49));
         assert_eq!(p.avg_ms, 0.062);
         assert!(parse_ping("nothing").is_err());
+    }
+
+    #[test]
+    fn ping_summary_with_a_pipe_parses() {
+        // iputils appends `, pipe N` when replies overlap (a slow first reply).
+        let out = "10 packets transmitted, 10 received, 0% packet loss, time 95ms\nrtt min/avg/max/mdev = 0.931/4.410/23.434/6.797 ms, pipe 2\n";
+        let p = parse_ping(out).map(|p| (p.received, p.max_ms)).map_err(|e| e.to_string());
+        assert_eq!(p, Ok((10, 23.434)));
     }
 }
