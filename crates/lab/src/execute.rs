@@ -71,7 +71,7 @@ mod tests {
             Err(LabError::UnknownScenario { known, .. }) => {
                 assert_eq!(
                     known,
-                    "ipsec-netperf, mip6-binding, hip-bex, filter-rules, rekey-bandwidth"
+                    "ipsec-netperf, mip6-binding, hip-bex, filter-rules, rekey-bandwidth, dv-video"
                 );
             }
             other => panic!("expected UnknownScenario, got {other:?}"),

@@ -1,13 +1,14 @@
 //! Scenarios (one per seed): the registry `hipsec lab list` shows and `crate::execute` runs
 //! from, with `RunOptions` (a `clap::Args` to flatten) and a progress/ETA line.
 //!
-//! Each scenario is a folder (`ipsec_netperf/`, `mip6_binding/`, `filter_rules/`, `rekey_bandwidth/`) whose
+//! Each scenario is a folder (`ipsec_netperf/`, `mip6_binding/`, `filter_rules/`, `rekey_bandwidth/`, `dv_video/`) whose
 //! `mod.rs` implements [`Scenario`] on a unit struct; [`REGISTRY`] lists them, with the planned
 //! ones, in `hipsec lab list` order, and `crate::execute::run_with` dispatches through it. What the scenarios share sits below them:
 //! [`common`] (the trait, `RunOptions`, `Progress`) and `crate::node` (the modes and the hook that
 //! starts hipsec nodes). A scenario never imports this file.
 
 pub mod common;
+pub mod dv_video;
 pub mod filter_rules;
 pub mod hip_bex;
 pub mod ipsec_netperf;
@@ -74,6 +75,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&hip_bex::HipBex),
     Entry::Runs(&filter_rules::FilterRules),
     Entry::Runs(&rekey_bandwidth::RekeyBandwidth),
+    Entry::Runs(&dv_video::DvVideo),
 ];
 
 /// Every scenario of DESIGN.md §5.
@@ -98,12 +100,26 @@ mod tests {
         let names: Vec<&str> = list().iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
+            [
+                "ipsec-netperf",
+                "mip6-binding",
+                "hip-bex",
+                "filter-rules",
+                "rekey-bandwidth",
+                "dv-video"
+            ]
         );
         let available: Vec<&str> = list().iter().filter(|s| s.available).map(|s| s.name).collect();
         assert_eq!(
             available,
-            ["ipsec-netperf", "mip6-binding", "hip-bex", "filter-rules", "rekey-bandwidth"]
+            [
+                "ipsec-netperf",
+                "mip6-binding",
+                "hip-bex",
+                "filter-rules",
+                "rekey-bandwidth",
+                "dv-video"
+            ]
         );
         assert_eq!(find("mip6-binding").map(|s| s.seed()), Some("000"));
         assert_eq!(find("hip-bex").map(|s| s.name()), Some("hip-bex"));

@@ -89,6 +89,32 @@ pub enum TrafficCmd {
         #[arg(long)]
         duration_ms: u64,
     },
+    /// DV video over RTP (scenario dv-video): `--seconds` of the frame clock from the DV file
+    /// `--file`, every `--every`-th frame sent to `--to`; prints a JSON `dv::DvSendResult`.
+    DvSend {
+        #[arg(long)]
+        file: std::path::PathBuf,
+        #[arg(long)]
+        to: SocketAddr,
+        #[arg(long, default_value_t = 1)]
+        every: u32,
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        #[command(flatten)]
+        format: DvFormatArgs,
+    },
+    /// The receiver of `dv-send`: reassembles whole frames for `--seconds` into the DV file
+    /// `--out`; prints a JSON `dv::DvRecvResult`.
+    DvRecv {
+        #[arg(long)]
+        listen: SocketAddr,
+        #[arg(long)]
+        seconds: f64,
+        #[arg(long)]
+        out: std::path::PathBuf,
+        #[command(flatten)]
+        format: DvFormatArgs,
+    },
     /// Waits until `--server` answers a TCP connection attempt (accepted or refused: either is a
     /// round trip, e.g. through a tunnel), trying `--tries` times `--timeout-ms` each.
     Probe {
@@ -99,6 +125,29 @@ pub enum TrafficCmd {
         #[arg(long, default_value_t = 250)]
         timeout_ms: u64,
     },
+}
+
+/// How the DV stream is cut (both ends must agree).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct DvFormatArgs {
+    /// Octets of a DV frame (144000: 625/50 PAL).
+    #[arg(long, default_value_t = super::dv::PAL_FRAME)]
+    pub frame_bytes: usize,
+    #[arg(long, default_value_t = 25)]
+    pub fps: u32,
+    /// 80-octet DIF blocks per RTP packet.
+    #[arg(long, default_value_t = 15)]
+    pub blocks_per_packet: usize,
+}
+
+impl From<DvFormatArgs> for super::dv::DvFormat {
+    fn from(a: DvFormatArgs) -> Self {
+        super::dv::DvFormat {
+            frame_bytes: a.frame_bytes,
+            fps: a.fps,
+            blocks_per_packet: a.blocks_per_packet,
+        }
+    }
 }
 
 fn json<T: serde::Serialize>(v: &T, what: &str) -> Result<String, crate::error::LabError> {
@@ -161,6 +210,14 @@ pub fn main_with(cli: TrafficCli) -> i32 {
         TrafficCmd::PacedSink { listen, duration_ms } => {
             super::paced::sink(listen, Duration::from_millis(duration_ms))
                 .and_then(|r| json(&r, "paced-sink result"))
+        }
+        TrafficCmd::DvSend { file, to, every, seconds, format } => {
+            super::dv::send(&file, to, every, seconds, format.into())
+                .and_then(|r| json(&r, "dv-send result"))
+        }
+        TrafficCmd::DvRecv { listen, seconds, out, format } => {
+            super::dv::recv(listen, seconds, &out, format.into())
+                .and_then(|r| json(&r, "dv-recv result"))
         }
         TrafficCmd::Probe { server, tries, timeout_ms } => {
             engine::probe(server, tries, Duration::from_millis(timeout_ms))

@@ -2,6 +2,7 @@
 //! over repetitions, with iperf3 as an independent cross-check of the STREAM figures.
 
 pub mod cli;
+pub mod dv;
 pub mod engine;
 pub mod iperf;
 pub mod paced;
