@@ -49,10 +49,23 @@ pub struct CalibrateArgs {
     /// measured.
     #[arg(long, value_delimiter = ',')]
     pub suites: Vec<String>,
+    /// Rounds: every figure is measured once per round, the rounds one after another, and the
+    /// profile keeps each figure's median and its range over the rounds (`hipsec size` turns
+    /// the range into an interval). A round takes about 3 minutes, 1 with --quick.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub rounds: u32,
+    /// Write the profile even when the machine was too busy to calibrate on (more than 5 % of
+    /// its CPU time stolen by the hypervisor, or taken by other processes).
+    #[arg(long)]
+    pub accept_noisy: bool,
     /// Print the profile on stdout too.
     #[arg(long)]
     pub json: bool,
 }
+
+/// Above this share of the machine's CPU time stolen or taken by others, a calibration is
+/// refused (unless --accept-noisy): the costs it measured are not the machine's.
+const BUSY_LIMIT_PCT: f64 = 5.0;
 
 /// Packet sizes of the per-byte fit.
 const SMALL: usize = 64;
@@ -385,9 +398,83 @@ fn mip6_cost(suites: &BTreeMap<String, SuiteCost>) -> Result<Mip6Cost, String> {
     })
 }
 
-/// Measures every figure (progress on stderr).
+/// What the machine did besides us over a stretch of the calibration.
+#[derive(Debug, Clone, Copy)]
+struct Busy {
+    steal_pct: f64,
+    other_pct: f64,
+}
+
+fn snapshot() -> Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)> {
+    Some((lab::cpu::SystemCpu::read().ok()?, lab::cpu::ProcCpu::read_self().ok()?))
+}
+
+fn busy_since(before: Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)>) -> Option<Busy> {
+    let (s0, p0) = before?;
+    let (s1, p1) = snapshot()?;
+    let d = s1.since(&s0);
+    let total = d.total_us.max(1) as f64;
+    let ours = (p1.total_us() + p1.children_us).saturating_sub(p0.total_us() + p0.children_us);
+    let other = d.busy_us().saturating_sub(d.steal_us).saturating_sub(ours);
+    Some(Busy {
+        steal_pct: 100.0 * d.steal_us as f64 / total,
+        other_pct: 100.0 * other as f64 / total,
+    })
+}
+
+/// Measures every figure in `args.rounds` rounds and combines them (progress on stderr).
 pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
     let started = Instant::now();
+    let mut rounds = Vec::new();
+    let mut busy = Vec::new();
+    let whole = snapshot();
+    for r in 1..=args.rounds {
+        if args.rounds > 1 {
+            eprintln!(
+                "calibrate: round {r} of {} ({:.0} s so far)",
+                args.rounds,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        let before = snapshot();
+        rounds.push(measure_round(args)?);
+        if let Some(b) = busy_since(before) {
+            busy.push(b);
+        }
+    }
+    let all = busy_since(whole);
+    let interference = all.map(|b| sizing::profile::Interference {
+        steal_pct: b.steal_pct,
+        other_cpu_pct: b.other_pct,
+        worst_round_steal_pct: busy.iter().map(|b| b.steal_pct).fold(0.0, f64::max),
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    let p = sizing::rounds::combine(&rounds, interference)
+        .map_err(|e| format!("combining the rounds: {e}"))?;
+    for (figure, rel) in p.noisy().iter().take(8) {
+        eprintln!(
+            "calibrate: noisy: {figure} moved by {:.0} % of its median over the rounds",
+            rel * 100.0
+        );
+    }
+    if let Some(i) = &p.interference {
+        eprintln!(
+            "calibrate: the machine meanwhile: {:.1} % of its CPU time stolen by the hypervisor (worst round {:.1} %), {:.1} % used by other processes",
+            i.steal_pct, i.worst_round_steal_pct, i.other_cpu_pct
+        );
+        let worst = i.steal_pct.max(i.other_cpu_pct);
+        if worst > BUSY_LIMIT_PCT && !args.accept_noisy {
+            return Err(format!(
+                "refused: {worst:.1} % of the machine's CPU time went to others (limit {BUSY_LIMIT_PCT} %); its costs are not this machine's. Stop what else runs, or pass --accept-noisy to keep it (the profile then records the interference)"
+            ));
+        }
+    }
+    eprintln!("calibrate: done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(p)
+}
+
+/// One round: every figure once.
+fn measure_round(args: &CalibrateArgs) -> Result<Profile, String> {
     let m = lab::report::Machine::describe();
     let budget = Duration::from_millis(if args.quick { 60 } else { 250 });
     let mut sources = BTreeMap::new();
@@ -441,9 +528,10 @@ pub fn measure(args: &CalibrateArgs) -> Result<Profile, String> {
         mip6,
         bytes_per_sa,
         sources,
+        spread: BTreeMap::new(),
+        interference: None,
     };
     profile.validate().map_err(|e| format!("the measured profile: {e}"))?;
-    eprintln!("calibrate: done in {:.0} s", started.elapsed().as_secs_f64());
     Ok(profile)
 }
 

@@ -1,6 +1,6 @@
 //! `hipsec size`: how many cores a workload needs on a calibrated machine (issue 14).
 
-use sizing::{Answer, PacketMix, Profile, Workload, examples, size};
+use sizing::{Answer, PacketMix, Profile, Workload, examples};
 use std::path::PathBuf;
 
 /// The long help of `hipsec size`.
@@ -16,6 +16,9 @@ override a file's or an example's fields.
 
 The model adds costs linearly and spreads work over cores perfectly, except that one SA's
 packets stay on one core (docs/sizing.md has the assumptions and the error the lab measured).
+A profile calibrated in several rounds (the default is 5) holds each cost's median and its
+range: the answer then says what the workload costs at both ends of that range, and names the
+noisy figures (moved by more than 10 % over the rounds) that it depends on.
 
 Examples:
   hipsec size --profile profile.json --example gateway-10g
@@ -142,7 +145,7 @@ pub fn workload(a: &SizeArgs) -> Result<Workload, String> {
 pub fn answer(a: &SizeArgs) -> Result<Answer, String> {
     let p = Profile::from_json(&read(&a.profile, "profile")?)
         .map_err(|e| format!("{}: {e}", a.profile.display()))?;
-    size(&p, &workload(a)?).map_err(|e| e.to_string())
+    sizing::rounds::size_with_interval(&p, &workload(a)?).map_err(|e| e.to_string())
 }
 
 /// Runs `hipsec size`.

@@ -13,6 +13,9 @@ const US_PER_TICK: u64 = 1_000_000 / USER_HZ;
 pub struct ProcCpu {
     pub utime_us: u64,
     pub stime_us: u64,
+    /// CPU of its children that have been waited for (cutime + cstime).
+    #[serde(default)]
+    pub children_us: u64,
 }
 
 impl ProcCpu {
@@ -39,7 +42,12 @@ impl ProcCpu {
         let mut f = after.split_whitespace().skip(11);
         let utime: u64 = f.next()?.parse().ok()?;
         let stime: u64 = f.next()?.parse().ok()?;
-        Some(ProcCpu { utime_us: utime * US_PER_TICK, stime_us: stime * US_PER_TICK })
+        let children: u64 = f.take(2).filter_map(|x| x.parse::<u64>().ok()).sum();
+        Some(ProcCpu {
+            utime_us: utime * US_PER_TICK,
+            stime_us: stime * US_PER_TICK,
+            children_us: children * US_PER_TICK,
+        })
     }
 
     pub fn total_us(&self) -> u64 {
@@ -62,6 +70,9 @@ pub struct SystemCpu {
     pub idle_us: u64,
     pub total_us: u64,
     pub ncpu: u32,
+    /// Time the hypervisor ran something else on the vCPUs (part of `total_us`).
+    #[serde(default)]
+    pub steal_us: u64,
 }
 
 impl SystemCpu {
@@ -94,6 +105,7 @@ impl SystemCpu {
             softirq_us: v[6] * US_PER_TICK,
             total_us: total * US_PER_TICK,
             ncpu,
+            steal_us: steal * US_PER_TICK,
         })
     }
 
@@ -108,6 +120,7 @@ impl SystemCpu {
             idle_us: d(self.idle_us, earlier.idle_us),
             total_us: d(self.total_us, earlier.total_us),
             ncpu: self.ncpu,
+            steal_us: d(self.steal_us, earlier.steal_us),
         }
     }
 }
@@ -122,6 +135,8 @@ pub struct SystemCpuDelta {
     pub idle_us: u64,
     pub total_us: u64,
     pub ncpu: u32,
+    #[serde(default)]
+    pub steal_us: u64,
 }
 
 impl SystemCpuDelta {

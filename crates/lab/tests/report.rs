@@ -38,6 +38,7 @@ fn sample(test: TestKind, bytes: u64, k: u64) -> Sample {
             idle_us: 700_000,
             total_us: 2_000_000,
             ncpu: 2,
+            steal_us: 0,
         },
         server: ServerReport {
             bytes,

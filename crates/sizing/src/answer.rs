@@ -67,6 +67,24 @@ pub struct Answer {
     pub memory_bytes: f64,
     /// The answer in plain words.
     pub words: Vec<String>,
+    /// The same workload sized with every cost at the low and at the high end of the
+    /// calibration's rounds; None for a profile of one round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+}
+
+/// How far the answer moves over what the calibration's rounds measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interval {
+    /// Rounds the profile's costs are the median of.
+    pub rounds: u32,
+    pub total_cores_low: f64,
+    pub total_cores_high: f64,
+    pub cores_needed_low: u32,
+    pub cores_needed_high: u32,
+    /// The profile's costs that moved by more than 10 % over the rounds and that this
+    /// workload uses.
+    pub noisy: Vec<String>,
 }
 
 fn gb(bytes: f64) -> String {
@@ -102,6 +120,7 @@ impl Answer {
             link,
             memory_bytes,
             words: Vec::new(),
+            interval: None,
         };
         a.words = a.explain();
         a
@@ -165,6 +184,26 @@ impl Answer {
         v
     }
 
+    /// Sets the interval and says it in words after the first line.
+    pub(crate) fn with_interval(mut self, i: Interval) -> Answer {
+        let line = format!(
+            "Over the calibration's {} rounds the same work costs {:.2}–{:.2} cores ({}–{} to provision){}.",
+            i.rounds,
+            i.total_cores_low,
+            i.total_cores_high,
+            i.cores_needed_low,
+            i.cores_needed_high,
+            if i.noisy.is_empty() {
+                String::new()
+            } else {
+                format!("; noisy figures it uses: {}", i.noisy.join(", "))
+            }
+        );
+        self.words.insert(1.min(self.words.len()), line);
+        self.interval = Some(i);
+        self
+    }
+
     /// The components as a text table.
     pub fn table(&self) -> String {
         let mut s = String::new();
@@ -179,6 +218,14 @@ impl Answer {
             format!("cores at {:.0} % utilisation", self.target_utilisation * 100.0),
             self.cores_needed
         );
+        if let Some(i) = &self.interval {
+            let _ = writeln!(
+                s,
+                "{:<34} {:>10}",
+                format!("over {} calibration rounds", i.rounds),
+                format!("{:.2}–{:.2}", i.total_cores_low, i.total_cores_high)
+            );
+        }
         s
     }
 }

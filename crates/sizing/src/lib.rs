@@ -17,6 +17,7 @@ pub mod error;
 pub mod examples;
 pub mod model;
 pub mod profile;
+pub mod rounds;
 pub mod workload;
 
 pub use answer::{Answer, Component};

@@ -134,6 +134,35 @@ pub struct Profile {
     /// How each figure was measured (figure → command), for the reader.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+    /// How each cost moved over the calibration's rounds (dotted figure → its spread), the
+    /// cost above being the median; empty in a profile of one round.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spread: BTreeMap<String, Spread>,
+    /// What else ran on the machine while it was calibrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
+}
+
+/// One figure over the calibration's rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: u32,
+}
+
+/// The machine's own noise during a calibration, from /proc/stat and the process's CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// Time the hypervisor gave the machine's vCPUs to others, % of all CPU time (steal).
+    pub steal_pct: f64,
+    /// CPU of processes other than the calibration and its children, % of all CPU time.
+    pub other_cpu_pct: f64,
+    /// The worst round's steal, %.
+    pub worst_round_steal_pct: f64,
+    /// Seconds the calibration took.
+    pub seconds: f64,
 }
 
 fn check(field: String, v: f64) -> Result<(), SizingError> {

@@ -37,6 +37,8 @@ fn profile() -> Profile {
         mip6: Mip6Cost { binding_update_us: 10.0, bytes_per_binding: 64.0 },
         bytes_per_sa: 1000.0,
         sources: Default::default(),
+        spread: Default::default(),
+        interference: None,
     }
 }
 
