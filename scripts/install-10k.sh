@@ -2,9 +2,9 @@
 # Installs 10,000 SAs (5,000 peers, a pair each) and 5,000 host policies in a running node
 # through the command line, and prints how long each command took and the node's resident
 # memory before and after. Needs root; HIPSEC points at the binary (default: release build).
-#   bash docs/results/2026-11-24/install-10k.sh
+#   bash scripts/install-10k.sh
 set -euo pipefail
-HIPSEC="${HIPSEC:-$(dirname "$0")/../../../target/release/hipsec}"
+HIPSEC="${HIPSEC:-$(dirname "$0")/../target/release/hipsec}"
 PEERS="${PEERS:-5000}"
 d=$(mktemp -d); ns="hinst-$$"; pid=0
 cleanup() { [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; sleep 0.5; ip netns del "$ns" 2>/dev/null || true; rm -rf "$d"; }
