@@ -1,4 +1,4 @@
-//! `hipsec bench ike` (issue 11 item 6): complete IKEv2 setups per second — IKE_SA_INIT +
+//! `hipsec bench ike`: complete IKEv2 setups per second — IKE_SA_INIT +
 //! IKE_AUTH with its CHILD SA installed in the responder's data path (RFC 7296 §1.2) — between
 //! a built-in initiator load generator (`bench_ike_gen`, in one namespace) and a responder node
 //! (`hipsec run`, in another), beside the rate the same setups' DH, PRF and AUTH operations

@@ -57,7 +57,7 @@ pub struct Inbound {
     sources: Vec<(usize, usize, usize)>,
     gro: Coalescer,
     pub(crate) counters: NodeCounters,
-    /// Packet filter applied after IPsec is removed (issue 5).
+    /// Packet filter applied after IPsec is removed.
     pub(crate) filter: Option<super::filter_stage::SharedFilter>,
     /// Events for the control plane, taken by the worker after each turn.
     pub(crate) events: Vec<Event>,
