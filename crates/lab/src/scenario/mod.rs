@@ -66,7 +66,7 @@ impl std::fmt::Debug for Entry {
     }
 }
 
-/// Every scenario of DESIGN.md §5, in `hipsec lab list` order. A new scenario replaces its
+/// Every scenario of the lab, in `hipsec lab list` order. A new scenario replaces its
 /// `Planned` line by `Entry::Runs(&its_folder::ItsStruct)`.
 pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&ipsec_netperf::IpsecNetperf),
@@ -76,7 +76,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&rekey_bandwidth::RekeyBandwidth),
 ];
 
-/// Every scenario of DESIGN.md §5.
+/// Every scenario of the lab.
 pub fn list() -> Vec<ScenarioInfo> {
     REGISTRY.iter().map(Entry::info).collect()
 }

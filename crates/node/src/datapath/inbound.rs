@@ -317,7 +317,7 @@ impl Inbound {
         self.write_tun(k);
     }
 
-    /// NAT traversal (RFC 3948 §3.1; DESIGN §6): an authenticated packet of inbound SA `spi`
+    /// NAT traversal (RFC 3948 §3.1): an authenticated packet of inbound SA `spi`
     /// from another address or port than its peer's moves the peer's endpoint. Only after the
     /// ICV verified: a forged packet from a new address moves nothing. An SA whose endpoint is
     /// not known yet learns it quietly.
