@@ -1,5 +1,5 @@
 //! `hipsec bench esp`: single-core ESP seal/open throughput beside the raw cipher on the same
-//! bytes, measured in the same run and reported as a ratio (DESIGN rule 6).
+//! bytes, measured in the same run and reported as a ratio.
 //!
 //! Method: for each suite and size, rounds of the raw reference and of ESP alternate (so drift on
 //! the machine hits both alike) and each reports packets/s; the medians are compared. "Size" is

@@ -1,4 +1,4 @@
-//! `hipsec bench hip`: the HIP base exchange in process (issue 12).
+//! `hipsec bench hip`: the HIP base exchange in process.
 //!
 //! 1. Phases: the Responder's I1 → R1 (T1 of seed 001), the Initiator's R1 → I2 (T2: puzzle,
 //!    Diffie-Hellman, signature), the Responder's I2 → R2 (T3) and the Initiator's R2 (T4),

@@ -1,8 +1,8 @@
-//! `hipsec bench ike` (issue 11 item 6): complete IKEv2 setups per second — IKE_SA_INIT +
+//! `hipsec bench ike`: complete IKEv2 setups per second — IKE_SA_INIT +
 //! IKE_AUTH with its CHILD SA installed in the responder's data path (RFC 7296 §1.2) — between
 //! a built-in initiator load generator (`bench_ike_gen`, in one namespace) and a responder node
 //! (`hipsec run`, in another), beside the rate the same setups' DH, PRF and AUTH operations
-//! allow when run alone on one core in the same run (`bench_ike_crypto`, DESIGN rule 6).
+//! allow when run alone on one core in the same run (`bench_ike_crypto`).
 //!
 //! ```text
 //!   ns PREFIX-PID-a                                ns PREFIX-PID-b

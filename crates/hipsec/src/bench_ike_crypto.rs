@@ -1,5 +1,6 @@
-//! The reference of `hipsec bench ike` (DESIGN rule 6): the cryptographic operations one IKE
-//! SA + CHILD SA setup with a PSK costs both ends together, run alone in a loop on one core.
+//! The reference of `hipsec bench ike`, measured in the same run: the cryptographic
+//! operations one IKE SA + CHILD SA setup with a PSK costs both ends together, run alone in a
+//! loop on one core.
 //! Per setup (RFC 7296 §1.2, §2.14, §2.15, §2.17), on each of the two sides: one DH key
 //! generation and one DH computation (g^ir), SKEYSEED, prf+ for the seven IKE SA keys, prf+
 //! for the CHILD SA keys, and two PSK AUTH values (its own, and the peer's to check it). The

@@ -1,13 +1,13 @@
-//! `hipsec bench rekey`: make-before-break rekeying under load (DESIGN rule 4). Two
-//! nodes in namespaces (`bench_net`), kernel TCP (iperf3) through the tunnel with the SA pair
-//! replaced every `--interval-ms` through the control socket, beside the same transfer without
-//! rekeys in the same run; then a fixed-rate UDP stream whose sequence numbers show whether
-//! anything was lost, with and without rekeys. Reported: rekeys done and their latency, drops
-//! for lack of an SA or policy, replay and unknown-SPI drops (each node's counters over each
-//! phase), TCP retransmissions, the throughput ratio rekey / no rekey, and for each UDP phase
-//! where its lost datagrams were lost (`bench_rekey_loss`). The verdict speaks of the rekeying
-//! phases only, and of what the nodes lost in them: a loss in the kernels or at the receiving
-//! socket is reported beside the phase without rekeys, not charged to the rekeys.
+//! `hipsec bench rekey`: make-before-break rekeying under load (new inbound SA first, then
+//! outbound, then the old one retired). Two nodes in namespaces (`bench_net`), kernel TCP (iperf3)
+//! through the tunnel with the SA pair replaced every `--interval-ms` through the control socket,
+//! beside the same transfer without rekeys in the same run; then a fixed-rate UDP stream whose
+//! sequence numbers show whether anything was lost, with and without rekeys. Reported: rekeys done
+//! and their latency, drops for lack of an SA or policy, replay and unknown-SPI drops (each node's
+//! counters over each phase), TCP retransmissions, the throughput ratio rekey / no rekey, and for
+//! each UDP phase where its lost datagrams were lost (`bench_rekey_loss`). The verdict speaks of
+//! the rekeying phases only, and of what the nodes lost in them: a loss in the kernels or at the
+//! receiving socket is reported beside the phase without rekeys, not charged to the rekeys.
 
 use crate::bench_net::{TUN, Topo, congestion_control, load_avg, remove_stale, sa_keys, sh};
 use crate::bench_rekey_loss::{self as loss, NodeCounts, Snapshot, UdpAccount};

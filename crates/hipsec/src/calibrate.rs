@@ -1,5 +1,5 @@
 //! `hipsec lab calibrate`: measures on this machine the costs `hipsec size` adds up, and writes
-//! them as a profile (`sizing::Profile`, JSON) with the machine and the hipsec commit (issue 14).
+//! them as a profile (`sizing::Profile`, JSON) with the machine and the hipsec commit.
 //!
 //! Each figure comes from one of the benches, run briefly, and the profile's `sources` names
 //! which:

@@ -1,4 +1,4 @@
-//! AH's costs for the profile (issue 14 item 1: "each ESP/AH suite"): the engine's protect and
+//! AH's costs for the profile (every ESP and AH suite gets its own figures): the engine's protect and
 //! inbound with one AH SA in tunnel mode (RFC 4302), at two packet sizes, fitted per packet +
 //! per byte like the ESP suites. AH has no cipher to set beside it, so there is no raw figure.
 //! Profile keys are `ah-<integrity>`: `ah-sha256`, `ah-gmac128`, …

@@ -18,7 +18,7 @@ pub enum HipCommand {
     /// Rekey the ESP SA pair with a peer by UPDATE, new keys from the association's KEYMAT
     /// (RFC 7402 §6.8): make before break, the old inbound SA retired 2 s after the switch.
     /// `hipsec status` shows the new SPIs and the `rekeys` counter. Example:
-    ///   hipsec hip rekey /run/hipsec.sock 2001:2e:aa54:d2b5:c6bd:f79e:1f1c:5f2c
+    ///   hipsec hip rekey /run/hipsec-node.sock 2001:2e:aa54:d2b5:c6bd:f79e:1f1c:5f2c
     Rekey(CloseArgs),
 }
 
@@ -48,7 +48,7 @@ what the wire carries (BEET, RFC 7402 §5). Keys leave a node only if it was sta
 `hipsec run --debug-export-hip-keys`; otherwise this is refused.
 
 Example (ESP in UDP on 4500):
-  hipsec hip wireshark-keys /run/hipsec.sock > ~/.config/wireshark/esp_sa
+  hipsec hip wireshark-keys /run/hipsec-node.sock > ~/.config/wireshark/esp_sa
   tshark -r esp.pcap -o esp.enable_encryption_decode:TRUE -Y icmpv6";
 
 /// Runs it.

@@ -52,7 +52,7 @@ Keys leave a node only if it was started with `hipsec run --debug-export-ike-key
 this is refused.
 
 Example (write the table tshark reads, then decrypt a capture):
-  hipsec ike wireshark-keys /run/hipsec.sock > ~/.config/wireshark/ikev2_decryption_table
+  hipsec ike wireshark-keys /run/hipsec-node.sock > ~/.config/wireshark/ikev2_decryption_table
   tshark -r ike.pcap -O isakmp";
 
 fn answer(v: Value) -> Result<(), String> {

@@ -5,7 +5,7 @@
 
 mod cli;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use cli::bench::BenchCommand;
 use cli::control::{MONITOR_HELP, PolicyCommand, SaCommand};
 use cli::keygen::{KEYGEN_HELP, KeygenArgs};
@@ -89,7 +89,7 @@ Config: docs/node-example.toml (a commented example); SAs use the SA-file fields
 
 Example:
   hipsec run -c node.toml
-  hipsec status /run/hipsec.sock";
+  hipsec status /run/hipsec-node.sock";
 
 const STATUS_HELP: &str = "\
 Print a running node's status: every SA (spi, protocol, suite, mode, bytes, packets, age,
@@ -98,8 +98,8 @@ counters and each worker's load. --json prints the whole document (every drop re
 zeros too) for scripts. SOCKET is the control socket named in the node's config.
 
 Example:
-  hipsec status /run/hipsec.sock
-  hipsec status --json /run/hipsec.sock | jq '.drops'";
+  hipsec status /run/hipsec-node.sock
+  hipsec status --json /run/hipsec-node.sock | jq '.drops'";
 
 #[derive(Debug, Args)]
 struct RunArgs {
@@ -185,7 +185,12 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Every subcommand's help ends with an example and its doc page (`cli::help`).
+    let matches = cli::help::annotate(Cli::command()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     // A node (`run`) and the benchmarks (engines in this process) keep their tables on
     // transparent huge pages, as `hipsec-node` does (`node::huge_pages`; HIPSEC_HUGE_PAGES=off
     // turns it off). This may execute the program again, before any of the work starts.

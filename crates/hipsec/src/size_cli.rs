@@ -1,4 +1,4 @@
-//! `hipsec size`: how many cores a workload needs on a calibrated machine (issue 14).
+//! `hipsec size`: how many cores a workload needs on a calibrated machine.
 
 use sizing::{Answer, PacketMix, Profile, Workload, examples};
 use std::path::PathBuf;

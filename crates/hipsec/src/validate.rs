@@ -1,4 +1,4 @@
-//! `hipsec lab validate`: does the profile predict what the node really costs? (issue 14 item 3)
+//! `hipsec lab validate`: does the profile predict what the node really costs?
 //!
 //! Each check runs real work on this machine — two nodes in namespaces carrying iperf3 TCP
 //! through the tunnel (`hipsec bench tunnel`) with other suites, carriers, packet sizes (TCP

@@ -1,4 +1,4 @@
-//! Two hipsec nodes negotiating with each other over IKEv2 (issue 11): a trap policy's first
+//! Two hipsec nodes negotiating with each other over IKEv2: a trap policy's first
 //! packet starts the exchange (dropped, never sent in clear); then CHILD SAs are rekeyed many
 //! times a second from both ends, make-before-break, under a ping and a TCP stream, and
 //! nothing is lost or dropped for lack of an SA.

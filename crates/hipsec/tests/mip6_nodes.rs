@@ -1,4 +1,4 @@
-//! Mobile IPv6 forwarding between two hipsec nodes (issue 13 items 3 and 4): a home agent and a
+//! Mobile IPv6 forwarding between two hipsec nodes: a home agent and a
 //! mobile node away from home. The mobile node registers its care-of address in an ESP-protected
 //! Binding Update (RFC 3776); the home agent intercepts its home address on the home link (proxy
 //! neighbour discovery) and tunnels it to the care-of address in ESP tunnel mode (RFC 4877); the

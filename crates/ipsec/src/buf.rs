@@ -1,5 +1,5 @@
 //! A packet buffer with headroom and tailroom, so that ESP/AH headers are prepended and trailers
-//! appended in place (DESIGN rule 5: no allocation per packet; buffers are made once and reused).
+//! appended in place (no allocation per packet; buffers are made once and reused).
 
 /// Default headroom: outer IPv6 (40) + AH with a 32-byte ICV (44) + ESP (8) + IV (16) + UDP (8),
 /// rounded up.

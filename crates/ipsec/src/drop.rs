@@ -1,4 +1,4 @@
-//! Every reason a packet is dropped, each with a counter (DESIGN rule 2: nothing is dropped
+//! Every reason a packet is dropped, each with a counter (nothing is dropped
 //! silently). Names are stable: they appear in `hipsec status` and the pcap tools' summaries.
 
 use std::fmt;

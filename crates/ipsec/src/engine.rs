@@ -121,7 +121,7 @@ pub struct Engine {
     counters: DropCounters,
     totals: Totals,
     events: Vec<SaEvent>,
-    /// Last inbound lookup: consecutive packets of one SA share one lookup (DESIGN rule 5).
+    /// Last inbound lookup: consecutive packets of one SA share one lookup.
     last_in: Option<(SadKey, usize)>,
     /// `outbound_batch`'s per-packet lookups (kept for their capacity).
     batch_found: Vec<Option<(IpLayout, crate::spd_table::Probe, Option<usize>)>>,

@@ -3,7 +3,7 @@
 //! Why not `HashMap`: with thousands of SAs, a batch's lookups are cold, and a map hides where
 //! a key's entry lives until the lookup itself walks there, one dependent miss after another.
 //! Here the batch first hashes every packet's key and prefetches its slot
-//! ([`KeyedIndex::prefetch_slot`]), then probes once those lines are on their way (issue 10).
+//! ([`KeyedIndex::prefetch_slot`]), then probes once those lines are on their way.
 //!
 //! Open addressing with linear probing, at most half full, removal by backward shift (no
 //! tombstones, so probe lengths stay short however SAs come and go). Keys are hashed with a
@@ -128,7 +128,7 @@ impl<K: Hash + Eq + Copy, V: Copy, A: SlotAlign> KeyedIndex<K, V, A> {
     /// next slot in some 20 % of lookups, and at 10,000 SAs that read was a dependent miss:
     /// the inbound lookups of `bench sas --sas 1,10000` took 10–16 ns a packet against 6–7
     /// at one SA (a scratch timer). With this prefetch, over 12 alternating binary pairs, the
-    /// open ratio was lower in 9 (median 1.110 against 1.118; issue 10). The SPD host index's
+    /// open ratio was lower in 9 (median 1.110 against 1.118). The SPD host index's
     /// 64-byte slots do not take it: there the extra line every lookup fetches cost as much
     /// as the misses it saved (seal median 1.099 against 1.098, 12 pairs); their displaced
     /// addresses are walked in a pass of their own instead (`SpdTable::prefetch_candidates`).

@@ -162,7 +162,7 @@ pub struct CbcKeys {
 /// IPv4 flow's inbound policy memo), line 2 the replay window, line 3 the memo of an IPv6
 /// flow, line 4 the outer header template, which only an IPv6 tunnel reads: a sealed packet
 /// touches two lines of its SA (three through an IPv6 tunnel), an opened one three (four for
-/// an IPv6 flow; eight before issue 10). The parameters no
+/// an IPv6 flow; eight when the parameters led the struct). The parameters no
 /// packet reads (addresses, the lifetimes themselves, pending event, AH-GMAC's scratch) come
 /// after them (`Cold`). Inline rather than boxed: an allocation per SA between the key
 /// schedules the crypto library allocates spreads those out, and in `bench sas` sealing and
@@ -198,8 +198,8 @@ pub struct SecurityAssociation {
     /// Sealing: an IPv4 SA's outer source and destination addresses, all an IPv4 tunnel
     /// header takes besides constants (`outer_v4_header`; here, in the line every packet
     /// reads, an IPv4 seal reads no further line of its SA: the template in line 4 was one in
-    /// six of the lines sealing fetched beside the cipher's key at 10,000 SAs, `bench sas`,
-    /// issue 10), then where the expanded key starts (`key_lines`; read two packets ahead,
+    /// six of the lines sealing fetched beside the cipher's key at 10,000 SAs in
+    /// `hipsec bench sas --sas 1,10000`), then where the expanded key starts (`key_lines`; read two packets ahead,
     /// from this line that an earlier prefetch brought in, to prefetch the key).
     /// Opening: the last IPv4 flow the inbound policy admitted (`admitted`'s module).
     pub(crate) tail: Tail,

@@ -2,7 +2,7 @@
 //! and protocol, as an arriving packet names them.
 //!
 //! Two tables. The authority is a [`KeyedIndex`] hashed with a random key, which holds every
-//! inbound SA, so that no choice of SPIs makes lookups collide (issue 10). In front of it sits
+//! inbound SA, so that no choice of SPIs makes lookups collide. In front of it sits
 //! a direct-mapped table: slot `SPI mod size` holds the one SA whose SPI's low bits name it,
 //! if any. An SA lands there when its slot is free; the others are found through the hash.
 //! A receiver chooses its own inbound SPIs (RFC 4301 §4.1), and SPIs numbered in a run (a
@@ -11,7 +11,7 @@
 //! second slot, and a batch's lookup prefetches exactly one line per packet, whose address
 //! follows from the SPI alone. `hipsec bench sas --sas 1,10000`, 46 pairs alternating with the
 //! hashed index alone: open at 10,000 SAs 1.087× the 1-SA figure against 1.1015×, some 7–8 ns
-//! less per packet (docs/results/2026-11-28/control-plane.md, fourteenth session).
+//! less per packet, seal unchanged; `--spis random` draws SPIs as the IKEv2 and HIP drivers do.
 //!
 //! An SPI that is not in its direct slot (another SA's there, or none) is looked up in the
 //! hashed index, so the worst case, for a packet whose SPI matches nothing, is one line more

@@ -54,7 +54,7 @@ struct Slot {
 /// The lines sit side by side in their own table (`SpdTable::hot`), apart from the rest of
 /// each entry (`Slot`, 120 bytes more): with thousands of peers each packet meets a cold
 /// entry, and a table three times denser spreads those lines over a third of the pages, so
-/// over fewer TLB entries (issue 10: `bench sas` sealing at 10,000 SAs, where doubling the SA
+/// over fewer TLB entries (`hipsec bench sas --sas 1,10000` sealing at 10,000 SAs, where doubling the SA
 /// table's stride instead cost 2–4 ns a packet).
 #[derive(Debug)]
 #[repr(C, align(64))]
@@ -352,7 +352,7 @@ impl SpdTable {
     /// line: that line is prefetched instead, and `true` returned, for a third pass to
     /// finish with [`SpdTable::prefetch_displaced`] once it has arrived. At 10,000 SAs the
     /// walk here was most of this pass's growth, 3 ns a packet at one SA against 11–16 (a
-    /// scratch timer in `bench sas --sas 1,10000`, issue 10).
+    /// scratch timer in `hipsec bench sas --sas 1,10000`).
     pub(crate) fn prefetch_candidates(
         &self,
         probe: &Probe,

@@ -61,7 +61,7 @@ impl Time {
 /// the bare instruction. A pointer cost an indirect call per cache line, some fifteen a packet
 /// when every packet meets another of thousands of SAs and one when they all meet one: on
 /// `hipsec bench sas --sas 1,10000`, the 1-SA seal 4–5 ns faster and open's growth at 10,000
-/// SAs 3–4 ns smaller (issue 10).
+/// SAs 3–4 ns smaller.
 pub trait Prefetch: Fn(*const u8) + Copy {}
 
 impl<F: Fn(*const u8) + Copy> Prefetch for F {}
@@ -102,7 +102,7 @@ pub(crate) mod recorded {
 /// `Option<T>` tells `Some` from `None` by reading the line the marker is declared in. Without
 /// it the compiler picks a niche of its own (in `SecurityAssociation`, the replay window's
 /// line; in an SPD slot, its third line), and every lookup of a cold entry reads, and waits
-/// for, a line it would not otherwise need (issue 10, `hipsec bench sas`).
+/// for, a line it would not otherwise need (`hipsec bench sas --sas 1,10000` shows it).
 #[derive(Debug, Clone, Copy)]
 #[repr(u64)]
 pub(crate) enum Live {

@@ -1,7 +1,7 @@
 //! Sealing and opening a batch prefetch, for each packet's SA, the SA's own lines and every
 //! line of its cipher's expanded key where the provider says it is (`Aead::state_span`),
 //! without first reading the SA: the engine keeps the key's address beside the SA's index
-//! (`SadEntry`) and in the SA's line 1, which sealing prefetches earlier (issue 10). A provider that does not say gets no key
+//! (`SadEntry`) and in the SA's line 1, which sealing prefetches earlier. A provider that does not say gets no key
 //! prefetch at all (never one at address 0).
 #![allow(
     clippy::unwrap_used,

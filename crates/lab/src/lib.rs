@@ -1,4 +1,4 @@
-//! hipsec's performance lab (DESIGN.md §5): netns topologies, a netperf-style traffic engine with an
+//! hipsec's performance lab (docs/lab.md): netns topologies, a netperf-style traffic engine with an
 //! iperf3 cross-check, per-process CPU accounting and service demand, reports, and seed scenarios.
 
 pub mod cap;

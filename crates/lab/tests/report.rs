@@ -101,7 +101,7 @@ fn report(seed: SeedFigures) -> Report {
         ],
         pending: vec![Pending {
             mode: "ESP AES-128-GCM".into(),
-            reason: "needs the hipsec node (issue 3)".into(),
+            reason: "needs the hipsec node (no mode hook given)".into(),
         }],
         seed: Some(seed),
         notes: vec!["a note with \"quotes\" and <html>".into()],
@@ -164,7 +164,7 @@ fn writes_markdown_json_svg_html_and_reads_them_back() {
     let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
     assert!(md.contains("| none | IPv6 | 100mbit | UDP_STREAM | 1024 |"), "{md}");
     assert!(md.contains("Seed figures absent"), "{md}");
-    assert!(md.contains("ESP AES-128-GCM: pending: needs the hipsec node (issue 3)"));
+    assert!(md.contains("ESP AES-128-GCM: pending: needs the hipsec node (no mode hook given)"));
     let svg = std::fs::read_to_string(dir.join("throughput.svg")).expect("svg");
     assert!(svg.starts_with("<svg") && svg.contains("<rect") && svg.trim_end().ends_with("</svg>"));
     let html = std::fs::read_to_string(dir.join("report.html")).expect("html");

@@ -1,9 +1,9 @@
-//! Transparent huge pages for the data path's memory (issue 10).
+//! Transparent huge pages for the data path's memory.
 //!
 //! With thousands of SAs, every packet meets a cold SA, its key schedule and an index slot,
 //! each on its own 4 KiB page, so the lookups miss the TLB as well as the caches. In a virtual
 //! machine each TLB miss is a two-level page walk. `hipsec bench sas --sas 1,10000` on the
-//! 2-vCPU EPYC VM of issue 10, six pairs alternating on one binary (14:35 UTC, 2026-11-28):
+//! 2-vCPU EPYC VM, six pairs alternating on one binary:
 //! - with 4 KiB pages: seal 1.18–1.23× the 1-SA figure (+35 to +44 ns);
 //! - with glibc's heap on transparent huge pages: seal 1.09–1.11× (+18 to +22 ns).
 //!

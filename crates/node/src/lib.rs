@@ -24,6 +24,7 @@ pub mod keying;
 pub mod log;
 pub mod netns;
 pub mod nft;
+pub mod routes;
 pub mod run;
 pub mod sys;
 

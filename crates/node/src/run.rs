@@ -221,6 +221,13 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     let txq = tuning.big_buffers.then_some(BIG_TX_QUEUE);
     let (queues, offload) = tun::open(&interface, mtu as u16, tuning.tun_offload, txq)
         .map_err(io_err(format!("tun device {}", c.interface.name)))?;
+    // Held until the node stops, when dropping it removes the routes.
+    let routes =
+        crate::routes::install(c).map_err(|e| io_err("routes")(std::io::Error::other(e)))?;
+    if let Some(r) = &routes {
+        let list: Vec<String> = r.prefixes().iter().map(|p| p.to_string()).collect();
+        log_event!(Level::Info, "routes", "interface" => c.interface.name, "prefixes" => list.join(","));
+    }
     let filter = match &c.filter {
         Some(f) => Some(Arc::new(std::sync::Mutex::new(
             filter_stage::FilterStage::load(f).map_err(NodeError::Filter)?,
@@ -368,6 +375,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         thread = thread.with_mobile_node(mn);
     }
     let r = run_all(workers, thread, checkpointer, stop).map_err(io_err("data path"));
+    drop(routes);
     drop(control);
     drop(metrics);
     log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);

@@ -195,7 +195,7 @@ pub fn peer_uid(fd: RawFd) -> io::Result<u32> {
 /// Hands the heap's free pages back to the system (glibc's `malloc_trim`). glibc returns
 /// freed memory by itself only from the top of a heap; after a bulk command (the text of
 /// 10,000 SAs, its parse, the envelopes to the lanes) the freed megabytes sit below the SAs'
-/// own allocations and stay resident until trimmed (issue 10: 62.4 MB → 55.4 MB RSS after a
+/// own allocations and stay resident until trimmed (62.4 MB → 55.4 MB RSS after a
 /// 10,000-SA `sa add`, checked by calling this from gdb). A no-op off glibc.
 #[allow(unsafe_code)]
 pub fn trim_heap() {
@@ -454,7 +454,7 @@ pub fn send_mmsg_to(
 /// packet asks for some fifteen lines (its SA's, its key's ten, the index slot) two packets
 /// ahead, more misses than the first-level cache can have outstanding, and T1's wait in the
 /// second level's larger queue instead. `hipsec bench sas --sas 1,10000`, one binary choosing
-/// the hint per process, 14 alternating pairs in both orders on a 2-vCPU Zen 4 VM (issue 10):
+/// the hint per process, 14 alternating pairs in both orders on a 2-vCPU Zen 4 VM:
 /// at 10,000 SAs T1 was faster in 13 pairs for sealing and 13 for opening (medians seal 212
 /// against 249 ns, open 198 against 222, noisy minutes), at one SA the same within noise.
 #[allow(unsafe_code)]

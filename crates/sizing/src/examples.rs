@@ -1,4 +1,4 @@
-//! The worked workloads of issue 14 (and the README): `hipsec size --example NAME`.
+//! The worked workloads of the README and docs/sizing.md: `hipsec size --example NAME`.
 
 use crate::workload::{PacketMix, Workload};
 

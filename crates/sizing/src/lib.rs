@@ -1,4 +1,4 @@
-//! Sizing from calibrated costs (issue 14), the way the seeds size their systems: measure what
+//! Sizing from calibrated costs, the way the seeds size their systems: measure what
 //! each unit of work costs on a machine ([`Profile`]), describe what a site must carry
 //! ([`Workload`]), and add it up ([`size`]): CPU seconds per second for each part, how many cores
 //! that is at a target utilisation, which part dominates, and whether the link rather than the

@@ -1,6 +1,6 @@
 //! The model: CPU seconds per second of each part of the work, added up.
 //!
-//! Assumptions, which the validation run in the lab checks (issue 14 item 3):
+//! Assumptions, which the validation run in the lab checks (`hipsec lab validate`):
 //! - Costs are linear: a packet costs a fixed part plus a part per byte (both in the suites'
 //!   seal and open and in the carriers' I/O, where GSO/GRO make big packets' syscalls cost per
 //!   byte rather than per packet); an event (handshake,

@@ -1,4 +1,4 @@
-//! `hipsec bench sas`: how the node scales with the number of SAs and peers (issue 10).
+//! `hipsec bench sas`: how the node scales with the number of SAs and peers.
 //!
 //! 1. Per packet: seal (SPD lookup + ESP) and open (SAD lookup + replay + ESP + inbound SPD) with
 //!    N SAs to N/2 distinct peers (one policy per peer host), packets spread round-robin (in a scattered order, see `visit`) over

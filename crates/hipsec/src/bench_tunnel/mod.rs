@@ -1,5 +1,5 @@
 //! `hipsec bench tunnel`: kernel TCP (iperf3) through a hipsec ESP tunnel between two network
-//! namespaces, beside the same transfer over the plain veth in the same run (DESIGN rule 6):
+//! namespaces, beside the same transfer over the plain veth in the same run:
 //! throughput, ping RTT, CPU seconds of each hipsec node process and the service demand
 //! (CPU µs per KB transferred, the netperf definition), as ratios tunnel/plain. The tunnel's
 //! carrier is ESP in UDP (RFC 3948), raw ESP (IP protocol 50, RFC 4303), or both in one run

@@ -8,7 +8,7 @@ pub(crate) enum BenchCommand {
     /// Single-core ESP seal/open throughput beside the raw cipher, as a ratio.
     #[command(long_about = "\
 Single-core ESP seal/open throughput beside the raw AEAD/cipher on the same bytes, measured in
-the same run and printed as a ratio (DESIGN rule 6).
+the same run and printed as a ratio.
 
 Example:
   hipsec bench esp --suite aes128gcm --size 1420")]

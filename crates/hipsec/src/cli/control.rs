@@ -14,7 +14,7 @@ sent in clear; at most one a second per policy), \"sa-soft-expired\" / \"sa-hard
 \"punted\" (a control packet such as IKE taken off the data path). Keys never appear.
 
 Example:
-  hipsec monitor /run/hipsec.sock | jq -c 'select(.event == \"acquire\")'";
+  hipsec monitor /run/hipsec-node.sock | jq -c 'select(.event == \"acquire\")'";
 
 const SA_HELP: &str = "\
 Changes take effect at once, without a restart and without pausing traffic: each lane applies
@@ -57,12 +57,38 @@ can read it in /proc/PID/cmdline. A bad field changes nothing and is named in th
 settings the node accepts (null or legacy algorithms, replay-window = 0, a key of one repeated
 byte) come back as warnings, printed on stderr.
 
-Examples:
-  hipsec sa add /run/hipsec.sock --file spoke7.toml
-  hipsec sa add /run/hipsec.sock direction=in src=192.0.2.7 dst=192.0.2.1 proto=esp spi=0x2007 \\
-      mode=tunnel aead=aes128gcm key=@spoke7.key peer=192.0.2.7:4500
-  head -c 20 /dev/urandom | xxd -p -c 40 | hipsec sa add /run/hipsec.sock direction=out \\
-      src=192.0.2.1 dst=192.0.2.7 proto=esp spi=0x1007 mode=tunnel aead=aes128gcm key=-";
+Examples (spoke 7 from a file, spoke 8 from words):
+  hipsec sa add /run/hipsec-node.sock --file spoke7.toml
+  hipsec sa add /run/hipsec-node.sock direction=in src=192.0.2.8 dst=192.0.2.1 \\
+      proto=esp spi=0x2008 mode=tunnel aead=aes128gcm key=@spoke8.key peer=192.0.2.8:4500
+  head -c 20 /dev/urandom | xxd -p -c 40 | hipsec sa add /run/hipsec-node.sock \\
+      direction=out src=192.0.2.1 dst=192.0.2.8 proto=esp spi=0x1008 mode=tunnel \\
+      aead=aes128gcm key=-
+
+A key is 20 random bytes in hex (AES-128 key and salt): `head -c 20 /dev/urandom | xxd -p -c 40`
+prints one (`> spoke8.key`, mode 600, for key=@spoke8.key). A --file holds its keys itself, so
+spoke7.toml (mode 600) holds both directions of spoke 7, each with a key of its own in place of
+<40 hex digits>:
+  [[sa]]
+  direction = \"in\"
+  src = \"192.0.2.7\"
+  dst = \"192.0.2.1\"
+  proto = \"esp\"
+  spi = \"0x2007\"
+  mode = \"tunnel\"
+  aead = \"aes128gcm\"
+  key = \"0x<40 hex digits>\"
+  peer = \"192.0.2.7:4500\"
+  [[sa]]
+  direction = \"out\"
+  src = \"192.0.2.1\"
+  dst = \"192.0.2.7\"
+  proto = \"esp\"
+  spi = \"0x1007\"
+  mode = \"tunnel\"
+  aead = \"aes128gcm\"
+  key = \"0x<40 hex digits>\"
+  peer = \"192.0.2.7:4500\"";
 
 const REKEY_HELP: &str = "\
 Rekey a manually keyed pair of nodes A and B, make-before-break: fresh random SPIs and keys of
@@ -153,8 +179,8 @@ yet: its packets are dropped, never sent in clear, and raise an acquire (hipsec 
 it is.
 
 Examples:
-  hipsec policy add /run/hipsec.sock --file policies.toml
-  hipsec policy add /run/hipsec.sock src=10.0.0.0/24 dst=10.7.0.0/24 action=protect sas=0x1007";
+  hipsec policy add /run/hipsec-node.sock --file policies.toml
+  hipsec policy add /run/hipsec-node.sock src=10.0.0.0/24 dst=10.7.0.0/24 action=protect sas=0x1007";
 
 #[derive(Debug, Args)]
 pub(crate) struct PolicyDelArgs {

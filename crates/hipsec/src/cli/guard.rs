@@ -1,5 +1,5 @@
 //! `hipsec guard show|remove`: the nftables table a node leaves in the kernel so that the traffic
-//! its policies protect never leaves in clear, also while the node is down (docs/guard.md).
+//! its policies protect never leaves in clear, also while the node is down (docs/restarts.md).
 
 use clap::{Args, Subcommand};
 

@@ -4,6 +4,7 @@
 pub(crate) mod bench;
 pub(crate) mod control;
 pub(crate) mod guard;
+pub(crate) mod help;
 pub(crate) mod keygen;
 pub(crate) mod lab;
 pub(crate) mod pcap;

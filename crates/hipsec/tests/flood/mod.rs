@@ -1,5 +1,5 @@
-//! A generator of spoofed IKE_SA_INIT requests (RFC 7296 §1.2, §2.6) for the flood test of
-//! issue 11: one well-formed request (SA for aes128gcm16-prfsha256-x25519, KE with 32 random
+//! A generator of spoofed IKE_SA_INIT requests (RFC 7296 §1.2, §2.6) for the flood test
+//! (`ike_flood.rs`): one well-formed request (SA for aes128gcm16-prfsha256-x25519, KE with 32 random
 //! bytes, Nonce, the two NAT_DETECTION notifies of §2.23) is built once with the `wire::ikev2`
 //! reprs behind an IPv4 + UDP header; per packet only the source address (from a spoofed
 //! prefix, 198.18.0.0/15 by default), the source port and SPIi change. It goes out on a raw

@@ -1,4 +1,4 @@
-//! The hook that sets the protected modes up with real hipsec nodes (issue 3): for a mode, two
+//! The hook that sets the protected modes up with real hipsec nodes: for a mode, two
 //! pairs of `hipsec run -c CONFIG` processes, one pair per IP family, in h1 and h2. Each node owns
 //! a TUN device carrying new inner addresses (10.99.0.0/24, fd00:99::/64); the traffic tests target
 //! h2's inner address, so every test packet crosses the routers as ESP/AH between the hosts' real

@@ -97,7 +97,7 @@ pub trait ModeGuard: std::fmt::Debug {
     }
 }
 
-/// Sets a mode up on a topology. The hipsec node (issue 3) implements this: start a node in h1 and
+/// Sets a mode up on a topology. The hipsec node (`node::hook`) implements this: start a node in h1 and
 /// h2 with TUN and SAs for `mode`, route h1↔h2 through it, and return a guard owning the nodes.
 pub trait ModeHook: std::fmt::Debug {
     fn setup(&self, mode: Mode, topo: &Topology) -> Result<Box<dyn ModeGuard>, LabError>;
@@ -141,7 +141,7 @@ impl ModeHook for PlainOnly {
             Mode::None => Ok(Box::new(NoProtection)),
             m => Err(LabError::ModePending {
                 mode: m.to_string(),
-                reason: "needs the hipsec node (issue 3)".into(),
+                reason: "needs the hipsec node (no mode hook given)".into(),
             }),
         }
     }

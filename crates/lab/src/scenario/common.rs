@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// A scenario of DESIGN.md §5: one seed's measurement. `scenario/mod.rs` lists it in its
+/// A scenario of the lab: one seed's measurement. `scenario/mod.rs` lists it in its
 /// registry; `hipsec lab list` shows the first three methods and `hipsec lab run NAME` calls
 /// `run`, then writes and prints the report.
 pub trait Scenario: Sync {

@@ -67,7 +67,7 @@ impl std::fmt::Debug for Entry {
     }
 }
 
-/// Every scenario of DESIGN.md §5, in `hipsec lab list` order. A new scenario replaces its
+/// Every scenario of the lab, in `hipsec lab list` order. A new scenario replaces its
 /// `Planned` line by `Entry::Runs(&its_folder::ItsStruct)`.
 pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&ipsec_netperf::IpsecNetperf),
@@ -78,7 +78,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry::Runs(&dv_video::DvVideo),
 ];
 
-/// Every scenario of DESIGN.md §5.
+/// Every scenario of the lab.
 pub fn list() -> Vec<ScenarioInfo> {
     REGISTRY.iter().map(Entry::info).collect()
 }

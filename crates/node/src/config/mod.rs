@@ -119,6 +119,18 @@ pub struct InterfaceConf {
     pub addresses: Vec<Prefix>,
     /// TUN queues, one data-path lane each (`queues`, default 1; see `crate::datapath::lanes`).
     pub queues: usize,
+    /// Routes for the protect policies' remote prefixes (`install_routes`; `crate::routes`).
+    pub routes: Option<RouteConf>,
+}
+
+/// Where `install_routes` puts its routes: `route_table` (default 254, main) and
+/// `route_metric` (default 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteConf {
+    /// Routing table id.
+    pub table: u32,
+    /// Route metric (priority; lower wins).
+    pub metric: u32,
 }
 
 /// The carrier of protected packets.
@@ -214,6 +226,9 @@ struct RawInterface {
     #[serde(default)]
     addresses: Vec<Spanned<String>>,
     queues: Option<Spanned<i64>>,
+    install_routes: Option<bool>,
+    route_table: Option<Spanned<i64>>,
+    route_metric: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -583,7 +598,21 @@ fn interface(ctx: &Ctx<'_>, r: &RawInterface) -> Result<InterfaceConf, ConfigErr
                 .ok_or_else(|| ctx.err(q.span(), "queues", format!("want 1..={}", sa::MAX_LANES)))?
         }
     };
-    Ok(InterfaceConf { name: name.clone(), link_mtu, addresses, queues })
+    let num = |v: &Option<Spanned<i64>>, field: &'static str, default: u32| match v {
+        None => Ok(default),
+        Some(n) => u32::try_from(*n.get_ref())
+            .ok()
+            .filter(|t| field != "route_table" || (1..=0xffff_fffe).contains(t))
+            .ok_or_else(|| ctx.err(n.span(), field, "want a number in 1..=4294967294")),
+    };
+    let routes = match r.install_routes {
+        Some(true) => Some(RouteConf {
+            table: num(&r.route_table, "route_table", crate::routes::DEFAULT_TABLE)?,
+            metric: num(&r.route_metric, "route_metric", crate::routes::DEFAULT_METRIC)?,
+        }),
+        _ => None,
+    };
+    Ok(InterfaceConf { name: name.clone(), link_mtu, addresses, queues, routes })
 }
 
 /// `[network] peer` if given, read by `read` (an address, or an address and port, with the

@@ -254,7 +254,7 @@ pub fn render(status: &Value) -> String {
     counters(
         &mut reg,
         "hipsec_drops",
-        "Packets dropped, by reason (ipsec::DropReason; DESIGN rule 2: every drop is counted).",
+        "Packets dropped, by reason (ipsec::DropReason: every drop is counted).",
         known.chain(other),
     );
 

@@ -249,7 +249,7 @@ fn requests_are_routed() {
     assert_eq!(parse_head(b"G(T /metrics"), Head::Done(Route::BadRequest));
 }
 
-/// Random and mutated request heads: routing never panics (DESIGN: no panic on peer input).
+/// Random and mutated request heads: routing never panics (no panic on peer input).
 #[test]
 fn routing_survives_garbage() {
     let base: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";

@@ -295,8 +295,8 @@ impl Carrier {
     /// the protocol-50 socket, the kernel writing the outer header with the engine's TOS byte
     /// and source address (IP_TOS and IP_PKTINFO control messages): IP_HDRINCL would make the
     /// kernel route every packet afresh (raw_sendmsg gives those FLOWI_FLAG_KNOWN_NH, which
-    /// leaves the route uncached: a route allocated and freed per packet; 4.3 vs 3.7 Gbit/s in
-    /// docs/results/2026-11-25/bench-tunnel-raw.md). IPv4 AH keeps the engine's header as it
+    /// leaves the route uncached: a route allocated and freed per packet; 4.3 against 3.7 Gbit/s
+    /// in `hipsec bench tunnel --transport raw`, alternating the two sockets). IPv4 AH keeps the engine's header as it
     /// is on the IP_HDRINCL socket (its ICV covers the header); IPv6, and a BEET SA's inner
     /// addresses (RFC 7402 §5), go on their protocol's socket as [`Carrier::send`] sends them.
     /// When the socket buffer is full it waits for room (up to 100 ms, then the rest of the run

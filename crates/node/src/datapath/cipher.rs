@@ -1,5 +1,5 @@
 //! The data path's AEAD keys: AWS-LC's own `EVP_AEAD_CTX`, held inside an allocation of ours so
-//! that the batch's warm pass can prefetch it (issue 10).
+//! that the batch's warm pass can prefetch it.
 //!
 //! Why not `crypto::AwsLcProvider` (aws-lc-rs) here: aws-lc-rs keeps each key's expanded state
 //! (AES round keys and the GHASH table, ten cache lines) behind a pointer it does not show. With

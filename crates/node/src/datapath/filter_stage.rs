@@ -1,4 +1,4 @@
-//! The node's packet filter stage (issue 5): rules from a file in the `filter` crate's language,
+//! The node's packet filter stage: rules from a file in the `filter` crate's language,
 //! compiled to the flat-cost classifier (or, for the seed-002 comparison, the linear reference),
 //! applied to packets leaving TUN (before protection) and entering TUN (after it). Reloadable
 //! without a restart; a bad file keeps the running rules.

@@ -57,7 +57,7 @@ pub struct Inbound {
     sources: Vec<(usize, usize, usize)>,
     gro: Coalescer,
     pub(crate) counters: NodeCounters,
-    /// Packet filter applied after IPsec is removed (issue 5).
+    /// Packet filter applied after IPsec is removed.
     pub(crate) filter: Option<super::filter_stage::SharedFilter>,
     /// Events for the control plane, taken by the worker after each turn.
     pub(crate) events: Vec<Event>,
@@ -317,7 +317,7 @@ impl Inbound {
         self.write_tun(k);
     }
 
-    /// NAT traversal (RFC 3948 §3.1; DESIGN §6): an authenticated packet of inbound SA `spi`
+    /// NAT traversal (RFC 3948 §3.1): an authenticated packet of inbound SA `spi`
     /// from another address or port than its peer's moves the peer's endpoint. Only after the
     /// ICV verified: a forged packet from a new address moves nothing. An SA whose endpoint is
     /// not known yet learns it quietly.

@@ -1,7 +1,7 @@
-//! How the control plane reaches a running lane (DESIGN §6): updates go over a per-worker queue,
-//! the worker applies them between batches and acknowledges each envelope; events (acquires,
-//! lifetimes, NAT rebindings, punted control packets) come back over one queue to the control
-//! thread. The queues are std's lock-free channels: the worker only calls `try_recv` between
+//! How the control plane reaches a running lane (docs/architecture.md, the control plane):
+//! updates go over a per-worker queue, the worker applies them between batches and
+//! acknowledges each envelope; events (acquires, lifetimes, NAT rebindings, punted control
+//! packets) come back over one queue to the control thread. The queues are std's lock-free channels: the worker only calls `try_recv` between
 //! batches, so the per-packet path takes no lock and allocates nothing. An idle worker sleeps in
 //! poll(2); the control plane wakes it through a datagram socket pair it polls as well.
 //!

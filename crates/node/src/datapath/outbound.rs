@@ -46,7 +46,7 @@ pub struct Outbound {
     /// Raw read buffer: virtio-net header + a 64 KB super-packet.
     super_buf: Box<[u8]>,
     pub(crate) counters: NodeCounters,
-    /// Packet filter applied before protection (issue 5).
+    /// Packet filter applied before protection.
     pub(crate) filter: Option<super::filter_stage::SharedFilter>,
     /// Where bypassed packets leave in clear (`[network] bypass-device`); None: dropped.
     pub(crate) clear: Option<super::clear::ClearPath>,

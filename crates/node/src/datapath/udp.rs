@@ -143,7 +143,7 @@ impl UdpBatch {
     /// Sends a run of payloads, all as long as the first but the last, as one GSO send that
     /// the kernel gathers from where they lie (`sys::send_gso_gather`: quinn-udp sends one
     /// contiguous buffer only, and copying every sealed packet into one cost about 6 % of the
-    /// sending node's CPU, see the issue 3 note). A run the kernel refuses as GSO is resent
+    /// sending node's CPU in `hipsec bench tunnel`). A run the kernel refuses as GSO is resent
     /// one datagram at a time through quinn-udp, so that each gets its own verdict; EIO (the
     /// device cannot segment) turns GSO off for good, as quinn-udp does.
     fn send_run(&mut self, dst: SocketAddr, to: &SockAddr, run: &[&[u8]], st: &mut SendStats) {

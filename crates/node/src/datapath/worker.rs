@@ -1,7 +1,7 @@
 //! Worker threads of the data path: each runs poll(2) over its descriptors and drives one or
 //! both halves (outbound: TUN → seal → carrier, inbound: carrier → open → TUN).
 //!
-//! How work is split between threads (DESIGN rule 5, per-SA hot state that does not bounce):
+//! How work is split between threads (per-SA hot state that does not bounce between cores):
 //! with two workers, one thread owns the outbound half and with it every outbound SA (sequence
 //! numbers, hence GCM/ChaCha nonces, are never shared: a second thread sealing with the same SA
 //! would need an atomic counter per packet or risk nonce reuse), the other owns the inbound half

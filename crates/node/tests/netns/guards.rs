@@ -62,14 +62,14 @@ fn ike_marker_and_keepalive_are_counted() {
     .join()
     .unwrap();
     let sb = lab.status(1);
-    // The IKE message goes to the control thread (issue 10), which has no IKE daemon yet.
+    // The IKE message goes to the control thread, which has no IKE daemon yet.
     assert_eq!(sb["node"]["punted"], 1, "{sb}");
     assert_eq!(sb["node"]["ike_dropped"], 0, "{sb}");
     assert_eq!(sb["node"]["keepalives"], 1, "{sb}");
     assert_eq!(sb["drops"]["malformed"], 0, "{sb}");
 }
 
-/// Issue 5: B's filter blocks TCP to port 5002 after decapsulation and passes 5001; the block is
+/// B's filter blocks TCP to port 5002 after decapsulation and passes 5001; the block is
 /// counted per rule in `hipsec status`; a bad rule file given to `reload-filter` keeps the rules.
 #[test]
 fn filter_blocks_after_decapsulation_and_reloads() {

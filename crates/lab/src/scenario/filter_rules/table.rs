@@ -297,7 +297,7 @@ pub(super) fn seed_md(rows: &[FilterRow], seed: &SeedFigures) -> String {
     let c5000 = avg_change(rows, Classifier, Some(5000), thr);
     let _ = writeln!(
         s,
-        "\nIssue 5's target — hipsec's filter at 5000 rules loses ≤ 1 % throughput against filter off: {}.",
+        "\nTarget — hipsec's filter at 5000 rules loses ≤ 1 % throughput against filter off: {}.",
         match c5000 {
             Some(c) if c >= -1.0 => format!("met ({c:+.2} %)"),
             Some(c) => format!(

@@ -1,6 +1,6 @@
 //! Scenario `ipsec-netperf`, seed 004 (Ariga et al., KAME IPsec over IPv6): host — router — router
 //! — host, IPsec end to end between the hosts, netperf's four tests over IPv4 and IPv6, unlimited
-//! and 100 Mbit/s links. Protected modes plug in through `ModeHook` (the hipsec node, issue 3).
+//! and 100 Mbit/s links. Protected modes plug in through `ModeHook` (the hipsec node).
 
 pub mod compare;
 

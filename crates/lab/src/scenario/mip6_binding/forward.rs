@@ -1,4 +1,4 @@
-//! The forwarding topology (issue 13 item 7): a correspondent node behind the home link's
+//! The forwarding topology: a correspondent node behind the home link's
 //! router, a home agent on the home link, a mobile node on a foreign link — two hipsec nodes.
 //!
 //! ```text

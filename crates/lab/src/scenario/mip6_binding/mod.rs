@@ -10,7 +10,7 @@
 //! fresh home agent ([`mod@plan`]); the report with the seed's figures beside ours ([`table`],
 //! [`compare`]).
 //!
-//! Then, unless the plan turns it off, the forwarding phase (issue 13 item 7) in a topology of
+//! Then, unless the plan turns it off, the forwarding phase in a topology of
 //! its own ([`forward`]): a correspondent node, a home agent with one mobile node's ESP tunnel
 //! SAs, the mobile node on a foreign link; STREAM and RR from the correspondent to the home
 //! address beside the plain path to the care-of address ([`stream_rr`]), and the delivery gap

@@ -1,4 +1,4 @@
-//! Correspondent → home agent → mobile node forwarding (issue 13 item 7): the traffic engine's
+//! Correspondent → home agent → mobile node forwarding: the traffic engine's
 //! TCP_STREAM, UDP_STREAM, TCP_RR and UDP_RR from the correspondent to the mobile node's home
 //! address — through the home agent's ESP tunnel to the care-of address (RFC 4877) and the
 //! reverse tunnel back — beside the same tests to the care-of address on the plain path, then

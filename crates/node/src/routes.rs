@@ -1,0 +1,174 @@
+//! Routes into the TUN device for the remote selectors of the manual `[[policy]]` entries
+//! (`[interface] install_routes = true`), as strongSwan's `install_routes` does for its CHILD
+//! SAs: without them the kernel never sends the protected traffic into the device, and every
+//! user has to add them by hand. Installed with `ip route replace` once the device is up,
+//! removed when the node stops (the kernel would also drop them with the device).
+//!
+//! Only protect policies get a route; bypass and discard entries keep their own routing. IKEv2
+//! CHILD SAs and HIP do not use this yet: their selectors come and go at run time.
+
+use crate::config::{NodeConfig, PolicyAction, RouteConf};
+use ipsec::spd::Prefix;
+use std::process::{Command, Stdio};
+
+/// The routing table the routes go to when `route_table` is not given: `main`, where a
+/// user's own `ip route add PREFIX dev hipsec0` would put them.
+pub const DEFAULT_TABLE: u32 = 254;
+/// The metric when `route_metric` is not given: the kernel's default for a new route.
+pub const DEFAULT_METRIC: u32 = 0;
+
+/// The destination prefixes of the protect policies, each once, in config order. A prefix
+/// of the TUN device's own addresses is left out: the kernel already routes it to the device.
+pub fn remote_prefixes(c: &NodeConfig) -> Vec<Prefix> {
+    let mut out: Vec<Prefix> = Vec::new();
+    for p in &c.policies {
+        if !matches!(p.action, PolicyAction::Protect(_)) {
+            continue;
+        }
+        let d = p.selector.dst;
+        let bytes = match d.addr {
+            std::net::IpAddr::V4(v) => v.octets().to_vec(),
+            std::net::IpAddr::V6(v) => v.octets().to_vec(),
+        };
+        let connected = c.interface.addresses.iter().any(|a| a.len <= d.len && a.contains(&bytes));
+        if !connected && !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The routes a node installed; removing them is the job of [`Drop`].
+#[derive(Debug)]
+pub struct Installed {
+    dev: String,
+    conf: RouteConf,
+    prefixes: Vec<Prefix>,
+}
+
+impl Installed {
+    /// The prefixes routed into the device.
+    pub fn prefixes(&self) -> &[Prefix] {
+        &self.prefixes
+    }
+}
+
+/// `ip route replace PREFIX dev DEV table T metric M` for every remote prefix of `c`; None
+/// when `install_routes` is off. An `ip` that fails stops the node, naming the route.
+pub fn install(c: &NodeConfig) -> Result<Option<Installed>, String> {
+    let Some(conf) = c.interface.routes else { return Ok(None) };
+    let dev = c.interface.name.clone();
+    let mut done = Installed { dev, conf, prefixes: Vec::new() };
+    for p in remote_prefixes(c) {
+        // On an error `done` drops here and takes the routes already made with it.
+        ip(&route_args("replace", &p, &done.dev, conf))?;
+        done.prefixes.push(p);
+    }
+    Ok(Some(done))
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        for p in &self.prefixes {
+            // The device may be gone already, and its routes with it: nothing to report.
+            let _ = ip(&route_args("del", p, &self.dev, self.conf));
+        }
+    }
+}
+
+/// `ip [-6] route VERB PREFIX dev DEV table T metric M`.
+fn route_args(verb: &str, p: &Prefix, dev: &str, conf: RouteConf) -> Vec<String> {
+    let mut a = Vec::new();
+    if p.addr.is_ipv6() {
+        a.push("-6".to_string());
+    }
+    for s in ["route", verb, &p.to_string(), "dev", dev] {
+        a.push(s.to_string());
+    }
+    for (k, v) in [("table", conf.table), ("metric", conf.metric)] {
+        a.push(k.to_string());
+        a.push(v.to_string());
+    }
+    a
+}
+
+fn ip(args: &[String]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(format!("ip {}: {}", args.join(" "), err.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_route_command_names_table_and_metric_and_the_family() {
+        let conf = RouteConf { table: 100, metric: 50 };
+        let v4: Prefix = "10.0.2.0/24".parse().unwrap();
+        assert_eq!(
+            route_args("replace", &v4, "hipsec0", conf).join(" "),
+            "route replace 10.0.2.0/24 dev hipsec0 table 100 metric 50"
+        );
+        let v6: Prefix = "fd00:2::/64".parse().unwrap();
+        assert_eq!(
+            route_args("del", &v6, "hipsec0", conf).join(" "),
+            "-6 route del fd00:2::/64 dev hipsec0 table 100 metric 50"
+        );
+    }
+
+    #[test]
+    fn only_remote_protect_prefixes_get_a_route() {
+        let text = r#"
+[interface]
+name = "hipsec0"
+addresses = ["10.0.1.1/24"]
+install_routes = true
+[network]
+local = "192.0.2.1:4500"
+peer = "192.0.2.2:4500"
+[[sa]]
+name = "o"
+direction = "out"
+src = "192.0.2.1"
+dst = "192.0.2.2"
+proto = "esp"
+spi = "0x1001"
+mode = "tunnel"
+aead = "aes128gcm"
+key = "0x6ae2b3f2c6d1a8e4c8e0f93b4f2c7d1e5a9b0c3d"
+[[policy]]
+src = "10.0.1.0/24"
+dst = "10.0.9.0/24"
+action = "discard"
+[[policy]]
+src = "10.0.1.0/24"
+dst = "10.0.2.0/24"
+action = "protect"
+sas = ["o"]
+[[policy]]
+src = "10.0.1.0/24"
+dst = "10.0.1.128/25"
+action = "protect"
+sas = ["o"]
+[[policy]]
+src = "10.0.1.0/24"
+dst = "10.0.2.0/24"
+proto = "tcp"
+action = "protect"
+sas = ["o"]
+"#;
+        let c = crate::config::parse("t.toml", text).unwrap();
+        let got: Vec<String> = remote_prefixes(&c).iter().map(|p| p.to_string()).collect();
+        assert_eq!(got, ["10.0.2.0/24"]);
+        assert_eq!(c.interface.routes, Some(RouteConf { table: DEFAULT_TABLE, metric: 0 }));
+    }
+}
