@@ -187,12 +187,15 @@ impl Answer {
     /// Sets the interval and says it in words after the first line.
     pub(crate) fn with_interval(mut self, i: Interval) -> Answer {
         let line = format!(
-            "Over the calibration's {} rounds the same work costs {:.2}–{:.2} cores ({}–{} to provision){}.",
+            "Over the calibration's {} rounds the same work costs {:.2}–{:.2} cores ({} to provision){}.",
             i.rounds,
             i.total_cores_low,
             i.total_cores_high,
-            i.cores_needed_low,
-            i.cores_needed_high,
+            if i.cores_needed_low == i.cores_needed_high {
+                i.cores_needed_low.to_string()
+            } else {
+                format!("{}–{}", i.cores_needed_low, i.cores_needed_high)
+            },
             if i.noisy.is_empty() {
                 String::new()
             } else {
