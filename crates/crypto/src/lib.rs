@@ -11,6 +11,7 @@ pub mod awslc;
 pub mod dh;
 pub mod digest;
 pub mod ecdsa;
+mod modp;
 mod legacy;
 pub mod null;
 pub mod prf;
