@@ -30,10 +30,10 @@ fn known_answer(group: Modp, i: &str, gi: &str, r: &str, gr: &str, gir: &str) {
 /// ```
 #[test]
 fn group_14_known_answer_from_pyca_cryptography() {
-        known_answer(
-            Modp::P2048,
-            "0ee183de057fab80f2d4c9ed63bc96adb293db68edec40af791444cd",
-            "ada7a6df6000ef9ed83fbedf78cb913c3012cf69c073843a8da5ee027de37e54 \
+    known_answer(
+        Modp::P2048,
+        "0ee183de057fab80f2d4c9ed63bc96adb293db68edec40af791444cd",
+        "ada7a6df6000ef9ed83fbedf78cb913c3012cf69c073843a8da5ee027de37e54 \
             2094e103a7f5835aefa5447b0d13e19fdb42b6d533f457fc08bbe013f3c4bb85 \
             ff0d0e8e35c2a61444bb211bbd8859b984884a955514ef9c16e1a73eaf58173e \
             a2edd8cf1074987fd0fed9714651acec7f5a95f971e3a071a63c590af2d9d013 \
@@ -41,8 +41,8 @@ fn group_14_known_answer_from_pyca_cryptography() {
             ec0dfa9a341f82ded704347a0936e4f5a2428981cc5954b970d8d4c2c941a4c1 \
             47ca78a3e649f7a9af91ac6a1149399f3abbd7ec5bc1beda0e35f881e5a9ad7f \
             74470b5b38500dd3dbc5f4e31264b9cb6bb5203e0e6b6ad22a1e7d09846c2db7",
-            "7fdff9ac5d07dacdba2b5b5e3bc38a3534cdd4f33ddd35530f56e56e",
-            "f12e249a2d0f3e070340ef50d63de87faada265b85799c0253111720ee7f6aea \
+        "7fdff9ac5d07dacdba2b5b5e3bc38a3534cdd4f33ddd35530f56e56e",
+        "f12e249a2d0f3e070340ef50d63de87faada265b85799c0253111720ee7f6aea \
             f670def8e85b8cbacd7f4476358bf45dd7f9f441d50d370de673cc13fe3b3eae \
             f3ea2423e9b81dbdb596d00f676dc295034519cf11d3d6a33810b01874542498 \
             632fd8dc39d16fa5d29adeb51f60f3b62c7dca0eaa830487297928f3a8e19726 \
@@ -50,7 +50,7 @@ fn group_14_known_answer_from_pyca_cryptography() {
             1af96e1b66248d3b830654344433ad812ec5204d6437cb54d4bbc4e3b090f74f \
             e793d2e507b38c82c8223006ba0e14cad6186515c7afe778d21b3e3884f50d0a \
             1eff3f052e6f5662dad669a608b1c4a9c0e6f02f304c44048abcb23acbd727eb",
-            "9a87432b49fa28030b1b81033db24bb5ea4c607f6c75c804388a3f22141211dd \
+        "9a87432b49fa28030b1b81033db24bb5ea4c607f6c75c804388a3f22141211dd \
             66196fdf82462fba4f45a43519e1b7d841350ce9c391694992b109f76410cbc5 \
             d53cafc5433d2e9547916c8aaa6c8c169616e08f9fff87cc793269a469af88cb \
             82987f0f879f348dc85e0da7b238b72884fec5695ddb6a7fe22fe0f6b82dadb8 \
@@ -58,17 +58,17 @@ fn group_14_known_answer_from_pyca_cryptography() {
             d9470c4ef32f702e5a4a39a036b612cbfe9b34e0e6b86aba4a5b8457389b8d58 \
             17ce1bb3f7d66e2b61d966a702d8ed5cd59d401ee806bc46a80346e3bac4e3f0 \
             49e4bd08620ee0cf45545ba326c440a4177f6f0bcf3fa0245e0d1d8e2e52f343",
-        );
+    );
 }
 
 /// As above, for the 3072-bit group.
 #[test]
 fn group_15_known_answer_from_pyca_cryptography() {
-        known_answer(
-            Modp::P3072,
-            "017a5bec6e4e16b39678806c43b5cde534d96429fb3fb26bc6f50f49278c9af2 \
+    known_answer(
+        Modp::P3072,
+        "017a5bec6e4e16b39678806c43b5cde534d96429fb3fb26bc6f50f49278c9af2 \
             b008e4",
-            "3ced1d73806fc34eba4bee8d0c5dc6d200816ff66ca52c097e4a41b62b7a9d45 \
+        "3ced1d73806fc34eba4bee8d0c5dc6d200816ff66ca52c097e4a41b62b7a9d45 \
             29e2f6af45bd588c11cd11d5927db276516665758ff3c02d5a58ca3e6f5de865 \
             eafa18f97fad67ec9a048fe5d17bb184e050b200e8ee56bc1eb25f0989d248f1 \
             0ee8fba1e9e55a442416d3aba390a8f72d856c9a6e8027cab410c44c598c9460 \
@@ -80,9 +80,9 @@ fn group_15_known_answer_from_pyca_cryptography() {
             fe5d1c9e15549d63b192848a8e3e5c7dc06958f84e2704d4dc8c679677dce0f0 \
             882a5e757bc97d08a48dd816a83e0f0e70cb4e7d70278b474762803cd69d8ec6 \
             815db620168f4aa3eaa7c736504e94683f7153e439e513119c2789b6b750d132",
-            "04768e804cc068f2a2583ffda9a4dc9e7a6931b8757ea29c8ca0867f437fe467 \
+        "04768e804cc068f2a2583ffda9a4dc9e7a6931b8757ea29c8ca0867f437fe467 \
             897f18",
-            "fb4fafa76565105cd4431af598f38cb714a2c931e2e3541d1650fd3a0d865aa2 \
+        "fb4fafa76565105cd4431af598f38cb714a2c931e2e3541d1650fd3a0d865aa2 \
             d34265ab9c3e946ee0df9777400bd4571d1f26ea54300a8de4fa4a53dd4c8c46 \
             41c05bbf4a28738ff23ca6a86db65637007bac1f0466b2696a0024531aaed441 \
             f66242d9ee928b41380907c8ed77fd0ed369a965f01c72e2aa1197e0fa554368 \
@@ -94,7 +94,7 @@ fn group_15_known_answer_from_pyca_cryptography() {
             b8a6425a2a726ee93c1701b0f32d57387f9ea29e35eac0548db7acd405948575 \
             d8fb1e8bc19033c1cbc2f87c46e2b60f9a4d61bb05de89f84adb800fb6807d82 \
             e4e9dfc4b1b16290d248f3b0815c0b8b12fe00ad8a363b49ea0cfc83396699f1",
-            "ee7982f08ffc96ffe1c6387024099b7aded0a40071cb18b03cfc5e4d9e205574 \
+        "ee7982f08ffc96ffe1c6387024099b7aded0a40071cb18b03cfc5e4d9e205574 \
             156e0d225fe91d4bca51d8c75b01edb98c9b8f6156d1ec39244d73798e83b853 \
             bc54de604619c63787a151808bfb046e9b259ba56d5bd9600307b50d7cc228ab \
             14f9f16b57a26183ff0f64f326c8ff0c114bfcb077d30d53cf1ea3f8c3af602f \
@@ -106,7 +106,7 @@ fn group_15_known_answer_from_pyca_cryptography() {
             faebe466970e3e2b3f70f561808d170d830e5fb28f71ed1c30ae8e7353fefb81 \
             7bd998a101b2ff119ff7b0105ba083ca7b14c11679cb374cb7fb60f735cc4d20 \
             e47fec987b99974abfce66e11099a3448c65d0d5b0c7f1dcba2d337226005a31",
-        );
+    );
 }
 
 /// The primes are OpenSSL's `modp_2048` and `modp_3072` named groups (RFC 3526), read from

@@ -10,7 +10,9 @@ use ike::suite::{ChildSuite, IkeSuite};
 pub fn ike_suites(s: &str) -> Result<Vec<IkeSuite>, String> {
     let k = keywords(s, false)?;
     if k.dh.is_empty() {
-        return Err(format!("{s:?}: no key exchange group (x25519, ecp256, ecp384, ecp521, modp2048, modp3072)"));
+        return Err(format!(
+            "{s:?}: no key exchange group (x25519, ecp256, ecp384, ecp521, modp2048, modp3072)"
+        ));
     }
     let aead = k.encr.iter().all(|e| matches!(e, EncrAlg::Aead(_)));
     let integ: Vec<IntegAlg> = if aead {
