@@ -39,6 +39,10 @@ fn run_cell(setup: Setup) {
     assert!(!keys.status.success() && keys.stdout.is_empty());
     assert!(String::from_utf8_lossy(&keys.stderr).contains("--debug-export-ike-keys"));
     let st = p.status(BIN);
+    // The IKE SA was made with the configured group (the proposal's last word).
+    let group = p.setup.proposal.rsplit('-').next().unwrap_or_default();
+    let suite = st["ike"]["ike_sas"][0]["suite"].as_str().unwrap_or_default();
+    assert!(suite.ends_with(group), "IKE suite {suite:?}, configured {:?}", p.setup.proposal);
     let drops = &st["drops"];
     // (`no_policy` is not here: the TUN device's own IPv6 chatter, router solicitations and
     // MLD reports, has no policy and is dropped and counted, as it should be.)
@@ -90,6 +94,18 @@ fn strongswan_initiates_aes_cbc_sha256_ipv6() {
         hipsec_initiates: false,
         proposal: "aes128-sha256-x25519",
         esp: "aes256-sha256",
+        ..Setup::default()
+    });
+}
+
+/// strongSwan starts an IKE SA with modp2048 (and CBC + SHA-256): our responder answers a
+/// 256-octet KE of group 14, and traffic flows.
+#[test]
+fn strongswan_initiates_modp2048() {
+    run_cell(Setup {
+        hipsec_initiates: false,
+        proposal: "aes256-sha256-modp2048",
+        esp: "aes256gcm16",
         ..Setup::default()
     });
 }
