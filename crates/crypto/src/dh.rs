@@ -142,7 +142,8 @@ pub struct KeyExchange {
 
 enum Private {
     Ec(agreement::PrivateKey),
-    Modp(ModpPrivate),
+    // Boxed: a 3072-bit exponent is 400 octets, an EC key a pointer.
+    Modp(Box<ModpPrivate>),
 }
 
 impl std::fmt::Debug for KeyExchange {
@@ -156,7 +157,7 @@ impl KeyExchange {
     pub fn generate(group: DhGroup) -> Result<KeyExchange, CryptoError> {
         if let Some(modp) = group.modp() {
             let (private, public) = ModpPrivate::generate(modp)?;
-            return Ok(KeyExchange { group, private: Private::Modp(private), public });
+            return Ok(KeyExchange { group, private: Private::Modp(Box::new(private)), public });
         }
         let alg = group.algorithm().ok_or(CryptoError::Unsupported)?;
         let private = agreement::PrivateKey::generate(alg).map_err(|_| CryptoError::Library)?;
@@ -168,7 +169,7 @@ impl KeyExchange {
     pub fn from_private_bytes(group: DhGroup, private: &[u8]) -> Result<KeyExchange, CryptoError> {
         if let Some(modp) = group.modp() {
             let (private, public) = ModpPrivate::from_bytes(modp, private)?;
-            return Ok(KeyExchange { group, private: Private::Modp(private), public });
+            return Ok(KeyExchange { group, private: Private::Modp(Box::new(private)), public });
         }
         let alg = group.algorithm().ok_or(CryptoError::Unsupported)?;
         let private = agreement::PrivateKey::from_private_key(alg, private)

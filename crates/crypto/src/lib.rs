@@ -19,6 +19,7 @@ pub mod provider;
 mod rng_pool;
 pub mod sign;
 pub mod wireshark;
+pub mod x509_algs;
 
 pub use alg::{AeadAlg, CbcAlg, EncrAlg, EspSuite, HmacAlg, IntegAlg, SuiteError};
 pub use awslc::AwsLcProvider;
