@@ -1,8 +1,8 @@
 //! Ephemeral Diffie-Hellman for IKEv2 key exchange: groups 19, 20 and 21 (RFC 5903) and 31
 //! (Curve25519, RFC 8031) from aws-lc-rs `agreement`; groups 14 and 15 (MODP, RFC 3526) from
-//! [`crate::modp`]. Read RFC 5903 §7 (the KE payload carries x || y, no 0x04 prefix) and §9 (the
-//! shared secret is x only), RFC 8031 §2 (all-zero output rejected), RFC 7296 §3.4 (a MODP
-//! public value is as long as the prime).
+//! the `modp` module. Read RFC 5903 §7 (the KE payload carries x || y, no 0x04 prefix) and §9
+//! (the shared secret is x only), RFC 8031 §2 (all-zero output rejected), RFC 7296 §3.4 (a
+//! MODP public value is as long as the prime).
 
 use crate::modp::{Modp, ModpPrivate};
 use crate::provider::CryptoError;
