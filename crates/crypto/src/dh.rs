@@ -1,13 +1,10 @@
-//! Ephemeral (EC)DH for IKEv2 key exchange: groups 19 and 20 (RFC 5903) and 31 (Curve25519,
-//! RFC 8031), from aws-lc-rs `agreement`. Read RFC 5903 §7 (the KE payload carries x || y, no
-//! 0x04 prefix) and §9 (the shared secret is x only), RFC 8031 §2 (all-zero output rejected).
-//!
-//! Group 14 (2048-bit MODP, RFC 3526) is deliberately absent: aws-lc-rs exposes no
-//! finite-field DH, and no maintained Rust crate offers a constant-time FFDH for it; building one
-//! from a big-integer library would be hand-rolling a primitive (and the general-purpose ones,
-//! such as num-bigint, are not constant time). Peers that insist on group 14 get
-//! INVALID_KE_PAYLOAD naming one of ours.
+//! Ephemeral Diffie-Hellman for IKEv2 key exchange: groups 19, 20 and 21 (RFC 5903) and 31
+//! (Curve25519, RFC 8031) from aws-lc-rs `agreement`; groups 14 and 15 (MODP, RFC 3526) from
+//! the `modp` module. Read RFC 5903 §7 (the KE payload carries x || y, no 0x04 prefix) and §9
+//! (the shared secret is x only), RFC 8031 §2 (all-zero output rejected), RFC 7296 §3.4 (a
+//! MODP public value is as long as the prime).
 
+use crate::modp::{Modp, ModpPrivate};
 use crate::provider::CryptoError;
 use aws_lc_rs::agreement;
 use zeroize::Zeroizing;
@@ -19,20 +16,37 @@ pub enum DhGroup {
     Ecp256,
     /// 384-bit random ECP group (P-384), IKE number 20.
     Ecp384,
+    /// 521-bit random ECP group (P-521), IKE number 21.
+    Ecp521,
     /// Curve25519, IKE number 31.
     Curve25519,
+    /// 2048-bit MODP group (RFC 3526 §3), IKE number 14.
+    Modp2048,
+    /// 3072-bit MODP group (RFC 3526 §4), IKE number 15.
+    Modp3072,
 }
 
 impl DhGroup {
-    /// Every group, in our order of preference.
-    pub const ALL: [DhGroup; 3] = [DhGroup::Curve25519, DhGroup::Ecp256, DhGroup::Ecp384];
+    /// Every group, in our order of preference: the elliptic curves first (faster and shorter
+    /// for the same strength), then the MODP groups that older peers and Windows clients offer.
+    pub const ALL: [DhGroup; 6] = [
+        DhGroup::Curve25519,
+        DhGroup::Ecp256,
+        DhGroup::Ecp384,
+        DhGroup::Ecp521,
+        DhGroup::Modp3072,
+        DhGroup::Modp2048,
+    ];
 
     /// The IKEv2 transform ID (IANA "Transform Type 4").
     pub fn ike_id(self) -> u16 {
         match self {
             DhGroup::Ecp256 => 19,
             DhGroup::Ecp384 => 20,
+            DhGroup::Ecp521 => 21,
             DhGroup::Curve25519 => 31,
+            DhGroup::Modp2048 => 14,
+            DhGroup::Modp3072 => 15,
         }
     }
 
@@ -46,7 +60,10 @@ impl DhGroup {
         match self {
             DhGroup::Ecp256 => 64,
             DhGroup::Ecp384 => 96,
+            DhGroup::Ecp521 => 132,
             DhGroup::Curve25519 => 32,
+            DhGroup::Modp2048 => 256,
+            DhGroup::Modp3072 => 384,
         }
     }
 
@@ -55,19 +72,46 @@ impl DhGroup {
         match self {
             DhGroup::Ecp256 | DhGroup::Curve25519 => 32,
             DhGroup::Ecp384 => 48,
+            DhGroup::Ecp521 => 66,
+            DhGroup::Modp2048 => 256,
+            DhGroup::Modp3072 => 384,
         }
     }
 
-    fn algorithm(self) -> &'static agreement::Algorithm {
+    /// The aws-lc-rs algorithm of an elliptic-curve group; `None` for MODP.
+    fn algorithm(self) -> Option<&'static agreement::Algorithm> {
         match self {
-            DhGroup::Ecp256 => &agreement::ECDH_P256,
-            DhGroup::Ecp384 => &agreement::ECDH_P384,
-            DhGroup::Curve25519 => &agreement::X25519,
+            DhGroup::Ecp256 => Some(&agreement::ECDH_P256),
+            DhGroup::Ecp384 => Some(&agreement::ECDH_P384),
+            DhGroup::Ecp521 => Some(&agreement::ECDH_P521),
+            DhGroup::Curve25519 => Some(&agreement::X25519),
+            DhGroup::Modp2048 | DhGroup::Modp3072 => None,
+        }
+    }
+
+    /// Checks a peer's KE payload data without a key pair: its length (RFC 7296 §3.4, RFC 5903
+    /// §7) and, for MODP, that 2 ≤ y ≤ p − 2 (RFC 6989, NIST SP 800-56A §5.6.2.3.1). A curve
+    /// point's membership is checked by [`KeyExchange::agree`], inside AWS-LC.
+    pub fn check_public(self, peer_public: &[u8]) -> Result<(), CryptoError> {
+        if peer_public.len() != self.public_len() {
+            return Err(CryptoError::Length);
+        }
+        match self.modp() {
+            Some(m) => crate::modp::check_public(m, peer_public),
+            None => Ok(()),
+        }
+    }
+
+    fn modp(self) -> Option<Modp> {
+        match self {
+            DhGroup::Modp2048 => Some(Modp::P2048),
+            DhGroup::Modp3072 => Some(Modp::P3072),
+            _ => None,
         }
     }
 
     fn is_ecp(self) -> bool {
-        !matches!(self, DhGroup::Curve25519)
+        matches!(self, DhGroup::Ecp256 | DhGroup::Ecp384 | DhGroup::Ecp521)
     }
 }
 
@@ -87,12 +131,19 @@ impl std::fmt::Debug for SharedSecret {
     }
 }
 
-/// One side's ephemeral key pair. `agree` consumes it: a key exchange is used once. The
-/// private key lives inside AWS-LC, which clears it when freed.
+/// One side's ephemeral key pair. `agree` consumes it: a key exchange is used once. An
+/// elliptic-curve private key lives inside AWS-LC, which clears it when freed; a MODP exponent
+/// is wiped on drop.
 pub struct KeyExchange {
     group: DhGroup,
-    private: agreement::PrivateKey,
+    private: Private,
     public: Vec<u8>,
+}
+
+enum Private {
+    Ec(agreement::PrivateKey),
+    // Boxed: a 3072-bit exponent is 400 octets, an EC key a pointer.
+    Modp(Box<ModpPrivate>),
 }
 
 impl std::fmt::Debug for KeyExchange {
@@ -104,15 +155,24 @@ impl std::fmt::Debug for KeyExchange {
 impl KeyExchange {
     /// A fresh ephemeral key pair.
     pub fn generate(group: DhGroup) -> Result<KeyExchange, CryptoError> {
-        let private =
-            agreement::PrivateKey::generate(group.algorithm()).map_err(|_| CryptoError::Library)?;
+        if let Some(modp) = group.modp() {
+            let (private, public) = ModpPrivate::generate(modp)?;
+            return Ok(KeyExchange { group, private: Private::Modp(Box::new(private)), public });
+        }
+        let alg = group.algorithm().ok_or(CryptoError::Unsupported)?;
+        let private = agreement::PrivateKey::generate(alg).map_err(|_| CryptoError::Library)?;
         Self::from_private(group, private)
     }
 
     /// A key pair from a known private value (big-endian scalar for ECP, RFC 7748 bytes for
-    /// X25519): for known-answer tests only.
+    /// X25519, a big-endian exponent for MODP): for known-answer tests only.
     pub fn from_private_bytes(group: DhGroup, private: &[u8]) -> Result<KeyExchange, CryptoError> {
-        let private = agreement::PrivateKey::from_private_key(group.algorithm(), private)
+        if let Some(modp) = group.modp() {
+            let (private, public) = ModpPrivate::from_bytes(modp, private)?;
+            return Ok(KeyExchange { group, private: Private::Modp(Box::new(private)), public });
+        }
+        let alg = group.algorithm().ok_or(CryptoError::Unsupported)?;
+        let private = agreement::PrivateKey::from_private_key(alg, private)
             .map_err(|_| CryptoError::KeyLength { got: private.len(), want: group.shared_len() })?;
         Self::from_private(group, private)
     }
@@ -124,7 +184,7 @@ impl KeyExchange {
         if public.len() != group.public_len() {
             return Err(CryptoError::Library);
         }
-        Ok(KeyExchange { group, private, public: public.to_vec() })
+        Ok(KeyExchange { group, private: Private::Ec(private), public: public.to_vec() })
     }
 
     /// The group.
@@ -137,8 +197,9 @@ impl KeyExchange {
         &self.public
     }
 
-    /// Computes g^ir from the peer's KE payload data. Fails (`Integrity`) if the peer's value
-    /// has the wrong length, is not on the curve, or gives an all-zero X25519 result.
+    /// Computes g^ir from the peer's KE payload data. Fails with `Length` if the peer's value
+    /// has the wrong length, and with `Integrity` if it is not on the curve, gives an all-zero
+    /// X25519 result, or (MODP) lies outside [2, p − 2].
     pub fn agree(self, peer_public: &[u8]) -> Result<SharedSecret, CryptoError> {
         self.agree_reused(peer_public)
     }
@@ -150,13 +211,18 @@ impl KeyExchange {
         if peer_public.len() != self.group.public_len() {
             return Err(CryptoError::Length);
         }
+        let private = match &self.private {
+            Private::Ec(k) => k,
+            Private::Modp(k) => return k.agree(peer_public).map(SharedSecret),
+        };
+        let alg = self.group.algorithm().ok_or(CryptoError::Unsupported)?;
         let mut encoded = Vec::with_capacity(peer_public.len() + 1);
         if self.group.is_ecp() {
             encoded.push(0x04);
         }
         encoded.extend_from_slice(peer_public);
-        let peer = agreement::UnparsedPublicKey::new(self.group.algorithm(), &encoded);
-        let secret = agreement::agree(&self.private, peer, CryptoError::Integrity, |k| {
+        let peer = agreement::UnparsedPublicKey::new(alg, &encoded);
+        let secret = agreement::agree(private, peer, CryptoError::Integrity, |k| {
             Ok(Zeroizing::new(k.to_vec()))
         })?;
         if secret.iter().all(|&b| b == 0) {
@@ -219,6 +285,35 @@ mod tests {
         );
     }
 
+    /// ECP-521 (group 21): a pair drawn by pyca/cryptography 48.0.0 (`ec.generate_private_key(
+    /// ec.SECP521R1())`), its public values as the KE payload carries them (x || y, 66 octets
+    /// each, RFC 5903 §7) and `exchange(ec.ECDH(), ..)`, the x coordinate of g^ir (§9).
+    #[test]
+    fn group_21_known_answer_from_pyca_cryptography() {
+        known_answer(
+            DhGroup::Ecp521,
+            "009928f3d2f9ef30c29d053e7ed1d3f51cbfe6451b8c6ffd1f28e5015c9dbd65 \
+             995efbd5a26d07e9d0f02f7eec34843a5ab87144a844b1883906bfd5630fcfcb \
+             161e",
+            "01477ef49aa958fb4f6bb713c13f0737631edb68b2c2bdcfb71559690f640cf9 \
+             b8086ebb354d6e42f73c5f13258634657348e655f6f1a3c0d21bd0ffc64d1806 \
+             755600cf6a5d874afa6942f4eb21168f6d726a1e84a5e5f497451bc2747b05fa \
+             fb6dee499782d0892f2a959f0caf12a7834838fb81e2fff42e39446d450b185d \
+             67606885",
+            "001df1306b67960c2d97b6655d35784a52cfe23a5aaff9f29210bdae99668f5b \
+             344add4da9479065778c0830e927212c2079ef64399f84ea1e2c45ddbd11372f \
+             8a41",
+            "00fccae342f361b471045b5fb8baf9e7d46302bfbb5a1c3d8e4294e847eb9b87 \
+             0d773cc58309756fe541266832f066339fcf87dc5f090ce82d810736a4ac3c99 \
+             26c901734f3d87002d92ae86aa7b1eebb4d79a05aae47a104c9bd8542261ecf7 \
+             7950ff9221981dd905daf43a39c4d75982b3509805515f8f159164e8923c264b \
+             1a2f6cd9",
+            "01eeda11f999f6a3938b28327ea8b432e70985cc78b09ce1ae9d1f084d5f62d5 \
+             33444d60e03a3f2f01432db1882f4ee1aad0168fe7a929349b7a50f361afd1d3 \
+             2daa",
+        );
+    }
+
     /// RFC 7748 §6.1 (X25519): Alice's and Bob's private keys, public keys and shared secret.
     #[test]
     fn rfc7748_section_6_1_group_31() {
@@ -248,6 +343,13 @@ mod tests {
         assert!(k.agree(&[1u8; 64]).is_err());
         let k = KeyExchange::generate(DhGroup::Curve25519).unwrap();
         assert!(k.agree(&[0u8; 32]).is_err());
-        assert_eq!(DhGroup::from_ike_id(14), None);
+        // A MODP value of 1 (RFC 6989's range check), through the group-generic entry points.
+        let mut one = vec![0u8; 256];
+        one[255] = 1;
+        assert_eq!(DhGroup::Modp2048.check_public(&one), Err(CryptoError::Integrity));
+        let k = KeyExchange::generate(DhGroup::Modp2048).unwrap();
+        assert_eq!(k.agree(&one).unwrap_err(), CryptoError::Integrity);
+        assert_eq!(DhGroup::from_ike_id(14), Some(DhGroup::Modp2048));
+        assert_eq!(DhGroup::from_ike_id(2), None);
     }
 }

@@ -12,12 +12,14 @@ pub mod dh;
 pub mod digest;
 pub mod ecdsa;
 mod legacy;
+mod modp;
 pub mod null;
 pub mod prf;
 pub mod provider;
 mod rng_pool;
 pub mod sign;
 pub mod wireshark;
+pub mod x509_algs;
 
 pub use alg::{AeadAlg, CbcAlg, EncrAlg, EspSuite, HmacAlg, IntegAlg, SuiteError};
 pub use awslc::AwsLcProvider;

@@ -39,6 +39,10 @@ fn run_cell(setup: Setup) {
     assert!(!keys.status.success() && keys.stdout.is_empty());
     assert!(String::from_utf8_lossy(&keys.stderr).contains("--debug-export-ike-keys"));
     let st = p.status(BIN);
+    // The IKE SA was made with the configured group (the proposal's last word).
+    let group = p.setup.proposal.rsplit('-').next().unwrap_or_default();
+    let suite = st["ike"]["ike_sas"][0]["suite"].as_str().unwrap_or_default();
+    assert!(suite.ends_with(group), "IKE suite {suite:?}, configured {:?}", p.setup.proposal);
     let drops = &st["drops"];
     // (`no_policy` is not here: the TUN device's own IPv6 chatter, router solicitations and
     // MLD reports, has no policy and is dropped and counted, as it should be.)
@@ -90,6 +94,18 @@ fn strongswan_initiates_aes_cbc_sha256_ipv6() {
         hipsec_initiates: false,
         proposal: "aes128-sha256-x25519",
         esp: "aes256-sha256",
+        ..Setup::default()
+    });
+}
+
+/// strongSwan starts an IKE SA with modp2048 (and CBC + SHA-256): our responder answers a
+/// 256-octet KE of group 14, and traffic flows.
+#[test]
+fn strongswan_initiates_modp2048() {
+    run_cell(Setup {
+        hipsec_initiates: false,
+        proposal: "aes256-sha256-modp2048",
+        esp: "aes256gcm16",
         ..Setup::default()
     });
 }
@@ -285,8 +301,16 @@ fn wait_rekeys(p: &Pair, by: &str, n: usize) {
 /// (our timer starts 5 rekeys); between two of ours, `swanctl --rekey` makes strongSwan start
 /// one (5 more, counted from our log's `by=peer`). A ping every 50 ms the whole time: none lost.
 /// The exchanges are checked in a capture decrypted with the exported IKE keys: every
-/// CREATE_CHILD_SA message, request and response, has a KE payload of the group.
-fn pfs_rekeys_both_ways(group: &'static str, esp: &'static str, ike_id: u16, we_init: bool) {
+/// CREATE_CHILD_SA message, request and response, has a KE payload of the group, and
+/// `swanctl --list-sas` names the group of the rekeyed CHILD SA. `proposal`: the IKE proposal
+/// of both ends.
+fn pfs_rekeys_both_ways(
+    proposal: &'static str,
+    group: &'static str,
+    esp: &'static str,
+    ike_id: u16,
+    we_init: bool,
+) {
     if !strongswan::can_run() {
         return;
     }
@@ -298,6 +322,7 @@ fn pfs_rekeys_both_ways(group: &'static str, esp: &'static str, ike_id: u16, we_
     let p = Pair::start(
         BIN,
         Setup {
+            proposal,
             esp,
             child_rekey: "1h",
             hipsec_child_rekey: Some("4s"),
@@ -353,6 +378,17 @@ fn pfs_rekeys_both_ways(group: &'static str, esp: &'static str, ike_id: u16, we_
     assert!(cc.len() >= 20, "{charon}");
     assert!(cc.iter().all(|l| l.contains(" KE ")), "a CREATE_CHILD_SA without KE: {cc:?}");
     assert!(!charon.contains("closing expired"), "charon let an SA expire");
+    // charon's names (its key exchange method names) for the group of the CHILD SA it holds.
+    let charon_group = match group {
+        "x25519" => "CURVE_25519",
+        "ecp256" => "ECP_256",
+        "modp2048" => "MODP_2048",
+        other => other,
+    };
+    let sas = String::from_utf8_lossy(&p.swanctl(&["--list-sas"]).stdout).into_owned();
+    println!("{sas}");
+    let child = sas.lines().skip_while(|l| !l.contains("net:")).take(2).collect::<String>();
+    assert!(child.contains(charon_group), "the CHILD SA's group is not {charon_group}:\n{sas}");
     assert_eq!(sa["children"][0]["rekey_failures"], 0, "{sa}");
     for r in ["no_sa", "replayed", "integrity_failed", "inbound_policy_mismatch", "sa_expired"] {
         assert_eq!(st["drops"][r].as_u64().unwrap_or(0), 0, "{r}: {st}");
@@ -398,12 +434,48 @@ fn pfs_rekeys_both_ways(group: &'static str, esp: &'static str, ike_id: u16, we_
 
 #[test]
 fn pfs_child_rekeys_x25519_both_ways() {
-    pfs_rekeys_both_ways("x25519", "aes128gcm16-x25519", 31, true);
+    pfs_rekeys_both_ways("aes128gcm16-prfsha256-x25519", "x25519", "aes128gcm16-x25519", 31, true);
 }
 
 /// With strongSwan starting the IKE SA: its IKE_AUTH offers aes128gcm16 without the group, which
 /// we accept for a child configured with `aes128gcm16-ecp256` (§1.2).
 #[test]
 fn pfs_child_rekeys_ecp256_both_ways() {
-    pfs_rekeys_both_ways("ecp256", "aes128gcm16-ecp256", 19, false);
+    pfs_rekeys_both_ways("aes128gcm16-prfsha256-x25519", "ecp256", "aes128gcm16-ecp256", 19, false);
+}
+
+/// Group 14 (2048-bit MODP, RFC 3526 §3) for the IKE SA and for PFS on every CHILD rekey,
+/// strongSwan's `modp2048` on both ends: the IKE SA is made with it (status names the suite,
+/// charon lists MODP_2048), and RFC 7296 §1.3.3's "SA, Ni, [KEi]" carries a KE of group 14 in
+/// each CREATE_CHILD_SA, both ways.
+#[test]
+fn modp2048_ike_sa_and_pfs_child_rekeys_both_ways() {
+    if !strongswan::can_run() {
+        return;
+    }
+    let p = Pair::start(
+        BIN,
+        Setup {
+            proposal: "aes128gcm16-prfsha256-modp2048",
+            esp: "aes128gcm16-modp2048",
+            ..Setup::default()
+        },
+    );
+    p.wait_up(BIN);
+    assert_eq!(p.ping(5, "0.2"), 5, "{}\n--- charon\n{}", p.hipsec_log(), p.charon_log());
+    let st = p.status(BIN);
+    let sa = &st["ike"]["ike_sas"][0];
+    assert_eq!(sa["suite"], "aes128gcm16-prfsha256-modp2048", "{sa}");
+    let sas = String::from_utf8_lossy(&p.swanctl(&["--list-sas"]).stdout).into_owned();
+    // The IKE SA's lines, before its CHILD SA's.
+    let ike = sas.lines().take_while(|l| !l.contains("net:")).collect::<String>();
+    assert!(ike.contains("MODP_2048"), "charon's IKE SA is not MODP_2048:\n{sas}");
+    drop(p);
+    pfs_rekeys_both_ways(
+        "aes128gcm16-prfsha256-modp2048",
+        "modp2048",
+        "aes128gcm16-modp2048",
+        14,
+        true,
+    );
 }

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod cert;
 pub mod config;
 mod create_child;
 pub mod error;

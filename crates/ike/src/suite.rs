@@ -330,6 +330,27 @@ mod tests {
         assert_eq!(IkeSuite::from_chosen(&two), Err(PeerMisbehaved::ProposalNotOffered("dh")));
     }
 
+    /// Groups 14, 15 and 21 travel as IANA Transform Type 4 IDs 14, 15 and 21 (RFC 7296
+    /// §3.3.2, "Transform Type 4 - Diffie-Hellman Group Transform IDs"), for IKE and for PFS.
+    #[test]
+    fn modp_and_ecp521_transform_ids() {
+        for (g, id) in [(DhGroup::Modp2048, 14), (DhGroup::Modp3072, 15), (DhGroup::Ecp521, 21)] {
+            let s = IkeSuite { encr: CBC256, integ: SHA256, prf: PrfAlg::HmacSha256, dh: g };
+            let p = s.to_proposal(1, vec![]).unwrap();
+            let dh: Vec<u16> = p
+                .transforms
+                .iter()
+                .filter(|t| t.transform_type == TransformType::DH)
+                .map(|t| t.transform_id)
+                .collect();
+            assert_eq!(dh, [id]);
+            assert_eq!(IkeSuite::from_chosen(&p), Ok(s));
+            let esp = EspSuite::new(GCM128, IntegAlg::None).unwrap();
+            let c = ChildSuite { esp, esn: false, pfs: Some(g) };
+            assert_eq!(ChildSuite::from_chosen(&c.to_proposal(1, 9).unwrap()), Ok((c, 9)));
+        }
+    }
+
     #[test]
     fn child_proposal_round_trip_and_selection() {
         let esp = EspSuite::new(CBC256, SHA256).unwrap();

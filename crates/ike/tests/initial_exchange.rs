@@ -197,6 +197,45 @@ fn invalid_ke_payload_makes_the_initiator_switch_group() {
     assert_eq!(a.ike.suite.dh, DhGroup::Ecp256);
 }
 
+/// IKE SAs made with groups 14, 15 and 21 (modp2048, modp3072, ecp521): the KE payloads carry
+/// the group's full length (RFC 7296 §3.4: "The length of the Diffie-Hellman public value for
+/// MODP groups MUST be equal to the length of the prime modulus over which the exponentiation
+/// was performed, prepending zero bits to the value if necessary"), both ends derive the same
+/// keys, and a responder that takes only modp2048 makes an initiator whose first KE was x25519
+/// switch to it after INVALID_KE_PAYLOAD.
+#[test]
+fn modp_and_ecp521_ike_sas() {
+    let (ea, eb) = eps();
+    for g in [DhGroup::Modp2048, DhGroup::Modp3072, DhGroup::Ecp521] {
+        let suite = IkeSuite { dh: g, ..CBC };
+        let (mut a, mut b) = (alice(), bob());
+        a.ike_suites = vec![suite];
+        b.ike_suites = vec![suite];
+        let (_, req) = initiator::start(a.clone(), crypto::default_provider(), ea, 0).unwrap();
+        let ke = wire::ikev2::Message::parse(&req)
+            .unwrap()
+            .payloads
+            .iter()
+            .find_map(|p| match p {
+                wire::ikev2::Payload::Ke(k) => Some((k.dh_group, k.data.len())),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(ke, (g.ike_id(), g.public_len()));
+        let (a, b) = run(a, b, false, ea, eb);
+        assert_mirrored(&a, &b);
+        assert_eq!((a.ike.suite.dh, b.ike.suite.dh), (g, g));
+    }
+    let modp = IkeSuite { dh: DhGroup::Modp2048, ..CBC };
+    let mut a = alice();
+    a.ike_suites = vec![GCM, modp];
+    let mut b = bob();
+    b.ike_suites = vec![modp];
+    let (a, b) = run(a, b, false, ea, eb);
+    assert_mirrored(&a, &b);
+    assert_eq!(a.ike.suite, modp);
+}
+
 #[test]
 fn nat_between_them_is_detected_on_both_sides() {
     // Alice sends from 10.0.1.1:500; Bob sees 192.0.2.1:4500 (a NAT rewrote it).

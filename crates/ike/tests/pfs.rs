@@ -200,6 +200,19 @@ fn pfs_rekeys_from_either_end_with_x25519_and_ecp256() {
     }
 }
 
+/// The groups strongSwan calls modp2048, modp3072 and ecp521 (IKE 14, 15, 21) on CHILD rekeys:
+/// each KE is the group's length (RFC 7296 §3.4: "The length of the Diffie-Hellman public
+/// value for MODP groups MUST be equal to the length of the prime modulus"; RFC 5903 §7 for
+/// ECP), and g^ir enters the KEYMAT.
+#[test]
+fn pfs_rekeys_from_either_end_with_modp_and_ecp521() {
+    for g in [DhGroup::Modp2048, DhGroup::Modp3072, DhGroup::Ecp521] {
+        let (mut a, mut b) = established(&[Some(g)], &[Some(g)]);
+        pfs_rekey(&mut a, &mut b, g);
+        pfs_rekey(&mut b, &mut a, g);
+    }
+}
+
 #[test]
 fn a_ke_of_any_configured_group_is_taken_as_it_is() {
     // Bob prefers ecp256 but also accepts x25519: Alice's x25519 KE is answered in x25519.

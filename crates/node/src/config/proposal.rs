@@ -10,7 +10,9 @@ use ike::suite::{ChildSuite, IkeSuite};
 pub fn ike_suites(s: &str) -> Result<Vec<IkeSuite>, String> {
     let k = keywords(s, false)?;
     if k.dh.is_empty() {
-        return Err(format!("{s:?}: no key exchange group (x25519, ecp256, ecp384)"));
+        return Err(format!(
+            "{s:?}: no key exchange group (x25519, ecp256, ecp384, ecp521, modp2048, modp3072)"
+        ));
     }
     let aead = k.encr.iter().all(|e| matches!(e, EncrAlg::Aead(_)));
     let integ: Vec<IntegAlg> = if aead {
@@ -129,6 +131,9 @@ fn dh_word(g: DhGroup) -> &'static str {
         DhGroup::Curve25519 => "x25519",
         DhGroup::Ecp256 => "ecp256",
         DhGroup::Ecp384 => "ecp384",
+        DhGroup::Ecp521 => "ecp521",
+        DhGroup::Modp2048 => "modp2048",
+        DhGroup::Modp3072 => "modp3072",
     }
 }
 
@@ -159,12 +164,15 @@ fn keywords(s: &str, esp: bool) -> Result<Keywords, String> {
             "x25519" | "curve25519" => k.dh.push(DhGroup::Curve25519),
             "ecp256" => k.dh.push(DhGroup::Ecp256),
             "ecp384" => k.dh.push(DhGroup::Ecp384),
+            "ecp521" => k.dh.push(DhGroup::Ecp521),
+            "modp2048" => k.dh.push(DhGroup::Modp2048),
+            "modp3072" => k.dh.push(DhGroup::Modp3072),
             "esn" if esp => k.esn = true,
             "noesn" if esp => {}
-            "modp2048" | "modp3072" | "modp4096" => {
+            "modp768" | "modp1024" | "modp1536" | "modp4096" | "modp6144" | "modp8192" => {
                 return Err(format!(
-                    "{w:?}: MODP groups are not offered (no maintained constant-time \
-                     implementation in our crypto library); use x25519, ecp256 or ecp384"
+                    "{w:?}: this MODP group is not implemented; use modp2048 or modp3072 (or \
+                     x25519, ecp256, ecp384, ecp521)"
                 ));
             }
             "" => return Err(format!("{s:?}: empty keyword")),
@@ -173,7 +181,7 @@ fn keywords(s: &str, esp: bool) -> Result<Keywords, String> {
                     "{other:?} in {s:?} is not a known algorithm (encryption: aes128gcm16, \
                      aes256gcm16, chacha20poly1305, aes128, aes256; integrity: sha256, sha384, \
                      sha512; prf: prfsha256, prfsha384, prfsha512; group: x25519, ecp256, \
-                     ecp384{})",
+                     ecp384, ecp521, modp2048, modp3072{})",
                     if esp { "; esn, noesn" } else { "" }
                 ));
             }
@@ -222,14 +230,32 @@ mod tests {
         assert_eq!(esp_suites("aes128-sha256").unwrap()[0].pfs, None);
     }
 
+    /// strongSwan's names for groups 14, 15 and 21 (swanctl.conf "Key Exchange Methods"), for
+    /// IKE and for PFS on CHILD rekeys.
+    #[test]
+    fn modp_and_ecp521_names() {
+        let s = ike_suites("aes256-sha256-modp2048-modp3072-ecp521").unwrap();
+        let groups: Vec<DhGroup> = s.iter().map(|x| x.dh).collect();
+        assert_eq!(groups, [DhGroup::Modp2048, DhGroup::Modp3072, DhGroup::Ecp521]);
+        assert_eq!(s[0].dh.ike_id(), 14);
+        let e = esp_suites("aes128gcm16-modp2048").unwrap();
+        assert_eq!(e[0].pfs, Some(DhGroup::Modp2048));
+    }
+
     /// The names status prints read back as the same suites.
     #[test]
     fn names_round_trip() {
-        for p in ["aes128gcm16-prfsha256-x25519", "aes256-sha384-prfsha384-ecp384"] {
+        for p in [
+            "aes128gcm16-prfsha256-x25519",
+            "aes256-sha384-prfsha384-ecp384",
+            "aes256-sha256-prfsha256-modp2048",
+            "aes256gcm16-prfsha384-modp3072",
+            "aes256gcm16-prfsha512-ecp521",
+        ] {
             let s = ike_suites(p).unwrap();
             assert_eq!(ike_suite_name(&s[0]), p);
         }
-        for p in ["aes128gcm16", "aes128-sha256-x25519-esn"] {
+        for p in ["aes128gcm16", "aes128-sha256-x25519-esn", "aes128gcm16-modp2048"] {
             let s = esp_suites(p).unwrap();
             assert_eq!(esp_suite_name(&s[0]), p);
         }
@@ -239,7 +265,7 @@ mod tests {
     fn errors_name_the_word() {
         assert!(ike_suites("aes128gcm16").unwrap_err().contains("no key exchange group"));
         assert!(ike_suites("aes128-x25519").unwrap_err().contains("needs an integrity"));
-        assert!(ike_suites("aes128-sha256-modp2048").unwrap_err().contains("MODP"));
+        assert!(ike_suites("aes128-sha256-modp1024").unwrap_err().contains("\"modp1024\""));
         assert!(ike_suites("blowfish-sha256-x25519").unwrap_err().contains("\"blowfish\""));
         assert!(esp_suites("aes128gcm16-prfsha256").unwrap_err().contains("no PRF"));
         assert!(ike_suites("aes128gcm16-sha256-x25519").unwrap_err().contains("AEAD"));

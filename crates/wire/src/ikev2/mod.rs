@@ -7,6 +7,7 @@
 //! `parse` / `buffer_len` / `emit`. Numbers on the wire are newtypes with the RFC's names as
 //! associated constants, so unknown values pass through losslessly.
 
+mod cert;
 mod consts;
 mod error;
 mod header;
@@ -14,6 +15,7 @@ mod payload;
 mod sa;
 mod ts;
 
+pub use cert::{CA_HASH_LEN, CertEncoding};
 pub use consts::{
     AuthMethod, ExchangeType, GENERIC_HEADER_LEN, IdType, NONCE_MAX_LEN, NONCE_MIN_LEN, NotifyType,
     PayloadType, ProtocolId, TransformType, dh, encr, esn, integ, prf,

@@ -1,7 +1,7 @@
 //! The generic payload chain (RFC 7296 §3.2) and the payloads other than SA and TS: KE (§3.4),
-//! IDi/IDr (§3.5), CERT/CERTREQ (§3.6–3.7, opaque), AUTH (§3.8), Nonce (§3.9), Notify (§3.10),
-//! Delete (§3.11), Vendor ID (§3.12) and the SK header (§3.14, body opaque). [`Message`] is a
-//! whole message: header plus payloads.
+//! IDi/IDr (§3.5), CERT/CERTREQ (§3.6–3.7, opaque here; `cert` reads them by encoding), AUTH
+//! (§3.8), Nonce (§3.9), Notify (§3.10), Delete (§3.11), Vendor ID (§3.12) and the SK header
+//! (§3.14, body opaque). [`Message`] is a whole message: header plus payloads.
 
 use super::consts::{
     AuthMethod, GENERIC_HEADER_LEN, IdType, NONCE_MAX_LEN, NONCE_MIN_LEN, NotifyType, PayloadType,
