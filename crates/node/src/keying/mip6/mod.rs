@@ -136,7 +136,7 @@ impl HomeAgentRuntime {
             capacity: conf.capacity,
         });
         ha.serve_only(conf.mobile_nodes.iter().map(|m| m.home_address));
-        ha.require_dad(true);
+        ha.require_dad(conf.dad);
         Ok(HomeAgentRuntime {
             conf: conf.clone(),
             ha,
