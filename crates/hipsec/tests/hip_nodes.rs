@@ -1,4 +1,4 @@
-//! Two hipsec hosts speaking HIP (issue 12): each knows the other's HIT and locator; the first
+//! Two hipsec hosts speaking HIP: each knows the other's HIT and locator; the first
 //! packet to the peer's HIT meets a trap, its acquire starts the base exchange (I1, R1, I2,
 //! R2 over IP protocol 139), and ESP in BEET mode between the HITs carries ping and TCP. The
 //! HIP packets, captured on the wire, are dissected by tshark: good checksums, nothing
