@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent Mobile IPv6 mobile node (scapy) against the hipsec home agent (issue 13 part 6).
+"""An independent Mobile IPv6 mobile node (scapy) against the hipsec home agent.
 
 Two network namespaces joined by a veth pair: the home agent (`hipsec run` with [home-agent],
 2001:db8:1::1, home prefix 2001:db8:1::/64) and a foreign link where scapy plays mobile nodes
@@ -15,6 +15,10 @@ RFC 3776 §3), and:
   5. de-registers (lifetime 0): BA status 0, the binding cache is empty again.
 Then a BU claiming one mobile node's home address in the other's SA (wrong_sa) and a forged ESP
 packet (esp_integrity_failed) are refused without an answer, and a registration of 4 s expires.
+Then the cases RFC 6275 answers in so many words: a first registration while another node holds
+the home address on the link fails Duplicate Address Detection (BA 134, §10.3.1); a BU with the H
+bit clear over a home registration gets BA 139 (§9.5.1); a Mobility Header whose Payload Proto is
+not 59 is discarded (§9.2); a de-registration with no binding left gets BA 133 (§10.3.2).
 A pcap taken in the home agent's namespace is dissected by tshark, ESP decrypted with the
 signalling SAs (selectors: home address and home agent): every BU and BA must be there, none
 malformed, and no ICMPv6 Parameter Problem may leave the home agent (the kernel is kept away from
@@ -45,6 +49,9 @@ TAG = "%d" % os.getpid()
 NS_HA, NS_MN = "hmip-ha" + TAG, "hmip-mn" + TAG
 DEV_HA, DEV_MN = "hmha" + TAG[-6:], "hmmn" + TAG[-6:]
 WAIT = 1.5  # seconds to wait for a BA (or to be sure none comes)
+# A first registration waits for the home agent's Duplicate Address Detection (RFC 6275
+# §10.3.1; the kernel's DAD takes about a second).
+WAIT_FIRST = 4.0
 
 MOBILE_NODES = [
     {
@@ -184,9 +191,9 @@ def scapy_sa(mn, direction):
     return SecurityAssociation(ESP, spi=spi, crypt_algo=crypt, crypt_key=keys[0], auth_algo=auth, auth_key=keys[1])
 
 
-def binding_update(mn, seq, lifetime):
+def binding_update(mn, seq, lifetime, flags="AH", payload_proto=59):
     """IPv6 (care-of -> HA) | Destination Options (Home Address) | MH BU, checksum by hand."""
-    mh = MIP6MH_BU(seq=seq, flags="AH", mhtime=lifetime, cksum=0)
+    mh = MIP6MH_BU(nh=payload_proto, seq=seq, flags=flags, mhtime=lifetime, cksum=0)
     mh.cksum = mh_checksum(mn["home"], HA, bytes(mh))
     return IPv6(src=mn["coa"], dst=HA, hlim=64) / IPv6ExtHdrDestOpt(options=[HAO(hoa=mn["home"])]) / mh
 
@@ -231,8 +238,8 @@ def status(sock, hipsec):
     return json.loads(r.stdout)["home_agent"]
 
 
-def check_ba(mn, link, sa_out, seq, want_status, label):
-    rs = link.replies(mn["coa"])
+def check_ba(mn, link, sa_out, seq, want_status, label, wait=WAIT):
+    rs = link.replies(mn["coa"], wait)
     if not check("%s %s: one packet back" % (mn["name"], label), len(rs) == 1, "got %d" % len(rs)):
         return
     p = rs[0]
@@ -268,7 +275,7 @@ def mobile_node(mn, link, sock, hipsec):
     # 1. Register.
     reg = bytes(sa_in.encrypt(binding_update(mn, 1, 100)))
     link.send(reg)
-    ba = check_ba(mn, link, sa_out, 1, 0, "register")
+    ba = check_ba(mn, link, sa_out, 1, 0, "register", WAIT_FIRST)
     if ba is not None:
         check("%s register: lifetime granted" % mn["name"], ba.mhtime == 100, str(ba.mhtime))
     st = status(sock, hipsec)
@@ -335,7 +342,7 @@ def expiry(link, sock, hipsec):
     sa_in, sa_out = scapy_sa(mn, "in"), scapy_sa(mn, "out")
     sa_in.seq_num = 200
     link.send(bytes(sa_in.encrypt(binding_update(mn, 5, 1))))
-    ba = check_ba(mn, link, sa_out, 5, 0, "short registration")
+    ba = check_ba(mn, link, sa_out, 5, 0, "short registration", WAIT_FIRST)
     if ba is not None:
         check("short registration: 1 unit granted", ba.mhtime == 1, str(ba.mhtime))
     st = status(sock, hipsec)
@@ -364,10 +371,10 @@ def tshark_check(pcap):
     bus = [r for r in rows if r["mip6.mhtype"] == "5"]
     bas = [r for r in rows if r["mip6.mhtype"] == "6"]
     n = len(MOBILE_NODES)
-    check("tshark: every BU dissected (5 per mobile node, 1 short registration)",
-          len(bus) == 5 * n + 1, "%d BUs" % len(bus))
-    check("tshark: every BA dissected (3 per mobile node, 1 short registration)",
-          len(bas) == 3 * n + 1, "%d BAs" % len(bas))
+    check("tshark: every BU dissected (5 per mobile node, 1 short registration, 6 RFC cases)",
+          len(bus) == 5 * n + 1 + 6, "%d BUs" % len(bus))
+    check("tshark: every BA dissected (3 per mobile node, 1 short registration, 5 RFC cases)",
+          len(bas) == 3 * n + 1 + 5, "%d BAs" % len(bas))
     bad = [r for r in rows if r["_ws.malformed"]]
     check("tshark: no malformed packets", not bad, str(bad))
     undecrypted = [r for r in rows if r["esp.spi"] and not r["mip6.mhtype"]]
@@ -380,6 +387,44 @@ def tshark_check(pcap):
     # Only the home agent's kernel could send one here (the mobile node's drops the RH2 first).
     pp = [r for r in rows if r["icmpv6.type"] == "4"]
     check("no ICMPv6 Parameter Problem from the home agent", not pp, str(pp))
+
+
+def rfc_cases(link, sock, hipsec):
+    """RFC 6275's answers for the cases a home agent easily misreads, in one mobile node's SA."""
+    mn = MOBILE_NODES[0]
+    sa_in, sa_out = scapy_sa(mn, "in"), scapy_sa(mn, "out")
+    sa_in.seq_num = 300
+    # §10.3.1: DAD for the home address before its first binding; another node on the link holds
+    # it (this namespace's kernel answers the home agent's probe), so BA 134 and no binding.
+    sh("ip", "-n", NS_MN, "-6", "addr", "add", mn["home"] + "/128", "dev", DEV_MN, "nodad")
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 20, 100))))
+    check_ba(mn, link, sa_out, 20, 134, "home address in use on the link (DAD)", WAIT_FIRST)
+    sh("ip", "-n", NS_MN, "-6", "addr", "del", mn["home"] + "/128", "dev", DEV_MN)
+    st = status(sock, hipsec)
+    check("DAD failed: no binding, duplicate_address counted",
+          st["binding_cache"]["count"] == 0 and st["refused"].get("duplicate_address") == 1,
+          json.dumps(st["refused"]))
+    # The address free again: DAD passes and the registration goes through.
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 21, 100))))
+    check_ba(mn, link, sa_out, 21, 0, "register after DAD", WAIT_FIRST)
+    # §9.5.1: H clear over a home registration: 139, the home registration stays.
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 22, 100, flags="A"))))
+    check_ba(mn, link, sa_out, 22, 139, "H bit clear over a home registration")
+    st = status(sock, hipsec)
+    check("H bit clear: the home registration stays", st["binding_cache"]["count"] == 1,
+          json.dumps(st["binding_cache"]))
+    # §9.2: Payload Proto 6 instead of 59: discarded, no answer.
+    before = st["refused"].get("bad_payload_proto", 0)
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 23, 100, payload_proto=6))))
+    rs = link.replies(mn["coa"])
+    st = status(sock, hipsec)
+    check("Payload Proto 6: no answer, bad_payload_proto counted",
+          not rs and st["refused"].get("bad_payload_proto", 0) == before + 1, "%d replies, %s" % (len(rs), st["refused"]))
+    # §10.3.2: de-register, then de-register again with nothing left: 133.
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 24, 0))))
+    check_ba(mn, link, sa_out, 24, 0, "de-register")
+    link.send(bytes(sa_in.encrypt(binding_update(mn, 25, 0))))
+    check_ba(mn, link, sa_out, 25, 133, "de-register without a binding")
 
 
 def main():
@@ -424,10 +469,11 @@ def main():
             mobile_node(mn, link, sock, a.hipsec)
         wrongly_protected(link, sock, a.hipsec)
         expiry(link, sock, a.hipsec)
+        rfc_cases(link, sock, a.hipsec)
         st = status(sock, a.hipsec)
-        check("status: binding cache empty; three registrations, two de-registered, one expired",
-              st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 3
-              and st["bindings"]["deregistered"] == 2 and st["bindings"]["expired"] == 1,
+        check("status: binding cache empty; four registrations, three de-registered, one expired",
+              st["binding_cache"]["count"] == 0 and st["bindings"]["created"] == 4
+              and st["bindings"]["deregistered"] == 3 and st["bindings"]["expired"] == 1,
               json.dumps(st["bindings"]))
         human = sh(a.hipsec, "status", sock).stdout
         check("hipsec status shows the home agent and its refusals",
@@ -438,10 +484,12 @@ def main():
         kinds = [e.get("event") for e in events]
         reasons = sorted(e["reason"] for e in events if e.get("event") == "binding-refused")
         check("hipsec monitor: binding-created, -deleted and -refused events",
-              kinds.count("binding-created") == 3 and kinds.count("binding-deleted") == 3
+              kinds.count("binding-created") == 4 and kinds.count("binding-deleted") == 4
               and [e.get("why") for e in events if e.get("event") == "binding-deleted"].count("expired") == 1
               and reasons == sorted(["esp_replayed", "unprotected", "out_of_window"] * 2
-                                    + ["wrong_sa", "esp_integrity_failed"]), str(events))
+                                    + ["wrong_sa", "esp_integrity_failed", "duplicate_address",
+                                       "registration_type_change", "bad_payload_proto",
+                                       "nothing_to_deregister"]), str(events))
     finally:
         if node is not None and node.poll() is None:
             node.terminate()

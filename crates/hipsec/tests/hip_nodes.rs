@@ -250,12 +250,13 @@ fn two_hosts_reach_each_other_by_hit() {
                     assert_eq!(f.get(1), Some(&"1"), "checksum good: {r}");
                     assert!(f.get(2).is_none_or(|m| m.is_empty()), "not malformed: {r}");
                 }
-                // The I2 carries our HOST_ID only inside ENCRYPTED (641), and a HIP_MAC and a
-                // signature (61505, 61697); the R1 its HIP_SIGNATURE_2 (61633).
+                // The I2 carries our HOST_ID (705) in the clear, as RFC 7401 §5.3.3 lays the I2
+                // out (no ENCRYPTED, 641, by default), and a HIP_MAC and a signature (61505,
+                // 61697); the R1 its HIP_SIGNATURE_2 (61633).
                 let params = |k: usize| rows[k].split('\t').nth(3).unwrap_or("").to_string();
                 assert!(params(1).ends_with("61633"), "{}", params(1));
                 assert!(
-                    params(2).contains(",641,") && !params(2).contains(",705,"),
+                    params(2).contains(",705,") && !params(2).contains(",641,"),
                     "{}",
                     params(2)
                 );

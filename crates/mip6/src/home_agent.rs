@@ -1,7 +1,7 @@
 //! The home agent's processing of Binding Updates for home registrations (RFC 6275 §9.5.1,
 //! §10.3.1, §10.3.2) behind the RFC 3776 rule that a Binding Update counts only when it came in
 //! the ESP SA of the mobile node whose home address it claims. Read RFC 3776 §4.1 and §5, then
-//! RFC 6275 §9.5.1 and §10.3.1.
+//! RFC 6275 §9.2, §9.5.1, §10.3.1 and §10.3.2.
 //!
 //! Order of the checks in [`HomeAgent::handle`], each a named [`Refusal`]:
 //! 1. the Mobility Header parses and its Checksum verifies, with the Home Address option's
@@ -9,24 +9,31 @@
 //! 2. it is a Binding Update; a Binding Refresh Request or return-routability message gets a
 //!    Binding Error, status 2 (§9.2: this home agent does no route optimization); a BA or BE is
 //!    ignored;
-//! 3. it arrived in an ESP SA whose selector names the claimed home address (RFC 3776 §4.1,
+//! 3. its Payload Proto is IPPROTO_NONE, 59 (§9.2) — else dropped;
+//! 4. it arrived in an ESP SA whose selector names the claimed home address (RFC 3776 §4.1,
 //!    §5) — else dropped as `Unprotected` or `WrongSa`, before any state is read;
-//! 4. the care-of address (Alternate Care-of Address option, else the source, §9.5.1) is
+//! 5. the care-of address (Alternate Care-of Address option, else the source, §9.5.1) is
 //!    unicast — else dropped;
-//! 5. the Sequence Number is newer than the cached one modulo 2^16 (§9.5.1) — else BA 135
+//! 6. the Sequence Number is newer than the cached one modulo 2^16 (§9.5.1) — else BA 135
 //!    carrying the last accepted number;
-//! 6. §10.3.1: H set (else 131; this home agent takes home registrations only), the home
-//!    address on the home prefix (else 132), a mobile node this agent serves (else 133);
-//! 7. lifetime 0 or care-of = home address de-registers (§10.3.2); otherwise a new entry
-//!    needs room (else 130) and the lifetime is capped at the configured maximum (§10.3.1).
+//! 7. H set, else BA 139 when the home address holds a home registration (§9.5.1: the type of
+//!    a binding does not change) and BA 131 when it holds none (§10.3.1: this node is no
+//!    correspondent node); the home address on the home prefix (else 132), a mobile node this
+//!    agent serves (else 133);
+//! 8. lifetime 0 or care-of = home address de-registers (§10.3.2), and is refused with 133
+//!    when there is no home registration to remove; otherwise a new entry needs room (else
+//!    130) and the lifetime is capped at the configured maximum (§10.3.1);
+//! 9. with [`HomeAgent::require_dad`], a home address without a binding waits for Duplicate
+//!    Address Detection on the home link (§10.3.1): [`Decision::AwaitingDad`] asks the node to
+//!    run it, [`HomeAgent::dad_complete`] gives the answer (registered, or BA 134).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv6Addr;
 
 use ipsec::Time;
 use wire::mip6::{
-    BaStatus, BindingAck, BindingError, BindingUpdate, Body, LIFETIME_UNIT_SECS, Message, MhPacket,
-    MobilityOption,
+    BaStatus, BindingAck, BindingError, BindingUpdate, Body, IPPROTO_NONE, LIFETIME_UNIT_SECS,
+    Message, MhPacket, MobilityOption,
 };
 
 use crate::cache::{Binding, BindingCache, Upsert};
@@ -87,8 +94,6 @@ pub enum BindingChange {
     },
     /// A de-registration removed this entry.
     Deleted(Binding),
-    /// A de-registration for a home address with no entry.
-    NothingToDelete,
 }
 
 /// The home agent's answer to one Mobility Header.
@@ -111,6 +116,29 @@ pub enum Decision {
     },
     /// Dropped without an answer; the cache is unchanged.
     Dropped(Refusal),
+    /// The home address has no binding yet and [`HomeAgent::require_dad`] is on: the Binding
+    /// Update is held until the node reports Duplicate Address Detection's result through
+    /// [`HomeAgent::dad_complete`] (§10.3.1). Nothing is sent yet.
+    AwaitingDad {
+        /// The home address to probe on the home link.
+        home_address: Ipv6Addr,
+        /// True for the first Binding Update of this wait: the node starts DAD now. False for
+        /// a retransmission that replaced the held one while DAD runs.
+        start: bool,
+    },
+}
+
+/// A Binding Update held while the node runs Duplicate Address Detection for its home address.
+#[derive(Debug, Clone, Copy)]
+struct HeldBu {
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    home_address_option: Option<Ipv6Addr>,
+    care_of: Ipv6Addr,
+    sequence: u16,
+    spi: ipsec::Spi,
+    granted: u16,
+    acknowledge: bool,
 }
 
 /// A Mobile IPv6 home agent (§10): the binding cache and the processing in front of it.
@@ -120,6 +148,8 @@ pub struct HomeAgent {
     cache: BindingCache,
     served: Option<HashSet<Ipv6Addr, ahash::RandomState>>,
     counters: Counters,
+    dad: bool,
+    held: HashMap<Ipv6Addr, HeldBu, ahash::RandomState>,
 }
 
 impl HomeAgent {
@@ -129,7 +159,49 @@ impl HomeAgent {
         config.max_lifetime_units = config.max_lifetime_units.max(1);
         let max_secs = u32::from(config.max_lifetime_units) * LIFETIME_UNIT_SECS;
         let cache = BindingCache::new(config.capacity, max_secs);
-        HomeAgent { config, cache, served: None, counters: Counters::default() }
+        HomeAgent {
+            config,
+            cache,
+            served: None,
+            counters: Counters::default(),
+            dad: false,
+            held: HashMap::default(),
+        }
+    }
+
+    /// Runs Duplicate Address Detection for a home address before its first binding (§10.3.1):
+    /// such a Binding Update yields [`Decision::AwaitingDad`] instead of a binding. Off by
+    /// default, for callers (benchmarks, simulations) that have no home link to probe.
+    pub fn require_dad(&mut self, on: bool) {
+        self.dad = on;
+    }
+
+    /// Home addresses whose Binding Update waits for Duplicate Address Detection.
+    pub fn awaiting_dad(&self) -> impl Iterator<Item = Ipv6Addr> + '_ {
+        self.held.keys().copied()
+    }
+
+    /// The node's answer to [`Decision::AwaitingDad`]: `unique` is true when no other node
+    /// defended the home address on the home link. Registers the held Binding Update, or
+    /// refuses it with BA status 134 (§10.3.1). `None` if nothing was held for `home`.
+    pub fn dad_complete(&mut self, home: Ipv6Addr, unique: bool, now: Time) -> Option<Decision> {
+        let h = self.held.remove(&home)?;
+        let m = InboundMh {
+            src: h.src,
+            dst: h.dst,
+            home_address_option: h.home_address_option,
+            sa: None,
+            mh: &[],
+        };
+        let d = if unique {
+            self.register(&m, home, h.care_of, h.sequence, h.spi, h.granted, h.acknowledge, now)
+        } else {
+            let reason = Refusal::DuplicateAddress;
+            let status = BaStatus::DUPLICATE_ADDRESS_DETECTION_FAILED;
+            Decision::Rejected { reason, reply: ack(&m, home, status, h.sequence, 0) }
+        };
+        self.count(&d);
+        Some(d)
     }
 
     /// Serves only the listed home addresses (others get BA status 133, §10.3.1).
@@ -168,19 +240,22 @@ impl HomeAgent {
     /// Processes one Mobility Header in the order the module documentation gives.
     pub fn handle(&mut self, m: &InboundMh<'_>, now: Time) -> Decision {
         let d = self.decide(m, now);
-        match &d {
+        self.count(&d);
+        d
+    }
+
+    fn count(&mut self, d: &Decision) {
+        match d {
             Decision::Accepted { change, .. } => match change {
                 BindingChange::Created(_) => self.counters.created += 1,
                 BindingChange::Updated { .. } => self.counters.updated += 1,
-                BindingChange::Deleted(_) | BindingChange::NothingToDelete => {
-                    self.counters.deregistered += 1
-                }
+                BindingChange::Deleted(_) => self.counters.deregistered += 1,
             },
             Decision::Rejected { reason, .. } | Decision::Dropped(reason) => {
                 self.counters.count(*reason)
             }
+            Decision::AwaitingDad { .. } => {}
         }
-        d
     }
 
     /// Processes a batch of Mobility Headers in order, as [`HomeAgent::handle`] would one by
@@ -211,6 +286,11 @@ impl HomeAgent {
             }
             _ => return binding_error(m, home),
         };
+        // §9.2: "The Payload Proto field MUST be IPPROTO_NONE (59 decimal). Otherwise, the node
+        // MUST discard the message" (the ICMP Parameter Problem it SHOULD send is the node's).
+        if packet.payload_proto() != IPPROTO_NONE {
+            return Decision::Dropped(Refusal::BadPayloadProto);
+        }
         // RFC 3776 §4.1, §5: the SA must be the one set up for this home address.
         match m.sa {
             None => return Decision::Dropped(Refusal::Unprotected),
@@ -223,7 +303,8 @@ impl HomeAgent {
             return Decision::Dropped(Refusal::BadCareOf);
         }
         let reply_to = |status, sequence, lifetime| ack(m, home, status, sequence, lifetime);
-        if let Some(b) = self.cache.get(&home, now)
+        let existing = self.cache.get(&home, now);
+        if let Some(b) = existing
             && !is_newer(bu.sequence, b.sequence)
         {
             let reply = reply_to(BaStatus::SEQUENCE_NUMBER_OUT_OF_WINDOW, b.sequence, 0);
@@ -234,7 +315,14 @@ impl HomeAgent {
             Decision::Rejected { reason, reply: reply_to(status, bu.sequence, 0) }
         };
         if !bu.home_registration {
-            return refuse(Refusal::NotHomeRegistration);
+            // §9.5.1: a binding keeps its type; a home address that holds a home registration
+            // cannot turn it into a correspondent registration (139). Without one, the BU asks
+            // for route optimization, which this home agent does not offer (131, §10.3.1).
+            return refuse(if existing.is_some() {
+                Refusal::RegistrationTypeChange
+            } else {
+                Refusal::NotHomeRegistration
+            });
         }
         if !self.config.on_home_prefix(home) {
             return refuse(Refusal::NotHomeSubnet);
@@ -242,26 +330,94 @@ impl HomeAgent {
         if self.served.as_ref().is_some_and(|s| !s.contains(&home)) {
             return refuse(Refusal::NotHomeAgentForThisMobileNode);
         }
-        let wants_ack = bu.acknowledge;
-        let ack = |status, lifetime| wants_ack.then(|| reply_to(status, bu.sequence, lifetime));
         // §10.3.2: lifetime 0 or the home address as care-of address de-registers.
         if bu.lifetime == 0 || care_of == home {
-            let change = match self.cache.remove(&home) {
-                Some(b) => BindingChange::Deleted(b),
-                None => BindingChange::NothingToDelete,
+            self.held.remove(&home);
+            // §10.3.2: "If the receiving node has no entry marked as a home registration in its
+            // Binding Cache for this mobile node, then this node MUST reject the Binding Update
+            // and SHOULD return a Binding Acknowledgement to the mobile node, in which the
+            // Status field is set to 133 (not home agent for this mobile node)."
+            let Some(b) = self.cache.remove(&home) else {
+                return refuse(Refusal::NothingToDeregister);
             };
-            return Decision::Accepted { change, reply: ack(BaStatus::ACCEPTED, 0) };
+            let reply = bu.acknowledge.then(|| reply_to(BaStatus::ACCEPTED, bu.sequence, 0));
+            return Decision::Accepted { change: BindingChange::Deleted(b), reply };
         }
         let granted = bu.lifetime.min(self.config.max_lifetime_units);
+        if self.dad && existing.is_none() {
+            return self.hold(m, home, care_of, &bu, spi, granted);
+        }
+        self.register(m, home, care_of, bu.sequence, spi, granted, bu.acknowledge, now)
+    }
+
+    /// Holds a first Binding Update for `home` until DAD answers; a newer one replaces it.
+    fn hold(
+        &mut self,
+        m: &InboundMh<'_>,
+        home: Ipv6Addr,
+        care_of: Ipv6Addr,
+        bu: &BindingUpdate,
+        spi: ipsec::Spi,
+        granted: u16,
+    ) -> Decision {
+        let held = HeldBu {
+            src: m.src,
+            dst: m.dst,
+            home_address_option: m.home_address_option,
+            care_of,
+            sequence: bu.sequence,
+            spi,
+            granted,
+            acknowledge: bu.acknowledge,
+        };
+        let full = self.cache.len() + self.held.len() >= self.cache.capacity();
+        match self.held.get_mut(&home) {
+            Some(h) => {
+                if h.sequence == bu.sequence || is_newer(bu.sequence, h.sequence) {
+                    *h = held;
+                }
+                Decision::AwaitingDad { home_address: home, start: false }
+            }
+            None if full => {
+                let status = BaStatus::INSUFFICIENT_RESOURCES;
+                let reply = ack(m, home, status, bu.sequence, 0);
+                Decision::Rejected { reason: Refusal::InsufficientResources, reply }
+            }
+            None => {
+                self.held.insert(home, held);
+                Decision::AwaitingDad { home_address: home, start: true }
+            }
+        }
+    }
+
+    /// Creates or updates the binding (§10.3.1), answering with a BA when `acknowledge`.
+    #[allow(clippy::too_many_arguments)]
+    fn register(
+        &mut self,
+        m: &InboundMh<'_>,
+        home: Ipv6Addr,
+        care_of: Ipv6Addr,
+        sequence: u16,
+        spi: ipsec::Spi,
+        granted: u16,
+        acknowledge: bool,
+        now: Time,
+    ) -> Decision {
         let secs = u32::from(granted) * LIFETIME_UNIT_SECS;
-        match self.cache.upsert(home, care_of, bu.sequence, spi, secs, now) {
-            None => refuse(Refusal::InsufficientResources),
+        match self.cache.upsert(home, care_of, sequence, spi, secs, now) {
+            None => {
+                let status = BaStatus::INSUFFICIENT_RESOURCES;
+                let reply = ack(m, home, status, sequence, 0);
+                Decision::Rejected { reason: Refusal::InsufficientResources, reply }
+            }
             Some((up, new)) => {
                 let change = match up {
                     Upsert::Created => BindingChange::Created(new),
                     Upsert::Updated(old) => BindingChange::Updated { old, new },
                 };
-                Decision::Accepted { change, reply: ack(BaStatus::ACCEPTED, granted) }
+                let reply =
+                    acknowledge.then(|| ack(m, home, BaStatus::ACCEPTED, sequence, granted));
+                Decision::Accepted { change, reply }
             }
         }
     }

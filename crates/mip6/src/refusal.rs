@@ -40,9 +40,23 @@ pub enum Refusal {
     /// Sequence number not newer than the last accepted one (§9.5.1): BA status 135.
     #[error("sequence number out of window")]
     OutOfWindow,
+    /// The Mobility Header's Payload Proto is not IPPROTO_NONE (59) (§6.1.1, §9.2): dropped.
+    #[error("mobility header payload proto not 59")]
+    BadPayloadProto,
     /// H flag clear: this home agent serves home registrations only (BA status 131).
     #[error("not a home registration")]
     NotHomeRegistration,
+    /// H flag clear for a home address that holds a home registration (§9.5.1): BA status 139.
+    #[error("registration type change disallowed")]
+    RegistrationTypeChange,
+    /// A de-registration for a home address with no home registration (§10.3.2): BA status
+    /// 133.
+    #[error("de-registration without a home registration")]
+    NothingToDeregister,
+    /// Duplicate Address Detection found the home address in use on the home link (§10.3.1):
+    /// BA status 134.
+    #[error("duplicate address detection failed")]
+    DuplicateAddress,
     /// Home address outside the home prefix (§10.3.1): BA status 132.
     #[error("home address not in the home subnet")]
     NotHomeSubnet,
@@ -63,16 +77,20 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every reason, in counter order.
-    pub const ALL: [Refusal; 12] = [
+    pub const ALL: [Refusal; 16] = [
         Refusal::Malformed,
         Refusal::BadChecksum,
+        Refusal::BadPayloadProto,
         Refusal::Unprotected,
         Refusal::WrongSa,
         Refusal::BadCareOf,
         Refusal::OutOfWindow,
         Refusal::NotHomeRegistration,
+        Refusal::RegistrationTypeChange,
         Refusal::NotHomeSubnet,
         Refusal::NotHomeAgentForThisMobileNode,
+        Refusal::NothingToDeregister,
+        Refusal::DuplicateAddress,
         Refusal::InsufficientResources,
         Refusal::UnsupportedMessage,
         Refusal::NotForHomeAgent,
@@ -87,10 +105,12 @@ impl Refusal {
         match self {
             Refusal::OutOfWindow => Some(BaStatus::SEQUENCE_NUMBER_OUT_OF_WINDOW),
             Refusal::NotHomeRegistration => Some(BaStatus::HOME_REGISTRATION_NOT_SUPPORTED),
+            Refusal::RegistrationTypeChange => Some(BaStatus::REGISTRATION_TYPE_CHANGE_DISALLOWED),
             Refusal::NotHomeSubnet => Some(BaStatus::NOT_HOME_SUBNET),
-            Refusal::NotHomeAgentForThisMobileNode => {
+            Refusal::NotHomeAgentForThisMobileNode | Refusal::NothingToDeregister => {
                 Some(BaStatus::NOT_HOME_AGENT_FOR_THIS_MOBILE_NODE)
             }
+            Refusal::DuplicateAddress => Some(BaStatus::DUPLICATE_ADDRESS_DETECTION_FAILED),
             Refusal::InsufficientResources => Some(BaStatus::INSUFFICIENT_RESOURCES),
             _ => None,
         }
@@ -114,8 +134,7 @@ pub struct Counters {
     pub created: u64,
     /// Registrations that updated an entry (refresh or move).
     pub updated: u64,
-    /// De-registrations (lifetime 0 or care-of = home address) that removed an entry or found
-    /// none.
+    /// De-registrations (lifetime 0 or care-of = home address) that removed an entry.
     pub deregistered: u64,
     /// Entries removed because their lifetime ran out.
     pub expired: u64,

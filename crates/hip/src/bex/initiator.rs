@@ -207,11 +207,17 @@ impl I1Sent {
         let keymat_index =
             u16::try_from(hip_len).map_err(|_| Error::Config("KEYMAT index".into()))?;
 
-        // I2 (§6.8 step 9): our HOST_ID encrypted under the HIP key of our direction.
-        let inner = emit_params(&[Param::HostId(host_id(host))])
-            .map_err(|e| Error::Config(e.to_string()))?;
-        let iv = random(provider, crate::cipher::iv_len(cipher))?;
-        let enc = crate::cipher::encrypt(provider, cipher, &hip.enc_out, &iv, &inner)?;
+        // I2 (§5.3.3, §6.8): our HOST_ID in the clear, where §5.3.3 places it, or (configured)
+        // inside ENCRYPTED under the HIP key of our direction. Parameters stay in type order
+        // (§5.2.1): HIP_CIPHER 579, ENCRYPTED 641, HOST_ID 705, TRANSPORT_FORMAT_LIST 2049.
+        let hidden = if self.config.encrypt_host_id {
+            let inner = emit_params(&[Param::HostId(host_id(host))])
+                .map_err(|e| Error::Config(e.to_string()))?;
+            let iv = random(provider, crate::cipher::iv_len(cipher))?;
+            Some(crate::cipher::encrypt(provider, cipher, &hip.enc_out, &iv, &inner)?)
+        } else {
+            None
+        };
         let mut i2 = Message::new(Header::new(PacketType::I2, self.me.0, self.peer.0))
             .with(EspInfo { keymat_index, old_spi: 0, new_spi: spi_in });
         if let Some(c) = get!(m, R1Counter) {
@@ -220,8 +226,12 @@ impl I1Sent {
         i2 = i2
             .with(Solution { k: pz.k, opaque: pz.opaque, i: pz.i.clone(), j })
             .with(DiffieHellman::new(*want, public))
-            .with(HipCipher { ciphers: vec![cipher] })
-            .with(Encrypted { iv_and_data: enc })
+            .with(HipCipher { ciphers: vec![cipher] });
+        i2 = match hidden {
+            Some(enc) => i2.with(Encrypted { iv_and_data: enc }),
+            None => i2.with(host_id(host)),
+        };
+        i2 = i2
             .with(TransportFormatList { formats: vec![ParamType::ESP_TRANSFORM] })
             .with(EspTransform { suites: vec![esp_id] });
         let mac = hmac(

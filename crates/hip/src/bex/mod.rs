@@ -44,16 +44,22 @@ pub struct Config {
     pub puzzle_k: u8,
     /// PUZZLE Lifetime exponent: the puzzle is valid 2^(value − 32) seconds (§5.2.4).
     pub puzzle_lifetime: u8,
+    /// As Initiator, send our HOST_ID inside ENCRYPTED instead of in the clear. RFC 7401's I2
+    /// (§5.3.3) lists HOST_ID among the I2's own parameters, where every HIPv2 host looks for
+    /// it; ENCRYPTED (§5.2.18) is the form that hides the identity from onlookers. The
+    /// Responder accepts either (§6.9), so this only matters to what we send. Off by default.
+    pub encrypt_host_id: bool,
 }
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             dh_groups: vec![DhGroupId::NIST_P256, DhGroupId::NIST_P384],
-            ciphers: vec![CipherId::AES_128_CBC, CipherId::NULL_ENCRYPT],
+            ciphers: vec![CipherId::AES_128_CBC, CipherId::AES_256_CBC, CipherId::NULL_ENCRYPT],
             esp_suites: vec![EspSuite::AES_GCM_16, EspSuite::AES_128_CBC_HMAC_SHA256],
             puzzle_k: 10,
             puzzle_lifetime: 37,
+            encrypt_host_id: false,
         }
     }
 }

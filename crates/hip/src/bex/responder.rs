@@ -195,15 +195,29 @@ impl Responder {
         )?;
         let hip = draw_hip_keys(&mut km, cipher, SUITE, &me, &hit_i)?;
 
-        // The Initiator's identity, encrypted under its HIP key (§6.9 step 10).
-        let enc = get!(m, Encrypted).ok_or_else(|| missing("ENCRYPTED"))?;
-        let plain = crate::cipher::decrypt(self.provider, cipher, &hip.enc_in, &enc.iv_and_data)?;
-        let inner =
-            wire::hip::parse_params(&plain).map_err(|e| Error::Peer(format!("ENCRYPTED: {e}")))?;
-        let hi = inner
-            .iter()
-            .find_map(|p| if let Param::HostId(h) = p { Some(h) } else { None })
-            .ok_or_else(|| missing("HOST_ID in ENCRYPTED"))?;
+        // The Initiator's identity (§6.9): HOST_ID among the I2's parameters, as §5.3.3 lays
+        // the I2 out, or inside ENCRYPTED under the Initiator's HIP key. Both are accepted; a
+        // clear HOST_ID wins, and an ENCRYPTED beside it must then decrypt to the same one.
+        let hidden = match get!(m, Encrypted) {
+            Some(enc) => {
+                let plain =
+                    crate::cipher::decrypt(self.provider, cipher, &hip.enc_in, &enc.iv_and_data)?;
+                let inner = wire::hip::parse_params(&plain)
+                    .map_err(|e| Error::Peer(format!("ENCRYPTED: {e}")))?;
+                inner
+                    .into_iter()
+                    .find_map(|p| if let Param::HostId(h) = p { Some(h) } else { None })
+            }
+            None => None,
+        };
+        let hi = match (get!(m, HostId), &hidden) {
+            (Some(clear), Some(inner)) if clear != inner => {
+                return Err(Error::Peer("HOST_ID: clear and ENCRYPTED ones differ".into()));
+            }
+            (Some(clear), _) => clear,
+            (None, Some(inner)) => inner,
+            (None, None) => return Err(missing("HOST_ID (in the clear or in ENCRYPTED)")),
+        };
         let peer = peer_identity(hi)?;
         if peer.hit() != hit_i {
             return Err(Error::Peer(format!("HOST_ID is not that of HIT {hit_i}")));

@@ -70,6 +70,53 @@ fn base_exchange_agrees_on_keys_for_every_offer() {
     assert_eq!(run.i.esp.auth_out.len(), 32);
 }
 
+/// RFC 7401 §5.3.3 lays the I2 out with HOST_ID among its own parameters; §5.2.18's ENCRYPTED
+/// may carry it instead. The Responder takes either, under every HIP_CIPHER we offer — NULL
+/// (§5.2.8: NULL-ENCRYPT, ENCRYPTED's contents sent as they are), AES-128-CBC and AES-256-CBC —
+/// and what we send by default is the clear form.
+#[test]
+fn i2_in_every_form_completes() {
+    use wire::hip::{CipherId, Message, Param};
+    for cipher in [CipherId::NULL_ENCRYPT, CipherId::AES_128_CBC, CipherId::AES_256_CBC] {
+        for encrypt_host_id in [false, true] {
+            let config = Config { ciphers: vec![cipher], encrypt_host_id, ..Config::default() };
+            let run = exchange(EcCurve::P256, EcCurve::P384, config);
+            mirrored(&run);
+            assert_eq!(run.i.hip.cipher, cipher);
+            let i2 = Message::parse(&run.packets[2]).unwrap();
+            let clear = i2.params.iter().any(|p| matches!(p, Param::HostId(_)));
+            let hidden = i2.params.iter().any(|p| matches!(p, Param::Encrypted(_)));
+            assert_eq!((clear, hidden), (!encrypt_host_id, encrypt_host_id), "{cipher}");
+            // Parameters in ascending type order (§5.2.1).
+            let types: Vec<u16> = i2.params.iter().map(|p| p.param_type().0).collect();
+            assert!(types.windows(2).all(|w| w[0] <= w[1]), "{types:?}");
+        }
+    }
+    assert!(!Config::default().encrypt_host_id, "the clear form is what we send");
+}
+
+/// An I2 with a clear HOST_ID and an ENCRYPTED one naming another identity is refused.
+#[test]
+fn i2_with_two_different_host_ids_is_refused() {
+    use wire::hip::{Encrypted, Message, Param};
+    let hi = LocalHost::generate(EcCurve::P256).unwrap();
+    let other = LocalHost::generate(EcCurve::P256).unwrap();
+    let hr = LocalHost::generate(EcCurve::P256).unwrap();
+    let config = Config { ciphers: vec![wire::hip::CipherId::NULL_ENCRYPT], ..Config::default() };
+    let resp = Responder::new(&hr, config.clone(), p()).unwrap();
+    let s = I1Sent::start(&hi, hr.hit(), config, A, B).unwrap();
+    let r1 = resp.on_i1(&hr.hit(), s.i1(), A, B).unwrap();
+    let (s, _) = s.on_r1(&hi, p(), &r1, B, A).unwrap();
+    let mut m = Message::parse(s.i2()).unwrap();
+    // NULL-ENCRYPT: ENCRYPTED's data is the parameter itself.
+    let inner = wire::hip::emit_params(&[Param::HostId(host_id(&other))]).unwrap();
+    let at = m.params.iter().position(|p| matches!(p, Param::HostId(_))).unwrap();
+    m.params.insert(at, Param::Encrypted(Encrypted { iv_and_data: inner }));
+    let i2 = seal(&m, A, B).unwrap();
+    let e = resp.on_i2(&hr, &i2, A, B).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("HOST_ID"), "{e}");
+}
+
 /// Every packet of a run parses back and carries a good checksum for its direction.
 #[test]
 fn packets_are_well_formed() {

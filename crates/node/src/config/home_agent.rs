@@ -9,6 +9,7 @@
 //! home-prefix = "2001:db8:1::/64"     # home addresses must be on it (§10.3.1)
 //! max-lifetime = 600                  # seconds granted at most (§10.3.1), rounded down to 4 s
 //! capacity = 100000                   # binding cache entries at most (BA 130 beyond)
+//! duplicate-address-detection = true  # DAD on `interface` before a first binding (§10.3.1)
 //!
 //! [[home-agent.mobile-node]]
 //! home-address = "2001:db8:1::100"
@@ -58,6 +59,9 @@ pub struct HomeAgentConf {
     pub max_lifetime_units: u16,
     /// Most bindings held.
     pub capacity: usize,
+    /// Whether a home address's first binding waits for Duplicate Address Detection on
+    /// `interface` (RFC 6275 §10.3.1; default true).
+    pub dad: bool,
     /// The mobile nodes served.
     pub mobile_nodes: Vec<MobileNodeConf>,
 }
@@ -99,6 +103,7 @@ pub(super) struct RawHomeAgent {
     home_prefix: Spanned<String>,
     max_lifetime: Option<Spanned<i64>>,
     capacity: Option<Spanned<i64>>,
+    duplicate_address_detection: Option<bool>,
     #[serde(default)]
     mobile_node: Vec<Spanned<RawMobileNode>>,
 }
@@ -185,6 +190,7 @@ pub(super) fn parse(
         mobile_nodes.push(mn);
     }
     Ok(HomeAgentConf {
+        dad: r.duplicate_address_detection.unwrap_or(true),
         interface: name.clone(),
         address,
         home_prefix,

@@ -1,4 +1,4 @@
-//! The HIP driver (issue 12): runs the `hip` crate's base exchange for this host and turns what
+//! The HIP driver: runs the `hip` crate's base exchange for this host and turns what
 //! it establishes into BEET-mode SAs through the control plane.
 //!
 //! - Known peers get a trap policy from our HIT to theirs; the first packet to a peer's HIT

@@ -1,4 +1,4 @@
-//! The Mobile IPv6 home agent in the node (issue 13): the `mip6` crate's sans-IO
+//! The Mobile IPv6 home agent in the node: the `mip6` crate's sans-IO
 //! [`mip6::HomeAgent`] fed with Binding Updates read off the link, answered with Binding
 //! Acknowledgements sealed in the mobile node's SA. Read RFC 6275 §9.3.1, §9.5.1, §10.3 and
 //! RFC 3776 §3–§5 first; docs/mip6.md has the configuration.
@@ -17,7 +17,10 @@
 //!    header (§6.4, §9.5.4), sealed with the mobile node's outbound SA, by
 //!    [`socket::RawSender`]: queued, and the batch's replies sent by one sendmmsg(2).
 //!
-//! Expiry runs on the control thread's tick (`expire`, about once a second).
+//! A home address's first Binding Update waits for Duplicate Address Detection on the home link
+//! (§10.3.1, [`dad`]): the tick reads the kernel's verdict and hands it to
+//! [`mip6::HomeAgent::dad_complete`]. Expiry runs on the control thread's tick (`expire`, about
+//! once a second).
 //!
 //! Forwarding to the care-of address (§10.4.1, RFC 4877 §4.3) is [`forward`]'s: the binding
 //! changes of a batch are applied through the control plane once the batch is answered.
@@ -25,6 +28,7 @@
 
 pub mod bpf;
 pub mod care_of;
+pub mod dad;
 pub mod forward;
 mod ike_keys;
 mod json;
@@ -69,6 +73,11 @@ pub struct LinkCounters {
     pub send_failed: u64,
     /// Replies that could not be sealed (no outbound SA for the home address).
     pub not_sealed: u64,
+    /// Duplicate Address Detection runs started for a home address's first binding.
+    pub dad_started: u64,
+    /// Runs that could not start (the probe address could not be added): the registration
+    /// went ahead without DAD.
+    pub dad_unavailable: u64,
     /// IKEv2-made signalling SAs refused: their selectors were not the home address of the
     /// mobile node that names the connection (RFC 4877 §4.4).
     pub ike_refused: u64,
@@ -100,6 +109,11 @@ pub struct HomeAgentRuntime {
     changed: Vec<(std::net::Ipv6Addr, Option<std::net::Ipv6Addr>)>,
     /// `ike = "NAME"` of the mobile nodes keyed by IKEv2: connection → home address.
     ike_homes: std::collections::HashMap<String, std::net::Ipv6Addr>,
+    /// Duplicate Address Detection runs on the home link.
+    dad: dad::Probes,
+    /// Where each held Binding Update's answer goes: the packet it came in (for the event)
+    /// and the home address whose SA seals the reply.
+    dad_from: std::collections::HashMap<std::net::Ipv6Addr, packet::Inbound>,
 }
 
 impl HomeAgentRuntime {
@@ -122,6 +136,7 @@ impl HomeAgentRuntime {
             capacity: conf.capacity,
         });
         ha.serve_only(conf.mobile_nodes.iter().map(|m| m.home_address));
+        ha.require_dad(conf.dad);
         Ok(HomeAgentRuntime {
             conf: conf.clone(),
             ha,
@@ -140,6 +155,8 @@ impl HomeAgentRuntime {
             fwd: forward::Forwarding::new(conf, tun),
             changed: Vec::new(),
             ike_homes: conf.ike_homes(),
+            dad: dad::Probes::new(&conf.interface),
+            dad_from: std::collections::HashMap::new(),
         })
     }
 
@@ -298,6 +315,13 @@ impl HomeAgentRuntime {
                 self.refused_event(inb, "", json::refusal_name(reason));
                 None
             }
+            Decision::AwaitingDad { home_address, start } => {
+                self.dad_from.insert(home_address, *inb);
+                if start {
+                    self.start_dad(home_address, now);
+                }
+                None
+            }
         };
         let (Some(reply), Some(home)) = (reply, sa_home) else { return };
         match self.sigs.seal(home, &reply, now) {
@@ -308,6 +332,29 @@ impl HomeAgentRuntime {
             }
             Err(_) => self.counters.not_sealed += 1,
         }
+    }
+
+    /// Starts DAD for `home` on the home link (§10.3.1). If it cannot run, the held Binding
+    /// Update is registered at once (counted as `dad_unavailable`, logged).
+    fn start_dad(&mut self, home: std::net::Ipv6Addr, now: Time) {
+        match self.dad.start(home, now) {
+            Ok(()) => self.counters.dad_started += 1,
+            Err(e) => {
+                self.counters.dad_unavailable += 1;
+                log_event!(Level::Warn, "mip6-dad-unavailable", "home_address" => home.to_string(), "why" => e.to_string());
+                self.dad_done(home, true, now);
+            }
+        }
+    }
+
+    /// Hands DAD's verdict for `home` to the home agent and sends its answer.
+    fn dad_done(&mut self, home: std::net::Ipv6Addr, unique: bool, now: Time) {
+        let from = self.dad_from.remove(&home);
+        let (Some(d), Some(inb)) = (self.ha.dad_complete(home, unique, now), from) else {
+            return;
+        };
+        log_event!(Level::Debug, "mip6-dad-done", "home_address" => home.to_string(), "unique" => unique);
+        self.decided(&inb, d, Some(home), now);
     }
 
     /// Sends the queued replies (one sendmmsg(2) per batch instead of a sendto(2) each).
@@ -329,7 +376,6 @@ impl HomeAgentRuntime {
             BindingChange::Created(b) => ("binding-created", b),
             BindingChange::Updated { new, .. } => ("binding-updated", new),
             BindingChange::Deleted(b) => ("binding-deleted", b),
-            BindingChange::NothingToDelete => return,
         };
         if self.fwd.tunnels(b.home_address) {
             let care_of = (kind != "binding-deleted").then_some(b.care_of_address);
@@ -368,6 +414,13 @@ impl HomeAgentRuntime {
     pub fn tick(&mut self, plane: &mut ControlPlane) {
         self.fwd.start(plane);
         let now = self.now();
+        if self.dad.any() {
+            for (home, unique) in self.dad.poll(now) {
+                self.dad_done(home, unique, now);
+            }
+            self.flush_replies();
+            self.forward(plane);
+        }
         if now.0 / 1_000_000 < self.next_expire_s {
             return;
         }
