@@ -35,6 +35,7 @@ pub mod sa;
 pub mod session;
 pub mod sk;
 pub mod suite;
+pub mod time;
 pub mod wireshark;
 
 pub use config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
@@ -46,3 +47,4 @@ pub use sa::{Established, IkeSa, Rejected, Retransmit};
 pub use session::{ChildSa, Event, Output, Request, Session};
 pub use sk::Role;
 pub use suite::{ChildSuite, IkeSuite};
+pub use time::Time;
