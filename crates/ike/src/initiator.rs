@@ -236,8 +236,17 @@ impl InitiatorSaInit {
         ke_r: &[u8],
         nr: Vec<u8>,
     ) -> Result<SaInitNext, Error> {
-        let InitiatorSaInit { config, provider, ep, spi_i, ni, ke, retransmit, initial_contact, .. } =
-            self;
+        let InitiatorSaInit {
+            config,
+            provider,
+            ep,
+            spi_i,
+            ni,
+            ke,
+            retransmit,
+            initial_contact,
+            ..
+        } = self;
         let spi_r = m.header.spi_r;
         let g_ir = ke.agree(ke_r).map_err(|_| PeerMisbehaved::BadPublicValue)?;
         let seed = skeyseed(suite.prf, &ni, &nr, g_ir.as_bytes());

@@ -23,6 +23,7 @@
 //! exchange fails).
 #![forbid(unsafe_code)]
 
+pub mod assoc;
 pub mod auth;
 pub mod config;
 mod create_child;

@@ -424,8 +424,7 @@ impl ResponderAuth {
             Ok((child, reply)) => {
                 let mut ike = self.ike;
                 ike.last_response = Some(reply.clone());
-                let initial_contact =
-                    find_notify(&payloads, NotifyType::INITIAL_CONTACT).is_some();
+                let initial_contact = find_notify(&payloads, NotifyType::INITIAL_CONTACT).is_some();
                 let peer_id = idi.clone();
                 let e = Established { ike, child, peer_id, initial_contact };
                 Ok(AuthOutcome::Established(Box::new(e), reply))
