@@ -102,7 +102,10 @@ impl Association {
 
     fn down(&mut self, cfg: &ConnectionConfig, sink: &mut Sink<'_>, reason: DownReason) -> Step {
         if let State::Up(up) = &mut self.state {
-            for p in std::mem::take(&mut up.pairs) {
+            // The sending pair goes last: traffic never points at a pair already removed.
+            let mut pairs = std::mem::take(&mut up.pairs);
+            pairs.sort_by_key(|p| up.active_out == Some(p.spi_in));
+            for p in pairs {
                 sink.events.push_back(Event::RemoveChild {
                     assoc: self.id,
                     child: cfg.child.name.clone(),
@@ -357,6 +360,9 @@ impl Association {
                 if !up.rekeying.insert(s) {
                     return Step::default();
                 }
+                if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
+                    p.rekey_at = None;
+                }
             }
             Request::DeleteIke => up.terminating = true,
             _ => {}
@@ -535,10 +541,12 @@ impl Up {
             reqs.push(Request::DeleteChild(spi_in));
         }
         for p in &mut self.pairs {
-            if p.rekey_at.is_some_and(|t| now >= t) && !self.rekeying.contains(&p.spi_in) {
+            if p.rekey_at.is_some_and(|t| now >= t) {
                 p.rekey_at = None;
-                self.rekeying.insert(p.spi_in);
-                reqs.push(Request::RekeyChild(p.spi_in));
+                // Already under way when an operator asked first.
+                if self.rekeying.insert(p.spi_in) {
+                    reqs.push(Request::RekeyChild(p.spi_in));
+                }
             }
         }
         if self.ike_rekey_at.is_some_and(|t| now >= t) {

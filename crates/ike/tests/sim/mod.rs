@@ -88,9 +88,54 @@ impl Timers {
     }
 }
 
+/// The default provider with SPIs and nonces from a seed, so that a failing seed replays
+/// exactly (which end wins a rekey collision depends on the nonces, RFC 7296 §2.8.1). Key
+/// exchanges keep their own randomness; they change no decision.
+#[derive(Debug)]
+struct SeededProvider {
+    rng: std::sync::Mutex<fastrand::Rng>,
+}
+
+impl crypto::Provider for SeededProvider {
+    fn name(&self) -> &'static str {
+        "seeded"
+    }
+    fn aead(
+        &self,
+        alg: crypto::AeadAlg,
+        key: &[u8],
+    ) -> Result<Box<dyn crypto::Aead>, crypto::CryptoError> {
+        crypto::default_provider().aead(alg, key)
+    }
+    fn cbc(
+        &self,
+        alg: crypto::CbcAlg,
+        key: &[u8],
+    ) -> Result<Box<dyn crypto::BlockCipher>, crypto::CryptoError> {
+        crypto::default_provider().cbc(alg, key)
+    }
+    fn hmac(
+        &self,
+        alg: crypto::HmacAlg,
+        key: &[u8],
+    ) -> Result<Box<dyn crypto::Mac>, crypto::CryptoError> {
+        crypto::default_provider().hmac(alg, key)
+    }
+    fn fill_random(&self, out: &mut [u8]) -> Result<(), crypto::CryptoError> {
+        let mut rng = self.rng.lock().map_err(|_| crypto::CryptoError::Length)?;
+        rng.fill(out);
+        Ok(())
+    }
+}
+
+/// Side `i`'s endpoint; `seed` drives its timer jitter and its SPIs and nonces.
 pub fn endpoint(now: Time, i: usize, start: bool, timers: &Timers, seed: u64) -> Endpoint {
     let cookie = CookieSecret { version: 1, key: Zeroizing::new([i as u8; 32]) };
-    Endpoint::new(now, vec![connection(i, start, timers)], crypto::default_provider(), cookie, seed)
+    // Leaked: the endpoint wants a provider for the program's life (a few bytes per test run).
+    let provider: &'static SeededProvider = Box::leak(Box::new(SeededProvider {
+        rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed ^ 0x9e37_79b9)),
+    }));
+    Endpoint::new(now, vec![connection(i, start, timers)], provider, cookie, seed)
         .expect("a valid configuration")
 }
 
@@ -258,6 +303,9 @@ impl Sim {
                 self.send(i, t);
             }
             while let Some(e) = self.sides[i].ep.poll_event() {
+                if std::env::var_os("SIM_TRACE").is_some() {
+                    println!("{:>12?} side {i}: {e:x?}", self.now);
+                }
                 self.sides[i].dp.apply(&e).map_err(|m| format!("side {i}: {m}"))?;
             }
             self.check_side(i)?;
