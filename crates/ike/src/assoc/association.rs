@@ -357,7 +357,11 @@ impl Association {
         let State::Up(up) = &mut self.state else { return Step::default() };
         match req {
             Request::RekeyChild(s) => {
-                if !up.rekeying.insert(s) {
+                // A pair with a successor is not rekeyed again (§2.8: the peer's rekey of it
+                // was answered; another would make a second successor the peer would take
+                // for a collision).
+                let replaced = up.pairs.iter().find(|p| p.spi_in == s).is_none_or(|p| p.replaced);
+                if replaced || !up.rekeying.insert(s) {
                     return Step::default();
                 }
                 if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
@@ -379,6 +383,12 @@ impl Association {
     /// ([`DownReason::Replaced`]), or we terminate a setup not finished.
     pub(crate) fn end(&mut self, cfg: &ConnectionConfig, sink: &mut Sink<'_>, why: DownReason) {
         self.down(cfg, sink, why);
+    }
+
+    /// The pair an operator's rekey goes to: the newest one without a successor.
+    pub(crate) fn rekey_target(&self) -> Option<u32> {
+        let State::Up(up) = &self.state else { return None };
+        up.pairs.iter().rev().find(|p| !p.replaced).map(|p| p.spi_in)
     }
 
     /// The pairs in the data path, and which one sends.

@@ -439,13 +439,13 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Rekeys the child's sending pair now (§1.3.3).
+    /// Rekeys the child's newest pair now (§1.3.3; one the peer has just rekeyed is left alone).
     pub fn rekey_child(&mut self, now: Time, conn: &str, child: &str) -> Result<(), CommandError> {
         let i = self.conn_index(conn)?;
         if self.conns[i].cfg.child.name != child {
             return Err(CommandError::NoChild(child.to_owned()));
         }
-        self.ask(now, conn, |a| a.pairs().1.map(Request::RekeyChild))
+        self.ask(now, conn, |a| a.rekey_target().map(Request::RekeyChild))
     }
 
     /// Rekeys the IKE SA now (§1.3.2).
