@@ -77,7 +77,7 @@ fn initial_contact_replaces_the_survivors_sas_after_a_restart() {
     let t = Timers {
         child: ike::assoc::Lifetimes::NEVER,
         ike: ike::assoc::Lifetimes::NEVER,
-        pfs: None,
+        ..Timers::short()
     };
     for restarted in [0, 1] {
         let mut s = pair(LinkParams::CLEAN, &t, 7);
@@ -132,5 +132,55 @@ fn one_setup_retry_chain_with_back_off() {
     // The link heals: the running attempt's retransmission gets through.
     s.link = LinkParams::CLEAN;
     s.run_until(secs(200), ok).unwrap();
+    s.matched().unwrap();
+}
+
+/// A rekey the peer refuses (we ask for PFS, it has none configured: NO_PROPOSAL_CHOSEN) is
+/// tried again after 2, 4, 8, 8 … s until the pair's hard lifetime, which then removes it on
+/// both sides; the old pair carries the traffic all along, and the IKE SA stays.
+#[test]
+fn refused_rekey_is_retried_until_the_hard_lifetime() {
+    let ta = Timers { pfs: Some(crypto::DhGroup::Curve25519), ..Timers::short() };
+    let tb = Timers { child: ike::assoc::Lifetimes::NEVER, ..Timers::short() };
+    let a = endpoint(Time::ZERO, 0, true, &ta, 5);
+    let b = endpoint(Time::ZERO, 1, false, &tb, 6);
+    let mut s = Sim::new(a, b, LinkParams::CLEAN, 5);
+    s.run_until(secs(25), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].ep.stats().rekeys_failed, 0);
+    // Rekey between 25 and 30 s; hard lifetime at 70 s: retries at +2, +4, +8, +8 … s.
+    s.run_until(secs(69), |s| {
+        if s.sides[0].dp.pairs.len() == 1 { Ok(()) } else { Err("the pair is gone early".into()) }
+    })
+    .unwrap();
+    let failed = s.sides[0].ep.stats().rekeys_failed;
+    assert!((5..=8).contains(&failed), "{failed} failed rekeys");
+    assert_eq!(s.sides[0].dp.child_rekeys, 0);
+    s.run_until(secs(71), ok).unwrap();
+    assert!(s.sides[0].dp.pairs.is_empty() && s.sides[1].dp.pairs.is_empty());
+    assert_eq!(s.hard_expired(), 1);
+    assert_eq!(s.sides[0].ep.established(), 1, "the IKE SA stays");
+}
+
+/// DPD (§2.4): with the peer gone silent, a liveness check goes out `dpd_delay` after the last
+/// message heard; when its retransmissions (63 s) are used up the IKE SA is down, its CHILD SA
+/// removed, and the connection's setup retry chain starts.
+#[test]
+fn dead_peer_is_detected_and_the_connection_set_up_again() {
+    let t = Timers { dpd: Duration::from_secs(10), ..Timers::short() };
+    let mut s = pair(LinkParams::CLEAN, &t, 8);
+    s.run_until(secs(1), ok).unwrap();
+    s.matched().unwrap();
+    s.link = LinkParams { loss: 1.0, ..LinkParams::CLEAN };
+    // Child rekeys would find the silence too; push them out of the way.
+    s.run_until(secs(1 + 10 + 62), ok).unwrap();
+    assert_eq!(s.sides[0].ep.established(), 1);
+    s.run_until(secs(1 + 10 + 64), ok).unwrap();
+    assert_eq!(s.sides[0].ep.established(), 0);
+    assert!(s.sides[0].dp.pairs.is_empty());
+    assert!(s.sides[0].ep.stats().setups >= 2, "set up again");
+    s.link = LinkParams::CLEAN;
+    s.run_until(secs(200), ok).unwrap();
+    // B never heard a DELETE; A's new IKE_AUTH carried INITIAL_CONTACT.
     s.matched().unwrap();
 }

@@ -24,6 +24,7 @@ pub(crate) struct Sink<'a> {
     pub(crate) events: &'a mut VecDeque<Event>,
     pub(crate) rng: &'a mut Jitter,
     pub(crate) hard_expired: &'a mut u64,
+    pub(crate) rekeys_failed: &'a mut u64,
 }
 
 pub(crate) enum State {
@@ -282,6 +283,10 @@ impl Association {
                 }
                 session::Event::RequestFailed { request, error } => {
                     let superseded = matches!(error, Error::Superseded(_));
+                    if !superseded && matches!(request, Request::RekeyChild(_) | Request::RekeyIke)
+                    {
+                        *sink.rekeys_failed += 1;
+                    }
                     up.request_failed(now, request, superseded, cfg);
                 }
                 session::Event::IkeClosed => {}

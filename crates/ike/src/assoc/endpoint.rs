@@ -40,6 +40,8 @@ pub struct Stats {
     pub hard_expired: u64,
     /// Setups started (first tries and retries).
     pub setups: u64,
+    /// CHILD or IKE rekeys of ours the peer refused or botched (each is retried).
+    pub rekeys_failed: u64,
 }
 
 /// A CHILD SA pair as the endpoint holds it.
@@ -182,6 +184,7 @@ impl Endpoint {
                 events: &mut self.events,
                 rng: &mut self.rng,
                 hard_expired: &mut self.stats.hard_expired,
+                rekeys_failed: &mut self.stats.rekeys_failed,
             },
             &mut self.assocs,
             &self.conns,

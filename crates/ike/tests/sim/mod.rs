@@ -56,7 +56,7 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
         remote: addr(1 - i),
         start,
         ike_lifetimes: timers.ike,
-        dpd_delay: Duration::ZERO,
+        dpd_delay: timers.dpd,
         setup_retry: Backoff { first: Duration::from_secs(1), max: Duration::from_secs(16) },
         rekey_retry: Backoff { first: Duration::from_secs(2), max: Duration::from_secs(8) },
     }
@@ -67,6 +67,7 @@ pub struct Timers {
     pub child: Lifetimes,
     pub ike: Lifetimes,
     pub pfs: Option<DhGroup>,
+    pub dpd: Duration,
 }
 
 impl Timers {
@@ -84,6 +85,7 @@ impl Timers {
                 ..Lifetimes::NEVER
             },
             pfs: None,
+            dpd: Duration::ZERO,
         }
     }
 }
@@ -238,6 +240,8 @@ pub struct Sim {
     queue: BTreeMap<(Time, u64), InFlight>,
     seq: u64,
     pub delivered: u64,
+    /// Applied to each datagram as it arrives; `false` drops it (the fuzz target's mutator).
+    pub mangle: Option<Box<dyn FnMut(&mut Vec<u8>) -> bool>>,
 }
 
 impl Sim {
@@ -252,6 +256,7 @@ impl Sim {
             queue: BTreeMap::new(),
             seq: 0,
             delivered: 0,
+            mangle: None,
         }
     }
 
@@ -367,7 +372,12 @@ impl Sim {
                 if e.key().0 > self.now {
                     break;
                 }
-                let f = e.remove();
+                let mut f = e.remove();
+                if let Some(m) = self.mangle.as_mut() {
+                    if !m(&mut f.bytes) {
+                        continue;
+                    }
+                }
                 let t = self.local(f.to);
                 self.delivered += 1;
                 // Drops (stale SPIs after a restart, duplicates) are normal here; counted.
