@@ -1,7 +1,8 @@
 //! ≥ 10,000 seeded scenarios of two `ike::assoc` endpoints on the simulated network: random
 //! delay (1–20 ms plus up to 150 ms of spread, so datagrams overtake each other), loss up to
 //! 10 %, duplication up to 10 %, a restart of either side that forgets its state, a clock of
-//! one side jumping ahead by up to 5 s, operator commands (initiate during setups and retries,
+//! one side jumping ahead by up to 5 s, CHILD rekeys with PFS in a quarter of the runs,
+//! operator commands (initiate during setups and retries,
 //! CHILD and IKE rekeys) for 150 s, then 90 s on a link without loss, then terminate.
 //!
 //! Invariants, at every step: each side's data path, built from the events alone, is what the
@@ -48,7 +49,9 @@ fn scenario(seed: u64) -> Result<(), String> {
         loss: if lossless { 0.0 } else { rng.f64() * 0.10 },
         dup: rng.f64() * 0.10,
     };
-    let timers = Timers::short();
+    // A quarter of the runs rekey CHILD SAs with PFS (a KE in every CREATE_CHILD_SA).
+    let pfs = (rng.u8(0..4) == 0).then_some(crypto::DhGroup::Curve25519);
+    let timers = Timers { pfs, ..Timers::short() };
     let a = endpoint(Time::ZERO, 0, true, &timers, rng.u64(..));
     let b = endpoint(Time::ZERO, 1, false, &timers, rng.u64(..));
     let mut s = Sim::new(a, b, link, rng.u64(..));
