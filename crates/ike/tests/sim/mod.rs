@@ -19,6 +19,11 @@ use wire::ikev2::{Id, TrafficSelector};
 use zeroize::Zeroizing;
 
 pub const CONN: &str = "net";
+
+/// (inbound SPI, outbound SPI) of CHILD SA pairs.
+pub type SpiPairs = BTreeSet<(u32, u32)>;
+/// The link's mutator: changes a datagram in flight, or drops it by returning `false`.
+pub type Mangle = Box<dyn FnMut(&mut Vec<u8>) -> bool>;
 pub const CHILD: &str = "net-child";
 
 pub fn addr(i: usize) -> SocketAddr {
@@ -213,7 +218,7 @@ impl DataPath {
     }
 
     /// (in, out) of every pair, and of the sending ones.
-    pub fn spis(&self) -> (BTreeSet<(u32, u32)>, BTreeSet<(u32, u32)>) {
+    pub fn spis(&self) -> (SpiPairs, SpiPairs) {
         let all = self.pairs.iter().map(|(i, (_, o))| (*i, *o)).collect();
         let sending = self
             .sending
@@ -241,7 +246,7 @@ pub struct Sim {
     seq: u64,
     pub delivered: u64,
     /// Applied to each datagram as it arrives; `false` drops it (the fuzz target's mutator).
-    pub mangle: Option<Box<dyn FnMut(&mut Vec<u8>) -> bool>>,
+    pub mangle: Option<Mangle>,
 }
 
 impl Sim {
