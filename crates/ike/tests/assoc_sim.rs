@@ -55,6 +55,10 @@ fn setup_rekeys_and_terminate_on_a_clean_link() {
     s.sides[1].ep.rekey_ike(s.local(1), CONN).unwrap();
     settle(&mut s, secs(205));
     s.sides[0].ep.terminate(s.local(0), CONN, &Target::All).unwrap();
+    // Our pairs leave the data path at once; the DELETE is still on its way (5 ms).
+    s.run_until(s.now + Duration::from_millis(1), ok).unwrap();
+    assert!(s.sides[0].dp.pairs.is_empty());
+    assert!(!s.sides[1].dp.pairs.is_empty());
     s.run_until(secs(210), ok).unwrap();
     for side in &s.sides {
         assert_eq!(side.ep.associations(), 0);
@@ -183,4 +187,23 @@ fn dead_peer_is_detected_and_the_connection_set_up_again() {
     s.run_until(secs(200), ok).unwrap();
     // B never heard a DELETE; A's new IKE_AUTH carried INITIAL_CONTACT.
     s.matched().unwrap();
+}
+
+/// Terminating the child DELETEs its pairs on both sides (§1.4.1) and leaves the IKE SA up; an
+/// unknown child or connection is refused by name.
+#[test]
+fn terminate_child_keeps_the_ike_sa() {
+    let t = Timers::short();
+    let mut s = pair(LinkParams::CLEAN, &t, 11);
+    s.run_until(secs(1), ok).unwrap();
+    s.matched().unwrap();
+    let now = s.local(1);
+    assert!(s.sides[1].ep.terminate(now, CONN, &Target::Child("other".into())).is_err());
+    assert!(s.sides[1].ep.terminate(now, "other", &Target::All).is_err());
+    s.sides[1].ep.terminate(now, CONN, &Target::Child(CHILD.into())).unwrap();
+    s.run_until(secs(2), ok).unwrap();
+    for side in &s.sides {
+        assert!(side.dp.pairs.is_empty());
+        assert_eq!(side.ep.established(), 1);
+    }
 }

@@ -373,7 +373,20 @@ impl Association {
                     p.rekey_at = None;
                 }
             }
-            Request::DeleteIke => up.terminating = true,
+            Request::DeleteIke => {
+                // Traffic stops now, not when the peer answers (or its 63 s of silence end):
+                // the pairs leave the data path, the DELETE exchange follows (§1.4.1).
+                up.terminating = true;
+                let sending_last = up.pairs.iter().position(|p| up.active_out == Some(p.spi_in));
+                if let Some(i) = sending_last {
+                    let p = up.pairs.remove(i);
+                    up.pairs.push(p);
+                }
+                let spis: Vec<u32> = up.pairs.iter().map(|p| p.spi_in).collect();
+                for s in spis {
+                    up.remove(self.id, s, cfg, sink);
+                }
+            }
             _ => {}
         }
         let out = up.ask(now, req, cfg);
