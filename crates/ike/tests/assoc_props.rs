@@ -234,3 +234,49 @@ fn simultaneous_child_rekeys_leave_one_pair() {
     }
     assert!(failures.is_empty(), "{} seeds failed", failures.len());
 }
+
+/// Both ends rekey the IKE SA at once (RFC 7296 §2.8.2), on links of random delay: afterwards
+/// the CHILD SAs still match and a CHILD rekey over the surviving IKE SA completes.
+#[test]
+fn simultaneous_ike_rekeys_leave_a_working_ike_sa() {
+    let mut failures = Vec::new();
+    for seed in 0..300u64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let link = LinkParams {
+            delay_min_us: rng.u64(1_000..20_000),
+            delay_spread_us: rng.u64(0..20_000),
+            loss: 0.0,
+            dup: 0.0,
+        };
+        let t = Timers {
+            child: ike::assoc::Lifetimes::NEVER,
+            ike: ike::assoc::Lifetimes::NEVER,
+            ..Timers::short()
+        };
+        let a = endpoint(Time::ZERO, 0, true, &t, rng.u64(..));
+        let b = endpoint(Time::ZERO, 1, false, &t, rng.u64(..));
+        let mut s = Sim::new(a, b, link, rng.u64(..));
+        let r = (|| {
+            s.run_until(secs(2), |_| Ok(()))?;
+            s.sides[0].ep.rekey_ike(s.local(0), CONN).map_err(|e| e.to_string())?;
+            s.sides[1].ep.rekey_ike(s.local(1), CONN).map_err(|e| e.to_string())?;
+            s.run_until(secs(5), |_| Ok(()))?;
+            s.matched()?;
+            let before = s.sides[0].dp.child_rekeys;
+            s.sides[0].ep.rekey_child(s.local(0), CONN, CHILD).map_err(|e| e.to_string())?;
+            s.run_until(secs(8), |_| Ok(()))?;
+            s.matched()?;
+            if s.sides[0].dp.child_rekeys != before + 1 {
+                return Err("the CHILD rekey after the IKE rekeys did not complete".into());
+            }
+            Ok::<_, String>(())
+        })();
+        if let Err(e) = r {
+            failures.push((seed, e));
+        }
+    }
+    for (seed, e) in failures.iter().take(5) {
+        println!("seed {seed}: {e}");
+    }
+    assert!(failures.is_empty(), "{} of 300 seeds failed", failures.len());
+}
