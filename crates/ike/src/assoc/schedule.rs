@@ -14,7 +14,7 @@ pub struct Lifetimes {
     /// Up to this much is taken off `rekey_time`, drawn anew for each SA.
     pub rand_time: Duration,
     /// The hard lifetime: the SA is removed this long after it came up (zero: `rekey_time +
-    /// over_time`).
+    /// over_time`, or no hard lifetime when `over_time` is zero too).
     pub life_time: Duration,
     /// With `life_time` zero, how long after `rekey_time` the hard lifetime falls.
     pub over_time: Duration,
