@@ -172,6 +172,8 @@ struct InFlight {
 pub struct DataPath {
     pub pairs: BTreeMap<u32, (AssocId, u32)>,
     pub sending: BTreeMap<AssocId, u32>,
+    /// Inbound SPIs of the pairs IKE_AUTH made (the first of their association).
+    pub first: BTreeSet<u32>,
     pub child_rekeys: u64,
     pub ike_rekeys: u64,
     pub established: u64,
@@ -182,6 +184,9 @@ impl DataPath {
     fn apply(&mut self, e: &Event) -> Result<(), String> {
         match e {
             Event::InstallChild { assoc, keys, .. } => {
+                if !self.pairs.values().any(|p| p.0 == *assoc) {
+                    self.first.insert(keys.spi_in);
+                }
                 if self.pairs.insert(keys.spi_in, (*assoc, keys.spi_out)).is_some() {
                     return Err(format!("pair {:08x} installed twice", keys.spi_in));
                 }
@@ -414,6 +419,28 @@ impl Sim {
                 "not matched: IKE SAs {ups:?}; A pairs {a_all:x?} sending {a_send:x?}; B pairs \
                  {b_all:x?} sending {b_send:x?}"
             ));
+        }
+        Ok(())
+    }
+
+    /// Make-before-break across the link: every pair a rekey made is sent on only once the
+    /// other side has installed its inbound SA, so no packet meets a missing SA. (A restarted
+    /// side forgot its SAs; and IKE_AUTH's pair is the exception RFC 7296 lives with: the
+    /// responder may send on it before the initiator has read the response.)
+    pub fn no_black_hole(&self) -> Result<(), String> {
+        for i in 0..2 {
+            let (_, sending) = self.sides[i].dp.spis();
+            for (spi_in, spi_out) in sending {
+                if self.sides[i].dp.first.contains(&spi_in) {
+                    continue;
+                }
+                if !self.sides[1 - i].dp.pairs.contains_key(&spi_out) {
+                    return Err(format!(
+                        "side {i} sends on {spi_out:08x} (pair {spi_in:08x}), not installed on the \
+                         other side"
+                    ));
+                }
+            }
         }
         Ok(())
     }
