@@ -116,6 +116,14 @@ impl Endpoint {
         Ok(ep)
     }
 
+    /// Starts using a new cookie secret (§2.6) on every connection's responder; cookies of the
+    /// previous one stay valid until the next rotation.
+    pub fn rotate_cookie(&mut self, next: &CookieSecret) {
+        for c in &mut self.conns {
+            c.responder.rotate_cookie(next.clone());
+        }
+    }
+
     /// The next datagram to send.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
