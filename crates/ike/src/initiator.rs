@@ -30,6 +30,7 @@ pub struct InitiatorSaInit {
     cookie: Option<Vec<u8>>,
     retries: u8,
     retransmit: Retransmit,
+    initial_contact: bool,
 }
 
 impl std::fmt::Debug for InitiatorSaInit {
@@ -83,6 +84,7 @@ pub fn start(
         cookie: None,
         retries: 0,
         retransmit: Retransmit::new(Vec::new(), now_ms),
+        initial_contact: false,
         config,
         provider,
         ep,
@@ -129,6 +131,12 @@ impl InitiatorSaInit {
     /// The retransmission timer (§2.1).
     pub fn retransmit(&mut self) -> &mut Retransmit {
         &mut self.retransmit
+    }
+
+    /// Whether our IKE_AUTH request carries INITIAL_CONTACT (§2.4): set it when we hold no
+    /// other IKE SA with the peer, so that it drops any it still holds with us.
+    pub fn set_initial_contact(&mut self, on: bool) {
+        self.initial_contact = on;
     }
 
     fn resend(mut self, now_ms: u64) -> Result<SaInitNext, Rejected<Self>> {
@@ -228,7 +236,17 @@ impl InitiatorSaInit {
         ke_r: &[u8],
         nr: Vec<u8>,
     ) -> Result<SaInitNext, Error> {
-        let InitiatorSaInit { config, provider, ep, spi_i, ni, ke, retransmit, .. } = self;
+        let InitiatorSaInit {
+            config,
+            provider,
+            ep,
+            spi_i,
+            ni,
+            ke,
+            retransmit,
+            initial_contact,
+            ..
+        } = self;
         let spi_r = m.header.spi_r;
         let g_ir = ke.agree(ke_r).map_err(|_| PeerMisbehaved::BadPublicValue)?;
         let seed = skeyseed(suite.prf, &ni, &nr, g_ir.as_bytes());
@@ -264,19 +282,28 @@ impl InitiatorSaInit {
             spi_in,
             retransmit: Retransmit::new(Vec::new(), now_ms),
         };
-        let req = st.request(provider, &msg1)?;
+        let req = st.request(provider, &msg1, initial_contact)?;
         st.retransmit = Retransmit::new(req.clone(), now_ms);
         Ok(SaInitNext::Auth(st, req))
     }
 }
 
 impl InitiatorAuth {
-    /// The IKE_AUTH request (§1.2): SK {IDi, [IDr,] AUTH, [N(USE_TRANSPORT_MODE),] SA, TSi, TSr}.
-    fn request(&mut self, provider: &dyn Provider, msg1: &[u8]) -> Result<Vec<u8>, Error> {
+    /// The IKE_AUTH request (§1.2): SK {IDi, [N(INITIAL_CONTACT),] [IDr,] AUTH,
+    /// [N(USE_TRANSPORT_MODE),] SA, TSi, TSr}.
+    fn request(
+        &mut self,
+        provider: &dyn Provider,
+        msg1: &[u8],
+        initial_contact: bool,
+    ) -> Result<Vec<u8>, Error> {
         let c = &self.config;
         let prf = self.ike.suite.prf;
         let auth = make_auth(&c.auth, prf, msg1, &self.nr, &self.ike.keys.sk_pi, &c.local_id)?;
         let mut inner = vec![Payload::IdI(c.local_id.clone())];
+        if initial_contact {
+            inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
+        }
         if let Some(r) = &c.remote_id {
             inner.push(Payload::IdR(r.clone()));
         }
@@ -383,6 +410,7 @@ impl InitiatorAuth {
             local_ts: tsi.selectors.clone(),
             remote_ts: tsr.selectors.clone(),
         };
-        Ok(Established { ike: self.ike, child })
+        let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
+        Ok(Established { ike: self.ike, child, peer_id: idr.clone(), initial_contact })
     }
 }

@@ -54,6 +54,7 @@ pub struct ResponderAuth {
     msg2: Vec<u8>,
     expires_ms: u64,
     provider: &'static dyn Provider,
+    initial_contact: bool,
 }
 
 impl std::fmt::Debug for ResponderAuth {
@@ -250,6 +251,7 @@ impl Responder {
             msg2: msg2.clone(),
             expires_ms: now_ms.saturating_add(HALF_OPEN_TIMEOUT_MS),
             provider: p,
+            initial_contact: false,
         };
         Ok((st, msg2))
     }
@@ -274,6 +276,12 @@ impl ResponderAuth {
     /// What NAT detection found.
     pub fn nat(&self) -> NatStatus {
         self.ike.nat
+    }
+
+    /// Whether our IKE_AUTH response carries INITIAL_CONTACT (§2.4: "in the first IKE_AUTH
+    /// request or response"): set it when we hold no other IKE SA with the peer.
+    pub fn set_initial_contact(&mut self, on: bool) {
+        self.initial_contact = on;
     }
 
     fn respond(&mut self, inner: &[Payload]) -> Result<Vec<u8>, Error> {
@@ -366,8 +374,8 @@ impl ResponderAuth {
             };
             return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why.into());
         }
-        // TODO(issue 11): a failed CHILD SA should leave the IKE SA up (§1.2, §2.21.3); here the
-        // whole exchange fails with the notify.
+        // A failed CHILD SA still fails the whole exchange here, with the notify; §1.2 and
+        // §2.21.3 would keep the IKE SA up.
         let child = self.child(&payloads);
         let (num, suite, spi_out, tsi, tsr, mode) = match child {
             Ok(v) => v,
@@ -378,7 +386,11 @@ impl ResponderAuth {
             let c = &self.config;
             let my_auth =
                 make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
-            let mut inner = vec![Payload::IdR(c.local_id.clone()), Payload::Auth(my_auth)];
+            let mut inner = vec![Payload::IdR(c.local_id.clone())];
+            if self.initial_contact {
+                inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
+            }
+            inner.push(Payload::Auth(my_auth));
             if mode == Mode::Transport {
                 inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
             }
@@ -412,7 +424,10 @@ impl ResponderAuth {
             Ok((child, reply)) => {
                 let mut ike = self.ike;
                 ike.last_response = Some(reply.clone());
-                Ok(AuthOutcome::Established(Box::new(Established { ike, child }), reply))
+                let initial_contact = find_notify(&payloads, NotifyType::INITIAL_CONTACT).is_some();
+                let peer_id = idi.clone();
+                let e = Established { ike, child, peer_id, initial_contact };
+                Ok(AuthOutcome::Established(Box::new(e), reply))
             }
             Err(e) => Err(Rejected::Failed(e)),
         }

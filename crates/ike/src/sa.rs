@@ -136,6 +136,11 @@ pub struct Established {
     pub ike: IkeSa,
     /// The CHILD SA to install.
     pub child: ChildSaKeys,
+    /// The identity the peer authenticated (its IDi or IDr).
+    pub peer_id: wire::ikev2::Id,
+    /// The peer's IKE_AUTH message carried INITIAL_CONTACT (§2.4): it holds no other IKE SA
+    /// with us, so every other one we hold with this identity is stale.
+    pub initial_contact: bool,
 }
 
 pub(crate) fn random<const N: usize>(p: &dyn Provider) -> Result<[u8; N], Error> {

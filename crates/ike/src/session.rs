@@ -223,7 +223,7 @@ impl Session {
         provider: &'static dyn Provider,
         established: Established,
     ) -> (Session, ChildSaKeys) {
-        let Established { ike, child } = established;
+        let Established { ike, child, .. } = established;
         let s = Session {
             children: vec![ChildSa::of(&child)],
             config,

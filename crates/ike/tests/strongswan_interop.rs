@@ -24,7 +24,9 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
     let to = SocketAddr::new(peer.theirs, 500);
     let ep = Endpoints { local: sock.local_addr().unwrap(), remote: to };
     let p = crypto::default_provider();
-    let (st, req) = initiator::start(config(), p, ep, 0).unwrap();
+    let (mut st, req) = initiator::start(config(), p, ep, 0).unwrap();
+    // RFC 7296 §2.4: INITIAL_CONTACT in our first IKE_AUTH (we hold no IKE SA with charon).
+    st.set_initial_contact(true);
     let resp = xchg(&sock, to, &req);
     let SaInitNext::Auth(auth, req) = st.handle(0, &resp).unwrap() else {
         panic!("{}", peer.log())
@@ -35,6 +37,11 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
     let to = if auth.nat().remote_behind_nat { SocketAddr::new(to.ip(), 4500) } else { to };
     let resp = xchg(&sock, to, &req);
     let up = auth.handle(&resp).map_err(|e| format!("{e:?}\n{}", peer.log())).unwrap();
+    assert!(
+        peer.log().contains("N(INIT_CONTACT)"),
+        "charon parsed no INITIAL_CONTACT\n{}",
+        peer.log()
+    );
     let ts = |a: IpAddr| TrafficSelector::host(inner(a));
     assert_eq!(up.child.local_ts, vec![ts(peer.ours)], "charon narrows to its /32s");
     assert_eq!(up.child.remote_ts, vec![ts(peer.theirs)]);

@@ -1,0 +1,595 @@
+//! One IKE SA with one peer, from its first message to its end: the initial exchange states of
+//! either role, then the established [`Session`] with its timers (CHILD and IKE rekeys with
+//! retries, hard lifetimes, DPD) and the make-before-break translation of its events for the
+//! data path (RFC 7296 §1.3, §2.4, §2.8).
+
+use super::schedule::Jitter;
+use super::{AssocId, ConnectionConfig, DownReason, Event, Transmit};
+use crate::config::ChildSaKeys;
+use crate::error::Error;
+use crate::initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
+use crate::responder::{AuthOutcome, ResponderAuth};
+use crate::sa::{Established, Rejected};
+use crate::session::{self, Output, Request, Session};
+use crate::sk::Role;
+use crate::time::Time;
+use crypto::Provider;
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use wire::ikev2::Id;
+
+/// Where an association's output goes (the endpoint's queues).
+pub(crate) struct Sink<'a> {
+    pub(crate) transmits: &'a mut VecDeque<Transmit>,
+    pub(crate) events: &'a mut VecDeque<Event>,
+    pub(crate) rng: &'a mut Jitter,
+    pub(crate) hard_expired: &'a mut u64,
+    pub(crate) rekeys_failed: &'a mut u64,
+}
+
+pub(crate) enum State {
+    InitSent(Box<InitiatorSaInit>),
+    AuthSent(Box<InitiatorAuth>),
+    HalfOpen(Box<ResponderAuth>),
+    Up(Box<Up>),
+    /// Over: the endpoint removes it (its `Down` event is queued).
+    Gone,
+}
+
+/// A CHILD SA pair in the data path.
+#[derive(Debug, Clone)]
+pub(crate) struct Pair {
+    pub(crate) spi_in: u32,
+    pub(crate) spi_out: u32,
+    rekey_at: Option<Time>,
+    expires: Option<Time>,
+    rekey_failures: u32,
+    /// A successor exists (our rekey or the peer's completed).
+    replaced: bool,
+    /// The peer's rekey made this pair: outbound moves here when the old pair goes.
+    awaiting_switch: bool,
+}
+
+pub(crate) struct Up {
+    pub(crate) session: Session,
+    pub(crate) pairs: Vec<Pair>,
+    pub(crate) active_out: Option<u32>,
+    rekeying: HashSet<u32>,
+    ike_rekey_at: Option<Time>,
+    ike_rekey_failures: u32,
+    dpd_at: Option<Time>,
+    terminating: bool,
+}
+
+pub(crate) struct Association {
+    pub(crate) id: AssocId,
+    pub(crate) conn: usize,
+    pub(crate) peer: SocketAddr,
+    pub(crate) local: SocketAddr,
+    pub(crate) state: State,
+    /// The authenticated peer identity, once up.
+    pub(crate) peer_id: Option<Id>,
+    /// We started it (a setup failure counts against the connection's retry chain).
+    pub(crate) initiated: bool,
+}
+
+/// What a step of an association tells the endpoint.
+#[derive(Default)]
+pub(crate) struct Step {
+    /// Just established, and the peer sent INITIAL_CONTACT: drop other IKE SAs with it.
+    pub(crate) initial_contact: bool,
+    /// New local IKE SPIs to route to this association (after setup or an IKE rekey).
+    pub(crate) new_spis: Vec<u64>,
+    /// It ended: `true` if the connection should set up again (lost, or the setup failed).
+    pub(crate) ended: Option<bool>,
+}
+
+fn ms(now: Time) -> u64 {
+    now.as_millis()
+}
+
+impl Association {
+    fn send(&self, sink: &mut Sink<'_>, payload: Vec<u8>) {
+        sink.transmits.push_back(Transmit { from: self.local, to: self.peer, payload });
+    }
+
+    pub(crate) fn is_up(&self) -> bool {
+        matches!(self.state, State::Up(_))
+    }
+
+    pub(crate) fn is_setting_up(&self) -> bool {
+        matches!(self.state, State::InitSent(_) | State::AuthSent(_))
+    }
+
+    fn down(&mut self, cfg: &ConnectionConfig, sink: &mut Sink<'_>, reason: DownReason) -> Step {
+        if let State::Up(up) = &mut self.state {
+            // The sending pair goes last: traffic never points at a pair already removed.
+            let mut pairs = std::mem::take(&mut up.pairs);
+            pairs.sort_by_key(|p| up.active_out == Some(p.spi_in));
+            for p in pairs {
+                sink.events.push_back(Event::RemoveChild {
+                    assoc: self.id,
+                    child: cfg.child.name.clone(),
+                    spi_in: p.spi_in,
+                    spi_out: p.spi_out,
+                });
+            }
+        }
+        let again = match &reason {
+            DownReason::SetupFailed(_) => self.initiated,
+            DownReason::PeerDead => true,
+            _ => false,
+        };
+        self.state = State::Gone;
+        sink.events.push_back(Event::Down { assoc: self.id, conn: cfg.name.clone(), reason });
+        Step { ended: Some(again), ..Step::default() }
+    }
+
+    /// A datagram for this association.
+    pub(crate) fn handle(
+        &mut self,
+        now: Time,
+        bytes: &[u8],
+        cfg: &ConnectionConfig,
+        provider: &'static dyn Provider,
+        initial_contact: bool,
+        sink: &mut Sink<'_>,
+    ) -> Result<Step, Error> {
+        match std::mem::replace(&mut self.state, State::Gone) {
+            State::InitSent(st) => match st.handle(ms(now), bytes) {
+                Ok(SaInitNext::Resend(st, b)) => {
+                    self.state = State::InitSent(Box::new(st));
+                    self.send(sink, b);
+                    Ok(Step::default())
+                }
+                Ok(SaInitNext::Auth(st, b)) => {
+                    self.state = State::AuthSent(Box::new(st));
+                    self.send(sink, b);
+                    Ok(Step::default())
+                }
+                Err(Rejected::Dropped { state, error }) => {
+                    self.state = State::InitSent(state);
+                    Err(error)
+                }
+                Err(Rejected::Failed(e)) => Ok(self.down(cfg, sink, DownReason::SetupFailed(e))),
+            },
+            State::AuthSent(st) => match st.handle(bytes) {
+                Ok(est) => Ok(self.establish(now, est, cfg, provider, sink)),
+                Err(Rejected::Dropped { state, error }) => {
+                    self.state = State::AuthSent(state);
+                    Err(error)
+                }
+                Err(Rejected::Failed(e)) => Ok(self.down(cfg, sink, DownReason::SetupFailed(e))),
+            },
+            State::HalfOpen(mut st) => {
+                st.set_initial_contact(initial_contact);
+                match st.handle(bytes) {
+                    Ok(AuthOutcome::Established(est, reply)) => {
+                        self.send(sink, reply);
+                        Ok(self.establish(now, *est, cfg, provider, sink))
+                    }
+                    Ok(AuthOutcome::Failed(e, reply)) => {
+                        self.send(sink, reply);
+                        Ok(self.down(cfg, sink, DownReason::SetupFailed(e)))
+                    }
+                    Err(Rejected::Dropped { state, error }) => {
+                        self.state = State::HalfOpen(state);
+                        Err(error)
+                    }
+                    Err(Rejected::Failed(e)) => {
+                        Ok(self.down(cfg, sink, DownReason::SetupFailed(e)))
+                    }
+                }
+            }
+            State::Up(mut up) => {
+                let r = up.session.handle(ms(now), bytes);
+                let out = match r {
+                    Ok(out) => out,
+                    Err(e) => {
+                        self.state = State::Up(up);
+                        return Err(e);
+                    }
+                };
+                // Heard from the peer: the liveness check waits again (§2.4).
+                up.dpd_at = (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay);
+                self.state = State::Up(up);
+                let mut step = self.apply(now, out, cfg, sink);
+                if step.ended.is_none() && self.session_closed() {
+                    let reason = if self.terminating() {
+                        DownReason::Terminated
+                    } else {
+                        DownReason::DeletedByPeer
+                    };
+                    let s = self.down(cfg, sink, reason);
+                    step.ended = s.ended;
+                }
+                Ok(step)
+            }
+            State::Gone => Ok(Step::default()),
+        }
+    }
+
+    fn session_closed(&self) -> bool {
+        matches!(&self.state, State::Up(up) if up.session.is_closed())
+    }
+
+    fn terminating(&self) -> bool {
+        matches!(&self.state, State::Up(up) if up.terminating)
+    }
+
+    fn establish(
+        &mut self,
+        now: Time,
+        est: Established,
+        cfg: &ConnectionConfig,
+        provider: &'static dyn Provider,
+        sink: &mut Sink<'_>,
+    ) -> Step {
+        let initial_contact = est.initial_contact;
+        self.peer_id = Some(est.peer_id.clone());
+        let (session, first) = Session::new(cfg.ike.clone(), provider, est);
+        let ike = session.ike();
+        let (spi_i, spi_r) = (ike.spi_i, ike.spi_r);
+        let local_spi = if ike.role == Role::Initiator { spi_i } else { spi_r };
+        let mut up = Up {
+            session,
+            pairs: Vec::new(),
+            active_out: None,
+            rekeying: HashSet::new(),
+            ike_rekey_at: cfg.ike_lifetimes.rekey_at(now, sink.rng),
+            ike_rekey_failures: 0,
+            dpd_at: (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay),
+            terminating: false,
+        };
+        sink.events.push_back(Event::Established {
+            assoc: self.id,
+            conn: cfg.name.clone(),
+            peer: self.peer,
+            spi_i,
+            spi_r,
+        });
+        up.install(self.id, now, first, None, cfg, sink);
+        self.state = State::Up(Box::new(up));
+        Step { initial_contact, new_spis: vec![local_spi], ended: None }
+    }
+
+    /// Acts on a session's output.
+    fn apply(
+        &mut self,
+        now: Time,
+        out: Output,
+        cfg: &ConnectionConfig,
+        sink: &mut Sink<'_>,
+    ) -> Step {
+        let mut step = Step::default();
+        for b in out.send {
+            self.send(sink, b);
+        }
+        let id = self.id;
+        let State::Up(up) = &mut self.state else { return step };
+        for e in out.events {
+            match e {
+                session::Event::InstallChild { keys, rekeys } => {
+                    up.install(id, now, *keys, rekeys, cfg, sink)
+                }
+                session::Event::RemoveChild { spi_in, .. } => up.remove(id, spi_in, cfg, sink),
+                session::Event::PeerAlive => {}
+                session::Event::IkeRekeyed { spi_i, spi_r } => {
+                    up.ike_rekey_at = cfg.ike_lifetimes.rekey_at(now, sink.rng);
+                    up.ike_rekey_failures = 0;
+                    let ours = up.session.ike().role == Role::Initiator;
+                    step.new_spis.push(if ours { spi_i } else { spi_r });
+                    sink.events.push_back(Event::IkeRekeyed { assoc: id, spi_i, spi_r });
+                }
+                session::Event::RequestFailed { request, error } => {
+                    let superseded = matches!(error, Error::Superseded(_));
+                    if !superseded && matches!(request, Request::RekeyChild(_) | Request::RekeyIke)
+                    {
+                        *sink.rekeys_failed += 1;
+                    }
+                    up.request_failed(now, request, superseded, cfg);
+                }
+                session::Event::IkeClosed => {}
+            }
+        }
+        step
+    }
+
+    /// The earliest instant this association wants [`Association::handle_timeout`].
+    pub(crate) fn poll_timeout(&mut self) -> Option<Time> {
+        match &mut self.state {
+            State::InitSent(st) => Some(Time::from_millis(st.retransmit().deadline_ms())),
+            State::AuthSent(st) => Some(Time::from_millis(st.retransmit().deadline_ms())),
+            State::HalfOpen(st) => Some(Time::from_millis(st.expires_ms())),
+            State::Up(up) => up.poll_timeout(),
+            State::Gone => None,
+        }
+    }
+
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Time,
+        cfg: &ConnectionConfig,
+        sink: &mut Sink<'_>,
+    ) -> Step {
+        let t = ms(now);
+        let setup_timeout = |r: Result<Option<&[u8]>, Error>| match r {
+            Ok(b) => Ok(b.map(<[u8]>::to_vec)),
+            Err(e) => Err(e),
+        };
+        match &mut self.state {
+            State::InitSent(st) => match setup_timeout(st.retransmit().on_timeout(t)) {
+                Ok(Some(b)) => self.send(sink, b),
+                Ok(None) => {}
+                Err(e) => return self.down(cfg, sink, DownReason::SetupFailed(e)),
+            },
+            State::AuthSent(st) => match setup_timeout(st.retransmit().on_timeout(t)) {
+                Ok(Some(b)) => self.send(sink, b),
+                Ok(None) => {}
+                Err(e) => return self.down(cfg, sink, DownReason::SetupFailed(e)),
+            },
+            State::HalfOpen(st) => {
+                if t >= st.expires_ms() {
+                    return self.down(cfg, sink, DownReason::HalfOpenExpired);
+                }
+            }
+            State::Up(up) => {
+                let out = up.on_timeout(now, cfg, sink, self.id);
+                let mut step = self.apply(now, out, cfg, sink);
+                if self.session_closed() {
+                    let reason = if self.terminating() {
+                        DownReason::Terminated
+                    } else {
+                        DownReason::PeerDead
+                    };
+                    step.ended = self.down(cfg, sink, reason).ended;
+                }
+                return step;
+            }
+            State::Gone => {}
+        }
+        Step::default()
+    }
+
+    /// Asks the session for `req` now (an operator's command).
+    pub(crate) fn request(
+        &mut self,
+        now: Time,
+        req: Request,
+        cfg: &ConnectionConfig,
+        sink: &mut Sink<'_>,
+    ) -> Step {
+        let State::Up(up) = &mut self.state else { return Step::default() };
+        match req {
+            Request::RekeyChild(s) => {
+                // A pair with a successor is not rekeyed again (§2.8: the peer's rekey of it
+                // was answered; another would make a second successor the peer would take
+                // for a collision).
+                let replaced = up.pairs.iter().find(|p| p.spi_in == s).is_none_or(|p| p.replaced);
+                if replaced || !up.rekeying.insert(s) {
+                    return Step::default();
+                }
+                if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
+                    p.rekey_at = None;
+                }
+            }
+            Request::DeleteIke => {
+                // Traffic stops now, not when the peer answers (or its 63 s of silence end):
+                // the pairs leave the data path, the DELETE exchange follows (§1.4.1).
+                up.terminating = true;
+                let sending_last = up.pairs.iter().position(|p| up.active_out == Some(p.spi_in));
+                if let Some(i) = sending_last {
+                    let p = up.pairs.remove(i);
+                    up.pairs.push(p);
+                }
+                let spis: Vec<u32> = up.pairs.iter().map(|p| p.spi_in).collect();
+                for s in spis {
+                    up.remove(self.id, s, cfg, sink);
+                }
+            }
+            _ => {}
+        }
+        let out = up.ask(now, req, cfg);
+        let mut step = self.apply(now, out, cfg, sink);
+        if self.session_closed() {
+            step.ended = self.down(cfg, sink, DownReason::Terminated).ended;
+        }
+        step
+    }
+
+    /// Ends it here without a word to the peer: it came back with INITIAL_CONTACT
+    /// ([`DownReason::Replaced`]), or we terminate a setup not finished.
+    pub(crate) fn end(&mut self, cfg: &ConnectionConfig, sink: &mut Sink<'_>, why: DownReason) {
+        self.down(cfg, sink, why);
+    }
+
+    /// The pair an operator's rekey goes to: the newest one without a successor.
+    pub(crate) fn rekey_target(&self) -> Option<u32> {
+        let State::Up(up) = &self.state else { return None };
+        up.pairs.iter().rev().find(|p| !p.replaced).map(|p| p.spi_in)
+    }
+
+    /// The pairs in the data path, and which one sends.
+    pub(crate) fn pairs(&self) -> (&[Pair], Option<u32>) {
+        match &self.state {
+            State::Up(up) => (&up.pairs, up.active_out),
+            _ => (&[], None),
+        }
+    }
+}
+
+impl Up {
+    /// Sends `req`, or reports it failed as the session would.
+    fn ask(&mut self, now: Time, req: Request, cfg: &ConnectionConfig) -> Output {
+        match self.session.request(ms(now), req) {
+            Ok(out) => out,
+            Err(_) => {
+                self.request_failed(now, req, false, cfg);
+                Output::default()
+            }
+        }
+    }
+
+    fn request_failed(
+        &mut self,
+        now: Time,
+        req: Request,
+        superseded: bool,
+        cfg: &ConnectionConfig,
+    ) {
+        match req {
+            Request::RekeyChild(spi) => {
+                self.rekeying.remove(&spi);
+                if superseded {
+                    return;
+                }
+                // Tried again with back-off until the pair's hard lifetime; the old pair carries
+                // the traffic meanwhile.
+                let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == spi) else { return };
+                p.rekey_failures = p.rekey_failures.saturating_add(1);
+                let at = now + cfg.rekey_retry.wait(p.rekey_failures);
+                p.rekey_at = Some(at).filter(|at| p.expires.is_none_or(|e| *at < e));
+            }
+            Request::RekeyIke => {
+                self.ike_rekey_failures = self.ike_rekey_failures.saturating_add(1);
+                self.ike_rekey_at = Some(now + cfg.rekey_retry.wait(self.ike_rekey_failures));
+            }
+            _ => {}
+        }
+    }
+
+    /// A new pair: the first one sends at once, as does one from our own rekey (the peer
+    /// installed its inbound SA before answering); one from the peer's rekey waits for the old
+    /// pair's removal, and one from a collision (`rekeys: None` after the first) for a switch
+    /// the removals decide (§2.8.1).
+    fn install(
+        &mut self,
+        id: AssocId,
+        now: Time,
+        keys: ChildSaKeys,
+        rekeys: Option<u32>,
+        cfg: &ConnectionConfig,
+        sink: &mut Sink<'_>,
+    ) {
+        let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
+        let switch = self.pairs.is_empty() || ours;
+        let (spi_in, spi_out) = (keys.spi_in, keys.spi_out);
+        let child = cfg.child.name.clone();
+        sink.events.push_back(Event::InstallChild {
+            assoc: id,
+            child: child.clone(),
+            keys: Box::new(keys),
+        });
+        if let Some(old) = rekeys {
+            if let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == old) {
+                p.rekey_at = None;
+                p.replaced = true;
+            }
+            sink.events.push_back(Event::ChildRekeyed {
+                assoc: id,
+                child: child.clone(),
+                old_spi_in: old,
+                spi_in,
+            });
+        }
+        let l = &cfg.child.lifetimes;
+        self.pairs.push(Pair {
+            spi_in,
+            spi_out,
+            rekey_at: l.rekey_at(now, sink.rng),
+            expires: l.hard().map(|h| now + h),
+            rekey_failures: 0,
+            replaced: false,
+            awaiting_switch: rekeys.is_some() && !ours,
+        });
+        if switch {
+            self.active_out = Some(spi_in);
+            sink.events.push_back(Event::SwitchOutbound { assoc: id, child, spi_in, spi_out });
+        }
+    }
+
+    /// A pair is gone (DELETE either way, or its hard lifetime). If it was sending, outbound
+    /// moves first: to the pair the peer's rekey made, else the newest.
+    fn remove(&mut self, id: AssocId, spi_in: u32, cfg: &ConnectionConfig, sink: &mut Sink<'_>) {
+        let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
+        let old = self.pairs.remove(i);
+        self.rekeying.remove(&spi_in);
+        let child = cfg.child.name.clone();
+        if self.active_out == Some(spi_in) {
+            self.active_out = None;
+            let next = self.pairs.iter().rev().find(|p| p.awaiting_switch).or(self.pairs.last());
+            if let Some(n) = next {
+                self.active_out = Some(n.spi_in);
+                sink.events.push_back(Event::SwitchOutbound {
+                    assoc: id,
+                    child: child.clone(),
+                    spi_in: n.spi_in,
+                    spi_out: n.spi_out,
+                });
+            }
+        }
+        for p in &mut self.pairs {
+            p.awaiting_switch = false;
+        }
+        sink.events.push_back(Event::RemoveChild {
+            assoc: id,
+            child,
+            spi_in: old.spi_in,
+            spi_out: old.spi_out,
+        });
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let session = self.session.deadline_ms().map(Time::from_millis);
+        let pairs = self.pairs.iter().flat_map(|p| [p.rekey_at, p.expires]).flatten();
+        [session, self.ike_rekey_at, self.dpd_at].into_iter().flatten().chain(pairs).min()
+    }
+
+    fn on_timeout(
+        &mut self,
+        now: Time,
+        cfg: &ConnectionConfig,
+        sink: &mut Sink<'_>,
+        id: AssocId,
+    ) -> Output {
+        let mut out = self.session.on_timeout(ms(now));
+        let mut reqs = Vec::new();
+        let expired: Vec<(u32, bool)> = self
+            .pairs
+            .iter()
+            .filter(|p| p.expires.is_some_and(|e| now >= e))
+            .map(|p| (p.spi_in, p.replaced))
+            .collect();
+        for (spi_in, replaced) in expired {
+            // The hard lifetime: the pair goes now, and the peer is told (§1.4.1).
+            if !replaced {
+                *sink.hard_expired += 1;
+            }
+            self.remove(id, spi_in, cfg, sink);
+            reqs.push(Request::DeleteChild(spi_in));
+        }
+        for p in &mut self.pairs {
+            if p.rekey_at.is_some_and(|t| now >= t) {
+                p.rekey_at = None;
+                // Already under way when an operator asked first.
+                if self.rekeying.insert(p.spi_in) {
+                    reqs.push(Request::RekeyChild(p.spi_in));
+                }
+            }
+        }
+        if self.ike_rekey_at.is_some_and(|t| now >= t) {
+            self.ike_rekey_at = None;
+            reqs.push(Request::RekeyIke);
+        }
+        if self.dpd_at.is_some_and(|t| now >= t) {
+            self.dpd_at = Some(now + cfg.dpd_delay);
+            reqs.push(Request::Liveness);
+        }
+        for r in reqs {
+            let o = self.ask(now, r, cfg);
+            out.send.extend(o.send);
+            out.events.extend(o.events);
+        }
+        out
+    }
+}

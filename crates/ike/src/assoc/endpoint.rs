@@ -1,0 +1,521 @@
+//! The endpoint: every connection and association of one IKE daemon, the routing of datagrams
+//! to them by IKE SPI (RFC 7296 §2.6: IKE_SA_INIT to its connection's responder, the rest by
+//! our SPI), each connection's one setup retry chain, and INITIAL_CONTACT (§2.4) across them.
+
+use super::association::{Association, Sink, State, Step};
+use super::schedule::Jitter;
+use super::{AssocId, CommandError, ConnectionConfig, DownReason, Event, Target, Transmit};
+use crate::auth::CookieSecret;
+use crate::config::Endpoints;
+use crate::error::Error;
+use crate::initiator;
+use crate::responder::{InitOutcome, Responder};
+use crate::session::Request;
+use crate::time::Time;
+use crypto::Provider;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use wire::ikev2::{ExchangeType, Id, Packet};
+
+/// Half-open responder SAs beyond which IKE_SA_INIT must bring a cookie (§2.6).
+const COOKIE_THRESHOLD: usize = 64;
+
+/// A connection and its retry chain.
+struct Conn {
+    cfg: ConnectionConfig,
+    responder: Responder,
+    /// We want it up (it starts, or an operator initiated it, and nobody terminated it).
+    wanted: bool,
+    /// The pending retry of a failed setup, and the failures in a row so far.
+    retry_at: Option<Time>,
+    failures: u32,
+}
+
+/// Counters for status and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Datagrams dropped (not for any association, malformed, or failing to verify).
+    pub dropped: u64,
+    /// CHILD SA pairs that reached their hard lifetime with no successor.
+    pub hard_expired: u64,
+    /// Setups started (first tries and retries).
+    pub setups: u64,
+    /// CHILD or IKE rekeys of ours the peer refused or botched (each is retried).
+    pub rekeys_failed: u64,
+}
+
+/// A CHILD SA pair as the endpoint holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildView {
+    /// Its association.
+    pub assoc: AssocId,
+    /// Its connection.
+    pub conn: String,
+    /// Inbound SPI.
+    pub spi_in: u32,
+    /// Outbound SPI.
+    pub spi_out: u32,
+    /// Whether the child's traffic is sent on it.
+    pub sending: bool,
+}
+
+/// Every connection and association of one IKE daemon.
+pub struct Endpoint {
+    provider: &'static dyn Provider,
+    conns: Vec<Conn>,
+    assocs: BTreeMap<AssocId, Association>,
+    /// Our IKE SPIs (old ones stay until their association ends) to the association.
+    by_spi: HashMap<u64, AssocId>,
+    next_id: AssocId,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    rng: Jitter,
+    stats: Stats,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("connections", &self.conns.len())
+            .field("associations", &self.assocs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint for `conns`; those with `start` initiate at `now`. `seed` drives the
+    /// rekey jitter only (rand_time); SPIs, nonces and keys come from `provider`.
+    pub fn new(
+        now: Time,
+        conns: Vec<ConnectionConfig>,
+        provider: &'static dyn Provider,
+        cookie: CookieSecret,
+        seed: u64,
+    ) -> Result<Endpoint, Error> {
+        let mut ep = Endpoint {
+            provider,
+            conns: Vec::new(),
+            assocs: BTreeMap::new(),
+            by_spi: HashMap::new(),
+            next_id: 1,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            rng: Jitter::new(seed),
+            stats: Stats::default(),
+        };
+        for cfg in conns {
+            let responder = Responder::new(cfg.ike.clone(), provider, cookie.clone())?;
+            let wanted = cfg.start;
+            ep.conns.push(Conn { cfg, responder, wanted, retry_at: None, failures: 0 });
+        }
+        for i in 0..ep.conns.len() {
+            if ep.conns[i].wanted {
+                ep.start_setup(now, i);
+            }
+        }
+        Ok(ep)
+    }
+
+    /// Starts using a new cookie secret (§2.6) on every connection's responder; cookies of the
+    /// previous one stay valid until the next rotation.
+    pub fn rotate_cookie(&mut self, next: &CookieSecret) {
+        for c in &mut self.conns {
+            c.responder.rotate_cookie(next.clone());
+        }
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next event to act on.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Endpoint::handle_timeout`] should run next.
+    pub fn poll_timeout(&mut self) -> Option<Time> {
+        let retries = self.conns.iter().filter_map(|c| c.retry_at);
+        let assocs: Vec<Time> = self.assocs.values_mut().filter_map(|a| a.poll_timeout()).collect();
+        retries.chain(assocs).min()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Every CHILD SA pair in the data path.
+    pub fn children(&self) -> Vec<ChildView> {
+        let mut v = Vec::new();
+        for a in self.assocs.values() {
+            let (pairs, active) = a.pairs();
+            for p in pairs {
+                v.push(ChildView {
+                    assoc: a.id,
+                    conn: self.conns[a.conn].cfg.name.clone(),
+                    spi_in: p.spi_in,
+                    spi_out: p.spi_out,
+                    sending: active == Some(p.spi_in),
+                });
+            }
+        }
+        v
+    }
+
+    /// Associations of any state (half-open and setting up included).
+    pub fn associations(&self) -> usize {
+        self.assocs.len()
+    }
+
+    /// Established associations.
+    pub fn established(&self) -> usize {
+        self.assocs.values().filter(|a| a.is_up()).count()
+    }
+
+    /// Setups of the connection named `conn` under way (initiator states; at most one).
+    pub fn setups_in_flight(&self, conn: &str) -> usize {
+        let Ok(i) = self.conn_index(conn) else { return 0 };
+        self.assocs.values().filter(|a| a.conn == i && a.is_setting_up()).count()
+    }
+
+    /// Whether a setup retry of the connection named `conn` is pending.
+    pub fn retry_pending(&self, conn: &str) -> bool {
+        self.conns.iter().any(|c| c.cfg.name == conn && c.retry_at.is_some())
+    }
+
+    fn sink(&mut self) -> (Sink<'_>, &mut BTreeMap<AssocId, Association>, &[Conn]) {
+        (
+            Sink {
+                transmits: &mut self.transmits,
+                events: &mut self.events,
+                rng: &mut self.rng,
+                hard_expired: &mut self.stats.hard_expired,
+                rekeys_failed: &mut self.stats.rekeys_failed,
+            },
+            &mut self.assocs,
+            &self.conns,
+        )
+    }
+
+    fn start_setup(&mut self, now: Time, conn: usize) {
+        let c = &mut self.conns[conn];
+        c.retry_at = None;
+        let cfg = c.cfg.clone();
+        let ep = Endpoints { local: cfg.local, remote: cfg.remote };
+        // §2.4: INITIAL_CONTACT when we hold no IKE SA with this peer.
+        let holds = self.holds_sa_with(cfg.ike.remote_id.as_ref(), cfg.remote, None);
+        self.stats.setups += 1;
+        match initiator::start(cfg.ike.clone(), self.provider, ep, now.as_millis()) {
+            Ok((mut st, first)) => {
+                st.set_initial_contact(!holds);
+                let id = self.next_id;
+                self.next_id += 1;
+                self.by_spi.insert(st.spi_i(), id);
+                self.transmits.push_back(Transmit {
+                    from: cfg.local,
+                    to: cfg.remote,
+                    payload: first,
+                });
+                let a = Association {
+                    id,
+                    conn,
+                    peer: cfg.remote,
+                    local: cfg.local,
+                    state: State::InitSent(Box::new(st)),
+                    peer_id: None,
+                    initiated: true,
+                };
+                self.assocs.insert(id, a);
+            }
+            Err(_) => self.schedule_retry(now, conn),
+        }
+    }
+
+    /// Whether an established association (other than `except`) is with this peer: the
+    /// authenticated identity when the connection names one, else the address.
+    fn holds_sa_with(&self, id: Option<&Id>, addr: SocketAddr, except: Option<AssocId>) -> bool {
+        self.assocs.values().any(|a| {
+            Some(a.id) != except
+                && a.is_up()
+                && match id {
+                    Some(id) => a.peer_id.as_ref() == Some(id),
+                    None => a.peer == addr,
+                }
+        })
+    }
+
+    fn schedule_retry(&mut self, now: Time, conn: usize) {
+        let c = &mut self.conns[conn];
+        if !c.wanted || c.retry_at.is_some() {
+            return;
+        }
+        c.failures = c.failures.saturating_add(1);
+        c.retry_at = Some(now + c.cfg.setup_retry.wait(c.failures));
+    }
+
+    /// Acts on what an association's step says.
+    fn after(&mut self, now: Time, id: AssocId, step: Step) {
+        let Some(conn) = self.assocs.get(&id).map(|a| a.conn) else { return };
+        for spi in step.new_spis {
+            self.by_spi.insert(spi, id);
+        }
+        if self.assocs.get(&id).is_some_and(Association::is_up) {
+            self.conns[conn].failures = 0;
+        }
+        if step.initial_contact {
+            self.initial_contact(id);
+        }
+        if let Some(again) = step.ended {
+            self.assocs.remove(&id);
+            self.by_spi.retain(|_, a| *a != id);
+            let conn_busy = self.assocs.values().any(|a| a.conn == conn);
+            if again && !conn_busy {
+                self.schedule_retry(now, conn);
+            }
+        }
+    }
+
+    /// The peer of `id` said INITIAL_CONTACT (§2.4): every other IKE SA with the same
+    /// authenticated identity, and its CHILD SAs, is deleted here without a message (the peer
+    /// has forgotten them).
+    fn initial_contact(&mut self, id: AssocId) {
+        let Some(peer_id) = self.assocs.get(&id).and_then(|a| a.peer_id.clone()) else { return };
+        let stale: Vec<AssocId> = self
+            .assocs
+            .values()
+            .filter(|a| a.id != id && a.peer_id.as_ref() == Some(&peer_id))
+            .map(|a| a.id)
+            .collect();
+        for s in stale {
+            let (mut sink, assocs, conns) = self.sink();
+            if let Some(a) = assocs.get_mut(&s) {
+                a.end(&conns[a.conn].cfg, &mut sink, DownReason::Replaced);
+            }
+            self.assocs.remove(&s);
+            self.by_spi.retain(|_, a| *a != s);
+        }
+    }
+
+    /// A datagram from `from`. Anything not for us, malformed or failing to verify is dropped
+    /// and counted; the `Err` says why.
+    pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
+        let r = self.route(now, from, datagram);
+        if r.is_err() {
+            self.stats.dropped += 1;
+        }
+        r
+    }
+
+    fn route(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
+        let p = Packet::new_checked(datagram).map_err(Error::InvalidMessage)?;
+        let not_ours = || crate::error::PeerMisbehaved::UnexpectedMessage("no IKE SA for this SPI");
+        if p.exchange_type() == ExchangeType::IKE_SA_INIT && !p.flags().response && p.spi_r() == 0 {
+            return self.init_request(now, from, datagram);
+        }
+        // The sender's initiator flag says whose SPI is ours (§3.1).
+        let ours = if p.flags().initiator { p.spi_r() } else { p.spi_i() };
+        let id = *self.by_spi.get(&ours).ok_or_else(not_ours)?;
+        let provider = self.provider;
+        // A responder answers IKE_AUTH with INITIAL_CONTACT when it holds no other IKE SA with
+        // the identity the request claims.
+        let contact = match self.assocs.get(&id).map(|a| &a.state) {
+            Some(State::HalfOpen(h)) => match h.peer_id(datagram) {
+                Some(claimed) => !self.holds_sa_with(Some(&claimed), from, Some(id)),
+                None => false,
+            },
+            _ => false,
+        };
+        let (mut sink, assocs, conns) = self.sink();
+        let a = assocs.get_mut(&id).ok_or_else(not_ours)?;
+        let step = a.handle(now, datagram, &conns[a.conn].cfg, provider, contact, &mut sink)?;
+        self.after(now, id, step);
+        Ok(())
+    }
+
+    fn init_request(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
+        // A retransmitted request gets the same answer (§2.1).
+        for a in self.assocs.values() {
+            if let State::HalfOpen(h) = &a.state {
+                if a.peer == from {
+                    if let Some(reply) = h.retransmitted_init(datagram) {
+                        let t = Transmit { from: a.local, to: from, payload: reply.to_vec() };
+                        self.transmits.push_back(t);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let conn = self.conns.iter().position(|c| c.cfg.remote.ip() == from.ip()).ok_or(
+            crate::error::PeerMisbehaved::UnexpectedMessage("no connection for this peer"),
+        )?;
+        let half_open =
+            self.assocs.values().filter(|a| matches!(a.state, State::HalfOpen(_))).count();
+        let local = self.conns[conn].cfg.local;
+        let ep = Endpoints { local, remote: from };
+        let outcome = self.conns[conn].responder.handle_init(
+            now.as_millis(),
+            ep,
+            datagram,
+            half_open >= COOKIE_THRESHOLD,
+        );
+        match outcome {
+            InitOutcome::Reply(bytes, _) => {
+                self.transmits.push_back(Transmit { from: local, to: from, payload: bytes });
+                Ok(())
+            }
+            InitOutcome::Drop(e) => Err(e),
+            InitOutcome::HalfOpen(st, bytes) => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.by_spi.insert(st.spi_r(), id);
+                self.transmits.push_back(Transmit { from: local, to: from, payload: bytes });
+                let a = Association {
+                    id,
+                    conn,
+                    peer: from,
+                    local,
+                    state: State::HalfOpen(st),
+                    peer_id: None,
+                    initiated: false,
+                };
+                self.assocs.insert(id, a);
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs every timer due at `now`: retransmissions, rekeys, hard lifetimes, DPD, half-open
+    /// expiry, setup retries.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let ids: Vec<AssocId> = self.assocs.keys().copied().collect();
+        for id in ids {
+            let (mut sink, assocs, conns) = self.sink();
+            let Some(a) = assocs.get_mut(&id) else { continue };
+            if a.poll_timeout().is_none_or(|t| t > now) {
+                continue;
+            }
+            let step = a.handle_timeout(now, &conns[a.conn].cfg, &mut sink);
+            self.after(now, id, step);
+        }
+        for i in 0..self.conns.len() {
+            if self.conns[i].retry_at.is_some_and(|t| t <= now) {
+                self.start_setup(now, i);
+            }
+        }
+    }
+
+    fn conn_index(&self, name: &str) -> Result<usize, CommandError> {
+        self.conns
+            .iter()
+            .position(|c| c.cfg.name == name)
+            .ok_or_else(|| CommandError::NoConnection(name.to_owned()))
+    }
+
+    fn up_assoc(&self, conn: usize) -> Option<AssocId> {
+        self.assocs.values().rev().find(|a| a.conn == conn && a.is_up()).map(|a| a.id)
+    }
+
+    /// Brings the connection up. Nothing new starts while it is up or being set up; a pending
+    /// retry is brought forward to `now` in the same chain (its back-off count kept).
+    pub fn initiate(&mut self, now: Time, conn: &str) -> Result<(), CommandError> {
+        let i = self.conn_index(conn)?;
+        self.conns[i].wanted = true;
+        let busy = self.assocs.values().any(|a| a.conn == i && (a.is_up() || a.is_setting_up()));
+        if busy {
+            return Ok(());
+        }
+        if self.conns[i].retry_at.is_some() {
+            self.conns[i].retry_at = Some(now);
+            return Ok(());
+        }
+        self.start_setup(now, i);
+        Ok(())
+    }
+
+    fn ask(
+        &mut self,
+        now: Time,
+        conn: &str,
+        req: impl Fn(&Association) -> Option<Request>,
+    ) -> Result<(), CommandError> {
+        let i = self.conn_index(conn)?;
+        let id = self.up_assoc(i).ok_or_else(|| CommandError::NotEstablished(conn.to_owned()))?;
+        let (mut sink, assocs, conns) = self.sink();
+        let Some(a) = assocs.get_mut(&id) else { return Ok(()) };
+        let Some(r) = req(a) else { return Ok(()) };
+        let step = a.request(now, r, &conns[i].cfg, &mut sink);
+        self.after(now, id, step);
+        Ok(())
+    }
+
+    /// Rekeys the child's newest pair now (§1.3.3; one the peer has just rekeyed is left alone).
+    pub fn rekey_child(&mut self, now: Time, conn: &str, child: &str) -> Result<(), CommandError> {
+        let i = self.conn_index(conn)?;
+        if self.conns[i].cfg.child.name != child {
+            return Err(CommandError::NoChild(child.to_owned()));
+        }
+        self.ask(now, conn, |a| a.rekey_target().map(Request::RekeyChild))
+    }
+
+    /// Rekeys the IKE SA now (§1.3.2).
+    pub fn rekey_ike(&mut self, now: Time, conn: &str) -> Result<(), CommandError> {
+        self.ask(now, conn, |_| Some(Request::RekeyIke))
+    }
+
+    /// Ends what `target` names. `All`: the pending retry is cancelled, the connection is no
+    /// longer wanted, and every IKE SA of it is DELETEd (§1.4.1; its CHILD SAs go with it).
+    pub fn terminate(
+        &mut self,
+        now: Time,
+        conn: &str,
+        target: &Target,
+    ) -> Result<(), CommandError> {
+        let i = self.conn_index(conn)?;
+        match target {
+            Target::All => {
+                let c = &mut self.conns[i];
+                c.wanted = false;
+                c.retry_at = None;
+                c.failures = 0;
+                let ids: Vec<AssocId> =
+                    self.assocs.values().filter(|a| a.conn == i).map(|a| a.id).collect();
+                for id in ids {
+                    let up = self.assocs.get(&id).is_some_and(Association::is_up);
+                    if up {
+                        let (mut sink, assocs, conns) = self.sink();
+                        if let Some(a) = assocs.get_mut(&id) {
+                            let step = a.request(now, Request::DeleteIke, &conns[i].cfg, &mut sink);
+                            self.after(now, id, step);
+                        }
+                    } else if let Some(mut a) = self.assocs.remove(&id) {
+                        // Not up yet: forgotten (the peer's half-open state times out).
+                        let (mut sink, _, conns) = self.sink();
+                        a.end(&conns[i].cfg, &mut sink, DownReason::Terminated);
+                        self.by_spi.retain(|_, x| *x != id);
+                    }
+                }
+                Ok(())
+            }
+            Target::Child(name) => {
+                if self.conns[i].cfg.child.name != *name {
+                    return Err(CommandError::NoChild(name.clone()));
+                }
+                let i_up = self.up_assoc(i);
+                let Some(id) = i_up else {
+                    return Err(CommandError::NotEstablished(conn.to_owned()));
+                };
+                let spis: Vec<u32> = self
+                    .assocs
+                    .get(&id)
+                    .map(|a| a.pairs().0.iter().map(|p| p.spi_in).collect())
+                    .unwrap_or_default();
+                for s in spis {
+                    self.ask(now, conn, |_| Some(Request::DeleteChild(s)))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

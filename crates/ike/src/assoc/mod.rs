@@ -1,0 +1,202 @@
+//! An IKE SA's whole life, sans-IO (RFC 7296 §1–2): the initial exchanges in both roles, the
+//! [`Session`](crate::Session) once up, retransmission with back-off (§2.1), the CHILD and IKE
+//! rekey schedule, DPD (§2.4), retries of failed rekeys and of a failed setup with exponential
+//! back-off, INITIAL_CONTACT (§2.4), and what a failure tears down.
+//!
+//! The shape is quinn-proto's: the driver calls [`Endpoint::handle`] with each datagram,
+//! [`Endpoint::handle_timeout`] when [`Endpoint::poll_timeout`] says, and drains
+//! [`Endpoint::poll_transmit`] and [`Endpoint::poll_event`]. Commands ([`Endpoint::initiate`],
+//! [`Endpoint::rekey_child`], [`Endpoint::rekey_ike`], [`Endpoint::terminate`]) name a
+//! connection. Unlike quinn-proto, the [`Endpoint`] owns its associations instead of handing
+//! each one to the driver: INITIAL_CONTACT deletes *other* IKE SAs with the same peer identity,
+//! a setup's retry chain belongs to the connection and outlives each attempt, and IKE_SA_INIT
+//! must find its connection's responder. Those need a view over every association, and keeping
+//! it inside one type leaves the driver no bookkeeping to get wrong.
+//!
+//! The data path hears about CHILD SAs through [`Event`]s, make-before-break (DESIGN rule 4,
+//! §2.8): [`Event::InstallChild`] first (both SAs; the inbound one admits traffic at once),
+//! then [`Event::SwitchOutbound`] when traffic moves to the new pair — at once for the first
+//! pair and for a rekey we started (the peer installed before answering), on the old pair's
+//! removal for the peer's rekey — and [`Event::RemoveChild`] last (the driver keeps the old
+//! inbound SA for a grace period). The events name SPIs and keys only, so a HIP association's
+//! ESP pairs fit the same shape.
+
+mod association;
+mod endpoint;
+mod schedule;
+
+pub use endpoint::{ChildView, Endpoint, Stats};
+pub use schedule::{Backoff, Lifetimes};
+
+use crate::config::{ChildSaKeys, Config};
+use crate::error::Error;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// An association's handle, unique for the endpoint's life.
+pub type AssocId = u64;
+
+/// A CHILD SA's policy beyond its selectors and proposals (which are in [`Config`]).
+#[derive(Debug, Clone)]
+pub struct ChildConfig {
+    /// Its name, as `rekey_child` and `terminate` take it.
+    pub name: String,
+    /// Rekey and hard lifetimes of each of its pairs.
+    pub lifetimes: Lifetimes,
+}
+
+/// One connection: its IKE configuration, peer, child and timers.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// The connection's name.
+    pub name: String,
+    /// Identities, credentials, proposals and the child's selectors.
+    pub ike: Config,
+    /// The child.
+    pub child: ChildConfig,
+    /// Our address for this connection.
+    pub local: SocketAddr,
+    /// The peer's address (IKE_SA_INIT from this IP is answered with this connection).
+    pub remote: SocketAddr,
+    /// Initiate when the endpoint is made, and again whenever the IKE SA is lost (not when
+    /// deleted by the peer or replaced after INITIAL_CONTACT).
+    pub start: bool,
+    /// IKE SA rekeying (`rekey_time`, `rand_time`; the hard lifetime is not used).
+    pub ike_lifetimes: Lifetimes,
+    /// Send a liveness check after this long without hearing from the peer (zero: never).
+    pub dpd_delay: Duration,
+    /// Waits between failed setups of this connection.
+    pub setup_retry: Backoff,
+    /// Waits between failed rekeys of a CHILD SA or the IKE SA.
+    pub rekey_retry: Backoff,
+}
+
+/// A datagram to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// Our address to send from.
+    pub from: SocketAddr,
+    /// Where to.
+    pub to: SocketAddr,
+    /// The IKE message.
+    pub payload: Vec<u8>,
+}
+
+/// Why an association ended.
+#[derive(Debug)]
+pub enum DownReason {
+    /// The initial exchanges failed (refused, bad answer, or no answer after retransmissions).
+    SetupFailed(Error),
+    /// A half-open responder SA saw no IKE_AUTH in time.
+    HalfOpenExpired,
+    /// The peer stopped answering (§2.4).
+    PeerDead,
+    /// The peer deleted the IKE SA.
+    DeletedByPeer,
+    /// We terminated it.
+    Terminated,
+    /// The peer came back with INITIAL_CONTACT (§2.4): this older IKE SA was dropped locally.
+    Replaced,
+}
+
+/// What the driver acts on besides sending datagrams.
+#[derive(Debug)]
+pub enum Event {
+    /// An IKE SA and its first CHILD SA are up.
+    Established {
+        /// The association.
+        assoc: AssocId,
+        /// Its connection.
+        conn: String,
+        /// The peer's address.
+        peer: SocketAddr,
+        /// The IKE SA's SPIs.
+        spi_i: u64,
+        /// Responder SPI.
+        spi_r: u64,
+    },
+    /// Install both SAs of this pair; traffic arrives on the inbound one at once, the
+    /// outbound one waits for [`Event::SwitchOutbound`].
+    InstallChild {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// SPIs, keys, selectors.
+        keys: Box<ChildSaKeys>,
+    },
+    /// Send the child's traffic on this pair from now on.
+    SwitchOutbound {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// The pair's inbound SPI.
+        spi_in: u32,
+        /// The pair's outbound SPI.
+        spi_out: u32,
+    },
+    /// Remove this pair (outbound at once; the inbound one after the driver's grace period).
+    RemoveChild {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// The pair's inbound SPI.
+        spi_in: u32,
+        /// The pair's outbound SPI.
+        spi_out: u32,
+    },
+    /// A pair was rekeyed: `spi_in` succeeds `old_spi_in`.
+    ChildRekeyed {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// The old pair's inbound SPI.
+        old_spi_in: u32,
+        /// The new pair's inbound SPI.
+        spi_in: u32,
+    },
+    /// The IKE SA was rekeyed (§2.18): its new SPIs.
+    IkeRekeyed {
+        /// The association.
+        assoc: AssocId,
+        /// New initiator SPI.
+        spi_i: u64,
+        /// New responder SPI.
+        spi_r: u64,
+    },
+    /// The association is gone; every pair it installed was removed before this event.
+    Down {
+        /// The association.
+        assoc: AssocId,
+        /// Its connection.
+        conn: String,
+        /// Why.
+        reason: DownReason,
+    },
+}
+
+/// What a command asks to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The IKE SA and all its CHILD SAs, and any pending setup retry.
+    All,
+    /// The CHILD SA of this name (its pairs are DELETEd; the IKE SA stays).
+    Child(String),
+}
+
+/// Why a command was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CommandError {
+    /// No connection has this name.
+    #[error("no connection named {0:?}")]
+    NoConnection(String),
+    /// The connection has no established IKE SA.
+    #[error("connection {0:?} is not established")]
+    NotEstablished(String),
+    /// The connection has no child of this name.
+    #[error("connection has no child named {0:?}")]
+    NoChild(String),
+}

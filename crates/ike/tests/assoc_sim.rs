@@ -1,0 +1,209 @@
+//! `ike::assoc` endpoints on the simulated network of `sim/`: setup, rekeys and terminate on a
+//! clean link; INITIAL_CONTACT after a restart (RFC 7296 §2.4); one setup retry chain per
+//! connection with back-off; and ≥ 10,000 seeded scenarios of delay, loss, reordering,
+//! duplication, restarts and clock jumps, with the invariants checked at every step.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod sim;
+
+use ike::Time;
+use ike::assoc::Target;
+use sim::{CHILD, CONN, LinkParams, Sim, Timers, endpoint};
+use std::time::Duration;
+
+fn secs(s: u64) -> Time {
+    Time::from_millis(s * 1_000)
+}
+
+fn pair(link: LinkParams, timers: &Timers, seed: u64) -> Sim {
+    let a = endpoint(Time::ZERO, 0, true, timers, seed);
+    let b = endpoint(Time::ZERO, 1, false, timers, seed ^ 0x5a5a);
+    Sim::new(a, b, link, seed)
+}
+
+fn ok(_: &Sim) -> Result<(), String> {
+    Ok(())
+}
+
+/// Runs to `until`; then the state must be matched at a moment with nothing on the link.
+fn settle(s: &mut Sim, until: Time) {
+    let mut seen = false;
+    s.run_until(until, |s| {
+        if s.quiet() {
+            s.matched()?;
+            seen = true;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(seen, "no quiet moment before {until:?}");
+}
+
+#[test]
+fn setup_rekeys_and_terminate_on_a_clean_link() {
+    let t = Timers::short();
+    let mut s = pair(LinkParams::CLEAN, &t, 1);
+    s.run_until(secs(1), ok).unwrap();
+    s.matched().unwrap();
+    // 30 s rekeys (less up to 5 s), 70 s IKE rekeys: several of each in 200 s.
+    settle(&mut s, secs(200));
+    assert!(s.sides[0].dp.child_rekeys >= 6, "{}", s.sides[0].dp.child_rekeys);
+    assert_eq!(s.sides[0].dp.child_rekeys, s.sides[1].dp.child_rekeys);
+    assert!(s.sides[0].dp.ike_rekeys >= 2);
+    assert_eq!(s.hard_expired(), 0);
+    s.sides[1].ep.rekey_child(s.local(1), CONN, CHILD).unwrap();
+    s.sides[1].ep.rekey_ike(s.local(1), CONN).unwrap();
+    settle(&mut s, secs(205));
+    s.sides[0].ep.terminate(s.local(0), CONN, &Target::All).unwrap();
+    // Our pairs leave the data path at once; the DELETE is still on its way (5 ms).
+    s.run_until(s.now + Duration::from_millis(1), ok).unwrap();
+    assert!(s.sides[0].dp.pairs.is_empty());
+    assert!(!s.sides[1].dp.pairs.is_empty());
+    s.run_until(secs(210), ok).unwrap();
+    for side in &s.sides {
+        assert_eq!(side.ep.associations(), 0);
+        assert!(side.dp.pairs.is_empty());
+        assert!(!side.ep.retry_pending(CONN));
+    }
+    // Nothing comes back: the connection is no longer wanted.
+    s.run_until(secs(300), ok).unwrap();
+    assert_eq!(s.sides[0].ep.associations(), 0);
+}
+
+/// RFC 7296 §2.4: "The INITIAL_CONTACT notification asserts that this IKE SA is the only IKE SA
+/// currently active between the authenticated identities." and "It MAY be sent when an IKE SA
+/// is established after a crash, and the recipient MAY use this information to delete any
+/// other IKE SAs it has to the same authenticated identity without waiting for a timeout."
+/// After either side restarts and sets up again, the survivor holds only the new IKE SA and its
+/// CHILD SA — with DPD off and no rekey due, so nothing else could have told it.
+#[test]
+fn initial_contact_replaces_the_survivors_sas_after_a_restart() {
+    let t = Timers {
+        child: ike::assoc::Lifetimes::NEVER,
+        ike: ike::assoc::Lifetimes::NEVER,
+        ..Timers::short()
+    };
+    for restarted in [0, 1] {
+        let mut s = pair(LinkParams::CLEAN, &t, 7);
+        s.run_until(secs(1), ok).unwrap();
+        s.matched().unwrap();
+        let old = s.sides[1 - restarted].dp.spis().0;
+        let now = s.local(restarted);
+        let start = restarted == 0;
+        s.restart(restarted, endpoint(now, restarted, start, &t, 99));
+        if !start {
+            // The responder comes back with start_action = start.
+            s.sides[restarted].ep.initiate(now, CONN).unwrap();
+        }
+        // Bound: one initial exchange (2 round trips of 5 ms) after the restart.
+        s.run_until(secs(1) + Duration::from_millis(100), ok).unwrap();
+        s.matched().unwrap();
+        let new = s.sides[1 - restarted].dp.spis().0;
+        assert!(old.is_disjoint(&new), "the survivor kept {old:x?} beside {new:x?}");
+        assert_eq!(s.sides[1 - restarted].ep.associations(), 1);
+    }
+}
+
+/// A setup with no answer is retried with back-off (1, 2, 4, 8, 16, 16 s after each failure);
+/// `initiate` during a pending retry brings it forward in the same chain instead of starting a
+/// second one.
+#[test]
+fn one_setup_retry_chain_with_back_off() {
+    let t = Timers::short();
+    let dead = LinkParams { loss: 1.0, ..LinkParams::CLEAN };
+    let mut s = pair(dead, &t, 3);
+    // A setup gives up after 1+2+4+8+16+32 s of retransmissions.
+    s.run_until(secs(63) + Duration::from_millis(500), ok).unwrap();
+    assert_eq!(s.sides[0].ep.stats().setups, 1);
+    assert!(s.sides[0].ep.retry_pending(CONN));
+    s.run_until(secs(64), ok).unwrap();
+    assert!(!s.sides[0].ep.retry_pending(CONN));
+    assert_eq!(s.sides[0].ep.stats().setups, 2, "first retry 1 s after the failure");
+    for _ in 0..3 {
+        s.sides[0].ep.initiate(s.local(0), CONN).unwrap();
+    }
+    s.run_until(secs(70), ok).unwrap();
+    assert_eq!(s.sides[0].ep.stats().setups, 2, "initiate while a setup runs adds nothing");
+    s.run_until(secs(127) + Duration::from_millis(500), ok).unwrap();
+    // The second attempt failed at 127 s; its retry waits 2 s; initiate brings it forward once.
+    assert!(s.sides[0].ep.retry_pending(CONN));
+    let before = s.sides[0].ep.stats().setups;
+    s.sides[0].ep.initiate(s.local(0), CONN).unwrap();
+    s.sides[0].ep.initiate(s.local(0), CONN).unwrap();
+    s.run_until(secs(128), ok).unwrap();
+    assert_eq!(s.sides[0].ep.stats().setups, before + 1);
+    assert!(!s.sides[0].ep.retry_pending(CONN));
+    // The link heals: the running attempt's retransmission gets through.
+    s.link = LinkParams::CLEAN;
+    s.run_until(secs(200), ok).unwrap();
+    s.matched().unwrap();
+}
+
+/// A rekey the peer refuses (we ask for PFS, it has none configured: NO_PROPOSAL_CHOSEN) is
+/// tried again after 2, 4, 8, 8 … s until the pair's hard lifetime, which then removes it on
+/// both sides; the old pair carries the traffic all along, and the IKE SA stays.
+#[test]
+fn refused_rekey_is_retried_until_the_hard_lifetime() {
+    let ta = Timers { pfs: Some(crypto::DhGroup::Curve25519), ..Timers::short() };
+    let tb = Timers { child: ike::assoc::Lifetimes::NEVER, ..Timers::short() };
+    let a = endpoint(Time::ZERO, 0, true, &ta, 5);
+    let b = endpoint(Time::ZERO, 1, false, &tb, 6);
+    let mut s = Sim::new(a, b, LinkParams::CLEAN, 5);
+    s.run_until(secs(25), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].ep.stats().rekeys_failed, 0);
+    // Rekey between 25 and 30 s; hard lifetime at 70 s: retries at +2, +4, +8, +8 … s.
+    s.run_until(secs(69), |s| {
+        if s.sides[0].dp.pairs.len() == 1 { Ok(()) } else { Err("the pair is gone early".into()) }
+    })
+    .unwrap();
+    let failed = s.sides[0].ep.stats().rekeys_failed;
+    assert!((5..=8).contains(&failed), "{failed} failed rekeys");
+    assert_eq!(s.sides[0].dp.child_rekeys, 0);
+    s.run_until(secs(71), ok).unwrap();
+    assert!(s.sides[0].dp.pairs.is_empty() && s.sides[1].dp.pairs.is_empty());
+    assert_eq!(s.hard_expired(), 1);
+    assert_eq!(s.sides[0].ep.established(), 1, "the IKE SA stays");
+}
+
+/// DPD (§2.4): with the peer gone silent, a liveness check goes out `dpd_delay` after the last
+/// message heard; when its retransmissions (63 s) are used up the IKE SA is down, its CHILD SA
+/// removed, and the connection's setup retry chain starts.
+#[test]
+fn dead_peer_is_detected_and_the_connection_set_up_again() {
+    let t = Timers { dpd: Duration::from_secs(10), ..Timers::short() };
+    let mut s = pair(LinkParams::CLEAN, &t, 8);
+    s.run_until(secs(1), ok).unwrap();
+    s.matched().unwrap();
+    s.link = LinkParams { loss: 1.0, ..LinkParams::CLEAN };
+    // Child rekeys would find the silence too; push them out of the way.
+    s.run_until(secs(1 + 10 + 62), ok).unwrap();
+    assert_eq!(s.sides[0].ep.established(), 1);
+    s.run_until(secs(1 + 10 + 64), ok).unwrap();
+    assert_eq!(s.sides[0].ep.established(), 0);
+    assert!(s.sides[0].dp.pairs.is_empty());
+    assert!(s.sides[0].ep.stats().setups >= 2, "set up again");
+    s.link = LinkParams::CLEAN;
+    s.run_until(secs(200), ok).unwrap();
+    // B never heard a DELETE; A's new IKE_AUTH carried INITIAL_CONTACT.
+    s.matched().unwrap();
+}
+
+/// Terminating the child DELETEs its pairs on both sides (§1.4.1) and leaves the IKE SA up; an
+/// unknown child or connection is refused by name.
+#[test]
+fn terminate_child_keeps_the_ike_sa() {
+    let t = Timers::short();
+    let mut s = pair(LinkParams::CLEAN, &t, 11);
+    s.run_until(secs(1), ok).unwrap();
+    s.matched().unwrap();
+    let now = s.local(1);
+    assert!(s.sides[1].ep.terminate(now, CONN, &Target::Child("other".into())).is_err());
+    assert!(s.sides[1].ep.terminate(now, "other", &Target::All).is_err());
+    s.sides[1].ep.terminate(now, CONN, &Target::Child(CHILD.into())).unwrap();
+    s.run_until(secs(2), ok).unwrap();
+    for side in &s.sides {
+        assert!(side.dp.pairs.is_empty());
+        assert_eq!(side.ep.established(), 1);
+    }
+}
