@@ -19,7 +19,17 @@ for t in $targets; do
   seeds="fuzz/seeds/$t"
   [ -d "$seeds" ] || seeds=""
   echo "fuzz: $t for ${secs}s"
-  "${fuzz[@]}" run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" $seeds -- \
-    -max_total_time="$secs" -max_len=4096 -print_final_stats=1 2>&1 | tail -n 4
+  log="$(mktemp)"
+  if ! "${fuzz[@]}" run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" $seeds -- \
+    -max_total_time="$secs" -max_len=4096 -print_final_stats=1 >"$log" 2>&1; then
+    # The finding itself (panic message, sanitizer report, the input's file) is near the top
+    # of what a failing run prints, above its stack trace.
+    grep -v '^ *at \|^ *[0-9]*: ' "$log" | tail -n 60
+    echo "fuzz: $t failed; the input is under fuzz/artifacts/$t/"
+    rm -f "$log"
+    exit 1
+  fi
+  tail -n 4 "$log"
+  rm -f "$log"
 done
 echo "fuzz: $(echo $targets | wc -w) targets ran ${secs}s each without a crash"

@@ -135,13 +135,26 @@ impl crypto::Provider for SeededProvider {
     }
 }
 
+fn leaked_provider() -> &'static SeededProvider {
+    Box::leak(Box::new(SeededProvider { rng: std::sync::Mutex::new(fastrand::Rng::with_seed(0)) }))
+}
+
+thread_local! {
+    /// Each side's provider on this thread (tests run on several threads at once, each its own
+    /// seeds).
+    static PROVIDERS: [&'static SeededProvider; 2] = [leaked_provider(), leaked_provider()];
+}
+
 /// Side `i`'s endpoint; `seed` drives its timer jitter and its SPIs and nonces.
 pub fn endpoint(now: Time, i: usize, start: bool, timers: &Timers, seed: u64) -> Endpoint {
     let cookie = CookieSecret { version: 1, key: Zeroizing::new([i as u8; 32]) };
-    // Leaked: the endpoint wants a provider for the program's life (a few bytes per test run).
-    let provider: &'static SeededProvider = Box::leak(Box::new(SeededProvider {
-        rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed ^ 0x9e37_79b9)),
-    }));
+    // The endpoint wants a provider for the program's life: one per side and thread, made once
+    // and reseeded here (a new one per run would leak a little each run, which the fuzzer's
+    // leak check reports).
+    let provider = PROVIDERS.with(|p| p[i % 2]);
+    if let Ok(mut rng) = provider.rng.lock() {
+        rng.seed(seed ^ 0x9e37_79b9);
+    }
     Endpoint::new(now, vec![connection(i, start, timers)], provider, cookie, seed)
         .expect("a valid configuration")
 }

@@ -123,6 +123,10 @@ pub struct DvSendResult {
     pub send_errors: u64,
     pub every: u32,
     pub seconds: f64,
+    /// How long the sending took: more than `seconds` when the kernel held the sender back (a
+    /// full queue on its own shaped link blocks its sends).
+    #[serde(default)]
+    pub elapsed_s: f64,
 }
 
 /// Sends `seconds` of the DV file `file` to `to`: every `every`-th frame of the clock, its
@@ -165,6 +169,7 @@ pub fn send(
         send_errors: 0,
         every,
         seconds,
+        elapsed_s: 0.0,
     };
     let mut seq: u16 = 0;
     let t0 = Instant::now();
@@ -188,6 +193,7 @@ pub fn send(
         }
         r.frames_sent += 1;
     }
+    r.elapsed_s = t0.elapsed().as_secs_f64();
     Ok(r)
 }
 

@@ -121,14 +121,20 @@ pub struct Point {
 }
 
 impl Point {
-    /// Frames sent per second.
+    /// Seconds the stream took to send: its planned length, or longer when the sender was held
+    /// back.
+    pub fn send_s(&self) -> f64 {
+        self.sent.elapsed_s.max(self.sent.seconds).max(1e-9)
+    }
+
+    /// Frames sent per second (what left the sender, over the time it took).
     pub fn sent_fps(&self) -> f64 {
-        self.sent.frames_sent as f64 / self.sent.seconds.max(1e-9)
+        self.sent.frames_sent as f64 / self.send_s()
     }
 
     /// Whole frames received per second.
     pub fn received_fps(&self) -> f64 {
-        self.received.frames_complete as f64 / self.sent.seconds.max(1e-9)
+        self.received.frames_complete as f64 / self.send_s()
     }
 
     /// Share of the frames sent that did not arrive whole, %.
@@ -358,6 +364,7 @@ pub fn run(opts: &RunOptions, hook: &dyn ModeHook, plan: &Plan) -> Result<Report
         fmt.full_rate_bps() as f64 / 1e6
     ));
     notes.push("Topology: h1 — r1 — r2 — h2 in network namespaces (veth), IPv6; 10mbit = tc tbf rate 10mbit on every link, the seed's end-to-end path rate.".into());
+    notes.push("On a shaped link the plain sender meets the shaper on its own egress queue: its sends block when the queue is full, so its frames leave late (see frames sent/s) rather than being lost. Through IPsec the sender writes into the TUN device, and what the shaped link cannot carry is dropped on the way, so a frame loses a packet somewhere: whole frames become rare once the offered rate passes the link's.".into());
     notes.push("A frame counts as received when every one of its packets arrived; the received frames are written to a DV file that ffprobe decodes (`decoded`). Jitter: RFC 3550 §6.4.1's estimator over each whole frame's last packet.".into());
     notes.push(format!("Background load before the run: {background:.0} % of the machine."));
     if cfg!(debug_assertions) {
