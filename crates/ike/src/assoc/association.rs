@@ -3,6 +3,7 @@
 //! retries, hard lifetimes, DPD) and the make-before-break translation of its events for the
 //! data path (RFC 7296 §1.3, §2.4, §2.8).
 
+use super::endpoint::Stats;
 use super::schedule::Jitter;
 use super::{AssocId, ConnectionConfig, DownReason, Event, Transmit};
 use crate::config::ChildSaKeys;
@@ -23,8 +24,22 @@ pub(crate) struct Sink<'a> {
     pub(crate) transmits: &'a mut VecDeque<Transmit>,
     pub(crate) events: &'a mut VecDeque<Event>,
     pub(crate) rng: &'a mut Jitter,
-    pub(crate) hard_expired: &'a mut u64,
-    pub(crate) rekeys_failed: &'a mut u64,
+    pub(crate) stats: &'a mut Stats,
+    /// Queue [`Event::DecryptionKeys`] for every IKE SA's keys.
+    pub(crate) export_keys: bool,
+}
+
+impl Sink<'_> {
+    pub(crate) fn keys(&mut self, assoc: AssocId, line: Option<String>) {
+        if let (true, Some(line)) = (self.export_keys, line) {
+            self.events.push_back(Event::DecryptionKeys { assoc, line });
+        }
+    }
+}
+
+/// Whether an IKE message is a response (its R flag, RFC 7296 §3.1).
+fn is_response(b: &[u8]) -> bool {
+    wire::ikev2::Packet::new_checked(b).is_ok_and(|p| p.flags().response)
 }
 
 pub(crate) enum State {
@@ -41,13 +56,13 @@ pub(crate) enum State {
 pub(crate) struct Pair {
     pub(crate) spi_in: u32,
     pub(crate) spi_out: u32,
-    rekey_at: Option<Time>,
-    expires: Option<Time>,
-    rekey_failures: u32,
+    pub(crate) rekey_at: Option<Time>,
+    pub(crate) expires: Option<Time>,
+    pub(crate) rekey_failures: u32,
     /// A successor exists (our rekey or the peer's completed).
-    replaced: bool,
+    pub(crate) replaced: bool,
     /// The peer's rekey made this pair: outbound moves here when the old pair goes.
-    awaiting_switch: bool,
+    pub(crate) awaiting_switch: bool,
 }
 
 pub(crate) struct Up {
@@ -71,6 +86,8 @@ pub(crate) struct Association {
     pub(crate) peer_id: Option<Id>,
     /// We started it (a setup failure counts against the connection's retry chain).
     pub(crate) initiated: bool,
+    /// When it was made.
+    pub(crate) created: Time,
 }
 
 /// What a step of an association tells the endpoint.
@@ -115,6 +132,9 @@ impl Association {
                 });
             }
         }
+        if matches!(reason, DownReason::SetupFailed(_) | DownReason::HalfOpenExpired) {
+            sink.stats.failed += 1;
+        }
         let again = match &reason {
             DownReason::SetupFailed(_) => self.initiated,
             DownReason::PeerDead => true,
@@ -125,10 +145,13 @@ impl Association {
         Step { ended: Some(again), ..Step::default() }
     }
 
-    /// A datagram for this association.
+    /// A datagram for this association, from `from` to our `local` (when the driver knows
+    /// which of its addresses it came to).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle(
         &mut self,
         now: Time,
+        (local, from): (Option<SocketAddr>, SocketAddr),
         bytes: &[u8],
         cfg: &ConnectionConfig,
         provider: &'static dyn Provider,
@@ -143,6 +166,16 @@ impl Association {
                     Ok(Step::default())
                 }
                 Ok(SaInitNext::Auth(st, b)) => {
+                    // §2.23: "If NAT-T is used, the initiator ... MUST switch to port 4500"
+                    // from IKE_AUTH on (quoted from memory); `encap` moves whatever was found.
+                    let n = st.nat();
+                    if let Some(port) = cfg.natt_port {
+                        if cfg.encap || n.local_behind_nat || n.remote_behind_nat {
+                            self.local.set_port(port);
+                            self.peer.set_port(port);
+                        }
+                    }
+                    sink.keys(self.id, st.decryption_line());
                     self.state = State::AuthSent(Box::new(st));
                     self.send(sink, b);
                     Ok(Step::default())
@@ -154,7 +187,10 @@ impl Association {
                 Err(Rejected::Failed(e)) => Ok(self.down(cfg, sink, DownReason::SetupFailed(e))),
             },
             State::AuthSent(st) => match st.handle(bytes) {
-                Ok(est) => Ok(self.establish(now, est, cfg, provider, sink)),
+                Ok(est) => {
+                    self.peer = from;
+                    Ok(self.establish(now, est, cfg, provider, sink))
+                }
                 Err(Rejected::Dropped { state, error }) => {
                     self.state = State::AuthSent(state);
                     Err(error)
@@ -163,6 +199,11 @@ impl Association {
             },
             State::HalfOpen(mut st) => {
                 st.set_initial_contact(initial_contact);
+                // The IKE_AUTH request's source, which moved to port 4500 behind a NAT (§2.23).
+                self.peer = from;
+                if let Some(l) = local {
+                    self.local = l;
+                }
                 match st.handle(bytes) {
                     Ok(AuthOutcome::Established(est, reply)) => {
                         self.send(sink, reply);
@@ -193,6 +234,14 @@ impl Association {
                 // Heard from the peer: the liveness check waits again (§2.4).
                 up.dpd_at = (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay);
                 self.state = State::Up(up);
+                // §2.11: a response goes "to the IP address and port from whence" the request
+                // came (a mobile node asks from its new care-of address); our own requests go
+                // to the peer we know.
+                let mut out = out;
+                for b in std::mem::take(&mut out.send) {
+                    let to = if is_response(&b) { from } else { self.peer };
+                    sink.transmits.push_back(Transmit { from: self.local, to, payload: b });
+                }
                 let mut step = self.apply(now, out, cfg, sink);
                 if step.ended.is_none() && self.session_closed() {
                     let reason = if self.terminating() {
@@ -226,6 +275,7 @@ impl Association {
         sink: &mut Sink<'_>,
     ) -> Step {
         let initial_contact = est.initial_contact;
+        sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
         let (session, first) = Session::new(cfg.ike.clone(), provider, est);
         let ike = session.ike();
@@ -275,6 +325,7 @@ impl Association {
                 session::Event::RemoveChild { spi_in, .. } => up.remove(id, spi_in, cfg, sink),
                 session::Event::PeerAlive => {}
                 session::Event::IkeRekeyed { spi_i, spi_r } => {
+                    sink.keys(id, crate::wireshark::ikev2_decryption_line(up.session.ike()));
                     up.ike_rekey_at = cfg.ike_lifetimes.rekey_at(now, sink.rng);
                     up.ike_rekey_failures = 0;
                     let ours = up.session.ike().role == Role::Initiator;
@@ -285,7 +336,7 @@ impl Association {
                     let superseded = matches!(error, Error::Superseded(_));
                     if !superseded && matches!(request, Request::RekeyChild(_) | Request::RekeyIke)
                     {
-                        *sink.rekeys_failed += 1;
+                        sink.stats.rekeys_failed += 1;
                     }
                     up.request_failed(now, request, superseded, cfg);
                 }
@@ -372,6 +423,8 @@ impl Association {
                 if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
                     p.rekey_at = None;
                 }
+                let child = cfg.child.name.clone();
+                sink.events.push_back(Event::RekeyStarted { assoc: self.id, child, spi_in: s });
             }
             Request::DeleteIke => {
                 // Traffic stops now, not when the peer answers (or its 63 s of silence end):
@@ -407,6 +460,31 @@ impl Association {
     pub(crate) fn rekey_target(&self) -> Option<u32> {
         let State::Up(up) = &self.state else { return None };
         up.pairs.iter().rev().find(|p| !p.replaced).map(|p| p.spi_in)
+    }
+
+    /// Whether our rekey of the pair with inbound SPI `spi_in` is under way.
+    pub(crate) fn rekeying(&self, spi_in: u32) -> bool {
+        matches!(&self.state, State::Up(up) if up.rekeying.contains(&spi_in))
+    }
+
+    /// Its state's name, as `swanctl --list-sas` would put it.
+    pub(crate) fn state_name(&self) -> &'static str {
+        match &self.state {
+            State::InitSent(_) => "IKE_SA_INIT sent",
+            State::AuthSent(_) => "IKE_AUTH sent",
+            State::HalfOpen(_) => "half-open",
+            State::Up(up) if up.terminating => "deleting",
+            State::Up(_) => "established",
+            State::Gone => "gone",
+        }
+    }
+
+    /// The established IKE SA.
+    pub(crate) fn ike_sa(&self) -> Option<&crate::sa::IkeSa> {
+        match &self.state {
+            State::Up(up) => Some(up.session.ike()),
+            _ => None,
+        }
     }
 
     /// The pairs in the data path, and which one sends.
@@ -563,7 +641,7 @@ impl Up {
         for (spi_in, replaced) in expired {
             // The hard lifetime: the pair goes now, and the peer is told (§1.4.1).
             if !replaced {
-                *sink.hard_expired += 1;
+                sink.stats.hard_expired += 1;
             }
             self.remove(id, spi_in, cfg, sink);
             reqs.push(Request::DeleteChild(spi_in));
@@ -574,6 +652,11 @@ impl Up {
                 // Already under way when an operator asked first.
                 if self.rekeying.insert(p.spi_in) {
                     reqs.push(Request::RekeyChild(p.spi_in));
+                    sink.events.push_back(Event::RekeyStarted {
+                        assoc: id,
+                        child: cfg.child.name.clone(),
+                        spi_in: p.spi_in,
+                    });
                 }
             }
         }

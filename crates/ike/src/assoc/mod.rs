@@ -25,7 +25,7 @@ mod association;
 mod endpoint;
 mod schedule;
 
-pub use endpoint::{ChildView, Endpoint, Stats};
+pub use endpoint::{AssocView, ChildView, Endpoint, Stats};
 pub use schedule::{Backoff, Lifetimes};
 
 use crate::config::{ChildSaKeys, Config};
@@ -58,6 +58,16 @@ pub struct ConnectionConfig {
     pub local: SocketAddr,
     /// The peer's address (IKE_SA_INIT from this IP is answered with this connection).
     pub remote: SocketAddr,
+    /// Answer IKE_SA_INIT from any address (swanctl's `remote_addrs = %any`); such a
+    /// connection never initiates. Among several open to one peer, the IKE_AUTH request's
+    /// IDi picks the one whose `remote_id` it is.
+    pub any_peer: bool,
+    /// NAT traversal (RFC 7296 §2.23): the port IKE moves to from IKE_AUTH on when a NAT is
+    /// detected or `encap` is set; `None` never moves.
+    pub natt_port: Option<u16>,
+    /// Act as if behind a NAT (swanctl's `encap`): move to `natt_port` whatever NAT detection
+    /// found, so ESP goes in UDP.
+    pub encap: bool,
     /// Initiate when the endpoint is made, and again whenever the IKE SA is lost (not when
     /// deleted by the peer or replaced after INITIAL_CONTACT).
     pub start: bool,
@@ -102,6 +112,25 @@ pub enum DownReason {
 /// What the driver acts on besides sending datagrams.
 #[derive(Debug)]
 pub enum Event {
+    /// Keys of an IKE SA just derived (setup, or a rekey), as tshark's
+    /// `ikev2_decryption_table` line; only when [`Endpoint::export_keys`] was asked for, so
+    /// a setup that fails later can be decrypted too.
+    DecryptionKeys {
+        /// The association.
+        assoc: AssocId,
+        /// `SPIi,SPIr,SK_ei,SK_er,"encryption",SK_ai,SK_ar,"integrity"`.
+        line: String,
+    },
+    /// We asked for a rekey of this pair (our CREATE_CHILD_SA goes out now or after the
+    /// outstanding exchange, §2.3).
+    RekeyStarted {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// The pair's inbound SPI.
+        spi_in: u32,
+    },
     /// An IKE SA and its first CHILD SA are up.
     Established {
         /// The association.

@@ -59,6 +59,9 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
         child: ChildConfig { name: CHILD.into(), lifetimes: timers.child },
         local: addr(i),
         remote: addr(1 - i),
+        any_peer: false,
+        natt_port: None,
+        encap: false,
         start,
         ike_lifetimes: timers.ike,
         dpd_delay: timers.dpd,
@@ -231,6 +234,7 @@ impl DataPath {
             Event::ChildRekeyed { .. } => self.child_rekeys += 1,
             Event::IkeRekeyed { .. } => self.ike_rekeys += 1,
             Event::Established { .. } => self.established += 1,
+            Event::RekeyStarted { .. } | Event::DecryptionKeys { .. } => {}
         }
         Ok(())
     }

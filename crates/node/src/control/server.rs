@@ -269,7 +269,7 @@ impl<'a> ControlThread<'a> {
                 continue;
             }
             if let (Event::Acquire { policy, .. }, Some(ike)) = (&e, &mut self.ike) {
-                ike.acquire(*policy);
+                ike.acquire(&mut self.plane, *policy);
             }
             if let (Event::Acquire { policy, .. }, Some(hip)) = (&e, &mut self.hip) {
                 hip.acquire(*policy);
@@ -341,21 +341,23 @@ impl<'a> ControlThread<'a> {
                 },
                 None => json!({ "error": "this node has no [filter]" }),
             },
-            Request::Initiate { connection } => self.ike_op(|ike, _| {
-                ike.initiate(&connection).map(|()| json!({ "ok": true, "initiated": connection }))
+            Request::Initiate { connection } => self.ike_op(|ike, plane| {
+                ike.initiate(plane, &connection)
+                    .map(|()| json!({ "ok": true, "initiated": connection }))
             }),
-            Request::Terminate { connection } => self.ike_op(|ike, plane| {
-                ike.terminate(plane, &connection)
-                    .map(|n| json!({ "ok": true, "terminated": connection, "ike_sas": n }))
+            Request::Terminate { connection, child } => self.ike_op(|ike, plane| {
+                ike.terminate(plane, &connection, child.as_deref()).map(|n| {
+                    json!({ "ok": true, "terminated": connection, "child": child, "ike_sas": n })
+                })
             }),
-            Request::Rekey { connection, ike: whole } => self.ike_op(|ike, plane| {
-                ike.rekey(plane, &connection, whole).map(
-                    |n| json!({ "ok": true, "rekeying": connection, "ike": whole, "ike_sas": n }),
-                )
+            Request::Rekey { connection, child, ike: whole } => self.ike_op(|ike, plane| {
+                ike.rekey(plane, &connection, child.as_deref(), whole).map(|n| {
+                    json!({ "ok": true, "rekeying": connection, "child": child, "ike": whole, "ike_sas": n })
+                })
             }),
             Request::IkeKeys => self.ike_op(|ike, _| {
                 ike.wireshark_keys()
-                    .map(|lines| json!({ "ok": true, "ikev2_decryption_table": lines }))
+                    .map(|k| json!({ "ok": true, "ikev2_decryption_table": k.ike, "esp_sa": k.esp }))
                     .ok_or_else(|| {
                         "this node was not started with --debug-export-ike-keys".to_string()
                     })
