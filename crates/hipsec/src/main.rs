@@ -60,9 +60,11 @@ enum Command {
     Bench(BenchCommand),
     /// Start an IKE connection of a running node now (swanctl --initiate).
     Initiate(hipsec::ike_cli::ConnArgs),
-    /// Delete an IKE connection's IKE and CHILD SAs (swanctl --terminate).
-    Terminate(hipsec::ike_cli::ConnArgs),
-    /// Rekey an IKE connection's CHILD SA, or with --ike its IKE SA, now (swanctl --rekey).
+    /// Delete an IKE connection's IKE and CHILD SAs, or with --child one CHILD SA
+    /// (swanctl --terminate).
+    Terminate(hipsec::ike_cli::TerminateArgs),
+    /// Rekey an IKE connection's CHILD SA (--child names it), or with --ike its IKE SA, now
+    /// (swanctl --rekey).
     Rekey(hipsec::ike_cli::RekeyArgs),
     /// IKE debugging: keys for Wireshark (only from a node started to export them).
     #[command(subcommand)]

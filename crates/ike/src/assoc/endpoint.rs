@@ -295,6 +295,8 @@ impl Endpoint {
         // §2.4: INITIAL_CONTACT when we hold no IKE SA with this peer.
         let holds = self.holds_sa_with(cfg.ike.remote_id.as_ref(), cfg.remote, None);
         self.stats.setups += 1;
+        let failures = self.conns[conn].failures;
+        self.events.push_back(Event::Initiating { conn: cfg.name.clone(), failures });
         match initiator::start(cfg.ike.clone(), self.provider, ep, now.as_millis()) {
             Ok((mut st, first)) => {
                 st.set_initial_contact(!holds);
@@ -330,7 +332,7 @@ impl Endpoint {
                 && a.is_up()
                 && match id {
                     Some(id) => a.peer_id.as_ref() == Some(id),
-                    None => a.peer == addr,
+                    None => a.peer.ip() == addr.ip(),
                 }
         })
     }
@@ -469,12 +471,14 @@ impl Endpoint {
     }
 
     /// The connection that answers IKE_SA_INIT from `from`: the one for its address, else one
-    /// open to any peer.
+    /// open to any peer, else the only one (a peer behind a NAT, or one that moved, is
+    /// still answered; IKE_AUTH then proves who it is, and `remote_id` decides).
     fn conn_for(&self, from: SocketAddr) -> Option<usize> {
         let c = &self.conns;
         c.iter()
             .position(|c| !c.cfg.any_peer && c.cfg.remote.ip() == from.ip())
             .or_else(|| c.iter().position(|c| c.cfg.any_peer))
+            .or((c.len() == 1).then_some(0))
     }
 
     fn init_request(

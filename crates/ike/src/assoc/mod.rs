@@ -121,6 +121,13 @@ pub enum Event {
         /// `SPIi,SPIr,SK_ei,SK_er,"encryption",SK_ai,SK_ar,"integrity"`.
         line: String,
     },
+    /// A setup of this connection starts (its IKE_SA_INIT is queued).
+    Initiating {
+        /// The connection.
+        conn: String,
+        /// Setups of it that failed in a row before this one (0: a first try).
+        failures: u32,
+    },
     /// We asked for a rekey of this pair (our CREATE_CHILD_SA goes out now or after the
     /// outstanding exchange, §2.3).
     RekeyStarted {

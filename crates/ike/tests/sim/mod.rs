@@ -234,7 +234,9 @@ impl DataPath {
             Event::ChildRekeyed { .. } => self.child_rekeys += 1,
             Event::IkeRekeyed { .. } => self.ike_rekeys += 1,
             Event::Established { .. } => self.established += 1,
-            Event::RekeyStarted { .. } | Event::DecryptionKeys { .. } => {}
+            Event::RekeyStarted { .. }
+            | Event::DecryptionKeys { .. }
+            | Event::Initiating { .. } => {}
         }
         Ok(())
     }

@@ -227,7 +227,10 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
                         Some(v) => v.as_bool().ok_or_else(|| err("ike", "want true or false"))?,
                     };
                     if ike && child.is_some() {
-                        return Err(err("child", "not with \"ike\": true (the IKE SA has no child name)"));
+                        return Err(err(
+                            "child",
+                            "not with \"ike\": true (the IKE SA has no child name)",
+                        ));
                     }
                     Request::Rekey { connection, child, ike }
                 }

@@ -263,10 +263,8 @@ impl ChildPath {
                 .collect();
             let ins: Vec<InKey> =
                 [old.in_key].into_iter().filter(|k| cx.plane.inbound().contains_key(k)).collect();
-            let outs: Vec<OutKey> = [old.out_key]
-                .into_iter()
-                .filter(|k| cx.plane.outbound().contains_key(k))
-                .collect();
+            let outs: Vec<OutKey> =
+                [old.out_key].into_iter().filter(|k| cx.plane.outbound().contains_key(k)).collect();
             let r = cx.plane.remove_policies(&pols).and_then(|()| cx.plane.remove(&ins, &outs));
             if let Err(e) = r {
                 warn("child-sa-remove-failed", &self.name, e);

@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 const POLICY_BASE: PolicyId = 1 << 40;
 /// Waits between failed setups of a connection that should be up: 2 s, doubling to 64 s (a
 /// peer that is not ready yet is reached soon, one that is gone is not hammered).
-const SETUP_RETRY: Backoff = Backoff { first: Duration::from_secs(2), max: Duration::from_secs(64) };
+const SETUP_RETRY: Backoff =
+    Backoff { first: Duration::from_secs(2), max: Duration::from_secs(64) };
 /// Waits between failed rekeys of ours: 10 s, doubling to 60 s, until the hard lifetime.
 const REKEY_RETRY: Backoff =
     Backoff { first: Duration::from_secs(10), max: Duration::from_secs(60) };
@@ -231,7 +232,6 @@ impl IkeDriver {
             if c.children.iter().any(|ch| ch.start_action == StartAction::Start)
                 && c.remote_addr.is_some()
             {
-                log_event!(Level::Info, "ike-initiate", "connection" => c.name);
                 let _ = self.endpoint.initiate(now, &c.name);
             }
         }
@@ -245,12 +245,15 @@ impl IkeDriver {
 
     /// Brings connection `name` up (`hipsec initiate`); a pending retry is brought forward,
     /// never doubled.
-    pub fn initiate(&mut self, plane: &mut ControlPlane, name: &str) -> Result<Vec<Transmit>, String> {
+    pub fn initiate(
+        &mut self,
+        plane: &mut ControlPlane,
+        name: &str,
+    ) -> Result<Vec<Transmit>, String> {
         let c = self.conns.iter().find(|c| c.name == name).ok_or("no such connection")?;
         if c.remote_addr.is_none() {
             return Err("remote_addrs = %any: this connection only responds".into());
         }
-        log_event!(Level::Info, "ike-initiate", "connection" => name);
         let now = self.now();
         self.endpoint.initiate(now, name).map_err(|e| e.to_string())?;
         Ok(self.drain(plane))
@@ -327,6 +330,13 @@ impl IkeDriver {
     fn event(&mut self, plane: &mut ControlPlane, e: Event, switch: bool) {
         let now_ms = self.now().as_millis();
         match e {
+            Event::Initiating { conn, failures } => {
+                if failures == 0 {
+                    log_event!(Level::Info, "ike-initiate", "connection" => conn);
+                } else {
+                    log_event!(Level::Info, "ike-retry", "connection" => conn, "failures" => failures);
+                }
+            }
             Event::DecryptionKeys { line, .. } => {
                 if let Some(k) = &mut self.key_log {
                     k.ike.push(line);
@@ -364,9 +374,10 @@ impl IkeDriver {
                 // ESP goes in UDP to the port IKE moved to behind a NAT (§2.23), else to the
                 // peer's NAT-T port.
                 let view = self.endpoint.views().into_iter().find(|v| v.assoc == assoc);
-                let (peer, floated) = view.map_or((SocketAddr::new(self.local_ip, 0), false), |v| {
-                    (v.peer, v.local.port() == self.natt_port)
-                });
+                let (peer, floated) = view
+                    .map_or((SocketAddr::new(self.local_ip, 0), false), |v| {
+                        (v.peer, v.local.port() == self.natt_port)
+                    });
                 let esp_port = if floated { peer.port() } else { self.natt_port };
                 if let Some(log) = &mut self.key_log {
                     let local = conn.local_addr.unwrap_or(self.local_ip);

@@ -40,8 +40,7 @@ impl IkeDriver {
     pub fn acquire(&mut self, plane: &mut ControlPlane, policy: PolicyId) -> Vec<Transmit> {
         let Some(&ci) = self.traps.get(&policy) else { return Vec::new() };
         let name = self.conns[ci].name.clone();
-        if self.endpoint.setups_in_flight(&name) > 0 || self.assocs.values().any(|a| a.conn == ci)
-        {
+        if self.endpoint.setups_in_flight(&name) > 0 || self.assocs.values().any(|a| a.conn == ci) {
             return Vec::new();
         }
         log_event!(Level::Info, "ike-acquire", "connection" => name, "policy" => policy);

@@ -25,12 +25,7 @@ pub struct IkeRuntime {
 impl IkeRuntime {
     /// Puts them together; the clock starts now.
     pub fn new(driver: IkeDriver, sockets: IkeSockets) -> IkeRuntime {
-        IkeRuntime {
-            driver,
-            sockets,
-            started: false,
-            buf: vec![0; MAX_MESSAGE],
-        }
+        IkeRuntime { driver, sockets, started: false, buf: vec![0; MAX_MESSAGE] }
     }
 
     /// The port-500 socket, for poll(2).
