@@ -117,18 +117,7 @@ impl Pair {
         };
         p.topology();
         p.write_configs();
-        let log = std::fs::File::create(p.dir.join("hipsec.log")).unwrap();
-        p.hipsec = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &p.a, bin, "run", "-c"])
-                .arg(p.dir.join("a.toml"))
-                .args(p.setup.export_keys.then_some("--debug-export-ike-keys"))
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
-        p.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+        p.spawn_hipsec(bin);
         p.spawn_charon();
         p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
         let o =
@@ -396,6 +385,36 @@ impl Pair {
             &self.dir.join("swanctl.conf").display().to_string(),
         ]);
         assert!(o.status.success(), "swanctl --load-all: {}", String::from_utf8_lossy(&o.stdout));
+    }
+
+    fn spawn_hipsec(&mut self, bin: &str) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("hipsec.log"))
+            .unwrap();
+        self.hipsec = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &self.a, bin, "run", "-c"])
+                .arg(self.dir.join("a.toml"))
+                .args(self.setup.export_keys.then_some("--debug-export-ike-keys"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+        self.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+    }
+
+    /// Stops the hipsec node (SIGKILL: no DELETE reaches charon, and nothing of its state
+    /// survives but the fail-closed guard) and starts it again with the same config.
+    pub fn restart_hipsec(&mut self, bin: &str) {
+        if let Some(mut c) = self.hipsec.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(self.dir.join("a.sock"));
+        self.spawn_hipsec(bin);
     }
 
     fn spawn_charon(&mut self) {
