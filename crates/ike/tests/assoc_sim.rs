@@ -207,3 +207,35 @@ fn terminate_child_keeps_the_ike_sa() {
         assert_eq!(side.ep.established(), 1);
     }
 }
+
+/// The responder's flood limits (RFC 7296 §2.6: "a responder SHOULD ... send a COOKIE
+/// notification when the number of half-open IKE SAs exceeds a threshold", quoted from memory):
+/// past `cookie_threshold` half-open SAs an IKE_SA_INIT without a cookie is answered with one
+/// and keeps no state; past `half_open_per_peer` from one address it is dropped unanswered.
+#[test]
+fn cookie_threshold_and_half_open_per_peer_are_operator_limits() {
+    let t = Timers::short();
+    let requests: Vec<Vec<u8>> = (0..3)
+        .map(|k| {
+            let mut a = endpoint(Time::ZERO, 0, true, &t, 100 + k);
+            a.poll_transmit().expect("IKE_SA_INIT").payload
+        })
+        .collect();
+    let mut b = endpoint(Time::ZERO, 1, false, &t, 7);
+    b.set_half_open_per_peer(2);
+    assert_eq!(b.limits(), (64, 2));
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[0]).is_ok());
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[1]).is_ok());
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[2]).is_err());
+    assert_eq!((b.half_open(), b.stats().blocked), (2, 1));
+    assert_eq!(std::iter::from_fn(|| b.poll_transmit()).count(), 2, "the third got an answer");
+
+    let mut c = endpoint(Time::ZERO, 1, false, &t, 8);
+    c.set_cookie_threshold(1);
+    assert!(c.handle(Time::ZERO, sim::addr(0), &requests[0]).is_ok());
+    assert!(c.handle(Time::ZERO, sim::addr(0), &requests[1]).is_ok());
+    assert_eq!((c.half_open(), c.stats().cookies, c.stats().init_refused), (1, 1, 1));
+    let answers: Vec<_> = std::iter::from_fn(|| c.poll_transmit()).collect();
+    let cookie = wire::ikev2::Packet::new_checked(&answers[1].payload[..]).unwrap();
+    assert_eq!(cookie.spi_r(), 0, "a COOKIE answer keeps no state (no responder SPI)");
+}

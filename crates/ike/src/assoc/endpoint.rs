@@ -54,6 +54,9 @@ pub struct Stats {
     pub init_refused: u64,
     /// Of those, COOKIE requests.
     pub cookies: u64,
+    /// IKE_SA_INIT requests dropped because their address already had
+    /// [`Endpoint::set_half_open_per_peer`] half-open SAs.
+    pub blocked: u64,
 }
 
 /// A CHILD SA pair as the endpoint holds it.
@@ -118,6 +121,7 @@ pub struct Endpoint {
     stats: Stats,
     export_keys: bool,
     cookie_threshold: usize,
+    half_open_per_peer: usize,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -151,6 +155,7 @@ impl Endpoint {
             stats: Stats::default(),
             export_keys: false,
             cookie_threshold: COOKIE_THRESHOLD,
+            half_open_per_peer: 0,
         };
         for cfg in conns {
             let responder = Responder::new(cfg.ike.clone(), provider, cookie.clone())?;
@@ -182,6 +187,22 @@ impl Endpoint {
     /// Half-open responder SAs beyond which IKE_SA_INIT must bring a cookie (§2.6).
     pub fn set_cookie_threshold(&mut self, n: usize) {
         self.cookie_threshold = n;
+    }
+
+    /// Half-open responder SAs one address may hold (strongSwan's `block_threshold`); further
+    /// IKE_SA_INITs from it are dropped before any work is done. Zero: no limit.
+    pub fn set_half_open_per_peer(&mut self, n: usize) {
+        self.half_open_per_peer = n;
+    }
+
+    /// The two limits: (cookie threshold, half-open per peer).
+    pub fn limits(&self) -> (usize, usize) {
+        (self.cookie_threshold, self.half_open_per_peer)
+    }
+
+    /// Half-open responder SAs now.
+    pub fn half_open(&self) -> usize {
+        self.assocs.values().filter(|a| matches!(a.state, State::HalfOpen(_))).count()
     }
 
     /// The next datagram to send.
@@ -504,8 +525,21 @@ impl Endpoint {
         let conn = self.conn_for(from).ok_or(crate::error::PeerMisbehaved::UnexpectedMessage(
             "no connection for this peer",
         ))?;
-        let half_open =
-            self.assocs.values().filter(|a| matches!(a.state, State::HalfOpen(_))).count();
+        let half_open = self.half_open();
+        if self.half_open_per_peer > 0 {
+            let mine = self
+                .assocs
+                .values()
+                .filter(|a| matches!(a.state, State::HalfOpen(_)) && a.peer.ip() == from.ip())
+                .count();
+            if mine >= self.half_open_per_peer {
+                self.stats.blocked += 1;
+                return Err(crate::error::PeerMisbehaved::UnexpectedMessage(
+                    "too many half-open IKE SAs from this address",
+                )
+                .into());
+            }
+        }
         let local = at.unwrap_or(self.conns[conn].cfg.local);
         let ep = Endpoints { local, remote: from };
         let outcome = self.conns[conn].responder.handle_init(

@@ -170,6 +170,7 @@ impl IkeDriver {
     /// [`IkeDriver::tick`].
     pub fn new(
         export_keys: bool,
+        limits: crate::config::ike_limits::IkeLimits,
         conns: &[ConnectionConf],
         provider: &'static dyn crypto::Provider,
         local_ip: IpAddr,
@@ -197,6 +198,8 @@ impl IkeDriver {
         )
         .map_err(|e| format!("connections: {e}"))?;
         endpoint.export_keys(export_keys);
+        endpoint.set_cookie_threshold(limits.cookie_threshold);
+        endpoint.set_half_open_per_peer(limits.half_open_per_peer);
         Ok(IkeDriver {
             endpoint,
             conns: conns.to_vec(),

@@ -82,8 +82,14 @@ impl IkeDriver {
             .collect();
         v.sort_by(|a, b| a["connection"].as_str().cmp(&b["connection"].as_str()));
         let s = self.endpoint.stats();
+        let (cookie_threshold, half_open_per_peer) = self.endpoint.limits();
         json!({
             "ike_sas": v,
+            "half_open": self.endpoint.half_open(),
+            "limits": {
+                "cookie_threshold": cookie_threshold,
+                "half_open_per_peer": half_open_per_peer,
+            },
             "counters": {
                 "established": s.established,
                 "failed": s.failed,
@@ -92,6 +98,7 @@ impl IkeDriver {
                 "resent": s.resent,
                 "init_refused": s.init_refused,
                 "cookies": s.cookies,
+                "blocked": s.blocked,
                 "setups": s.setups,
                 "rekeys_failed": s.rekeys_failed,
                 "hard_expired": s.hard_expired,
