@@ -15,7 +15,7 @@ use crate::session::{self, Output, Request, Session};
 use crate::sk::Role;
 use crate::time::Time;
 use crypto::Provider;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use wire::ikev2::Id;
 
@@ -63,12 +63,15 @@ pub(crate) struct Pair {
     pub(crate) replaced: bool,
     /// The peer's rekey made this pair: outbound moves here when the old pair goes.
     pub(crate) awaiting_switch: bool,
+    /// Its child (0: the first, IKE_AUTH's; then `more_children` in order).
+    pub(crate) child: usize,
 }
 
 pub(crate) struct Up {
     pub(crate) session: Session,
     pub(crate) pairs: Vec<Pair>,
-    pub(crate) active_out: Option<u32>,
+    /// Per child, the pair its traffic is sent on.
+    pub(crate) active_out: HashMap<usize, u32>,
     rekeying: HashSet<u32>,
     ike_rekey_at: Option<Time>,
     ike_rekey_failures: u32,
@@ -122,11 +125,11 @@ impl Association {
         if let State::Up(up) = &mut self.state {
             // The sending pair goes last: traffic never points at a pair already removed.
             let mut pairs = std::mem::take(&mut up.pairs);
-            pairs.sort_by_key(|p| up.active_out == Some(p.spi_in));
+            pairs.sort_by_key(|p| up.sending(p));
             for p in pairs {
                 sink.events.push_back(Event::RemoveChild {
                     assoc: self.id,
-                    child: cfg.child.name.clone(),
+                    child: cfg.child_name(p.child),
                     spi_in: p.spi_in,
                     spi_out: p.spi_out,
                 });
@@ -284,7 +287,7 @@ impl Association {
         let mut up = Up {
             session,
             pairs: Vec::new(),
-            active_out: None,
+            active_out: HashMap::new(),
             rekeying: HashSet::new(),
             ike_rekey_at: cfg.ike_lifetimes.rekey_at(now, sink.rng),
             ike_rekey_failures: 0,
@@ -299,8 +302,22 @@ impl Association {
             spi_r,
         });
         up.install(self.id, now, first, None, cfg, sink);
+        // The other children, in the config's order, each by its own CREATE_CHILD_SA (§1.3.1;
+        // the session queues them behind one another, §2.3) — as initiator only: the
+        // initiator of the IKE SA asks for every child, as strongSwan does.
+        let mut more = Output::default();
+        if self.initiated {
+            for i in 1..=cfg.more_children.len() {
+                let o = up.ask(now, Request::NewChild(i), cfg);
+                more.send.extend(o.send);
+                more.events.extend(o.events);
+            }
+        }
         self.state = State::Up(Box::new(up));
-        Step { initial_contact, new_spis: vec![local_spi], ended: None }
+        let mut step = self.apply(now, more, cfg, sink);
+        step.initial_contact = initial_contact;
+        step.new_spis.push(local_spi);
+        step
     }
 
     /// Acts on a session's output.
@@ -423,18 +440,18 @@ impl Association {
                 if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
                     p.rekey_at = None;
                 }
-                let child = cfg.child.name.clone();
+                let c = up.pairs.iter().find(|p| p.spi_in == s).map_or(0, |p| p.child);
+                let child = cfg.child_name(c);
                 sink.events.push_back(Event::RekeyStarted { assoc: self.id, child, spi_in: s });
             }
             Request::DeleteIke => {
                 // Traffic stops now, not when the peer answers (or its 63 s of silence end):
                 // the pairs leave the data path, the DELETE exchange follows (§1.4.1).
                 up.terminating = true;
-                let sending_last = up.pairs.iter().position(|p| up.active_out == Some(p.spi_in));
-                if let Some(i) = sending_last {
-                    let p = up.pairs.remove(i);
-                    up.pairs.push(p);
-                }
+                let (mut pairs, sending): (Vec<Pair>, Vec<Pair>) =
+                    std::mem::take(&mut up.pairs).into_iter().partition(|p| !up.sending(p));
+                pairs.extend(sending);
+                up.pairs = pairs;
                 let spis: Vec<u32> = up.pairs.iter().map(|p| p.spi_in).collect();
                 for s in spis {
                     up.remove(self.id, s, cfg, sink);
@@ -456,10 +473,10 @@ impl Association {
         self.down(cfg, sink, why);
     }
 
-    /// The pair an operator's rekey goes to: the newest one without a successor.
-    pub(crate) fn rekey_target(&self) -> Option<u32> {
+    /// The pair of child `child` an operator's rekey goes to: its newest without a successor.
+    pub(crate) fn rekey_target(&self, child: usize) -> Option<u32> {
         let State::Up(up) = &self.state else { return None };
-        up.pairs.iter().rev().find(|p| !p.replaced).map(|p| p.spi_in)
+        up.pairs.iter().rev().find(|p| p.child == child && !p.replaced).map(|p| p.spi_in)
     }
 
     /// Whether our rekey of the pair with inbound SPI `spi_in` is under way.
@@ -487,16 +504,37 @@ impl Association {
         }
     }
 
-    /// The pairs in the data path, and which one sends.
-    pub(crate) fn pairs(&self) -> (&[Pair], Option<u32>) {
+    /// The pairs in the data path, each with whether its child's traffic is sent on it.
+    pub(crate) fn pairs(&self) -> Vec<(&Pair, bool)> {
         match &self.state {
-            State::Up(up) => (&up.pairs, up.active_out),
-            _ => (&[], None),
+            State::Up(up) => up.pairs.iter().map(|p| (p, up.sending(p))).collect(),
+            _ => Vec::new(),
         }
     }
 }
 
 impl Up {
+    /// Whether `p`'s child sends on it.
+    fn sending(&self, p: &Pair) -> bool {
+        self.active_out.get(&p.child) == Some(&p.spi_in)
+    }
+
+    /// The child a new pair belongs to: a rekey's, its predecessor's; else the first whose
+    /// selectors hold the negotiated ones (§2.9; each child has its own).
+    fn child_of(&self, keys: &ChildSaKeys, rekeys: Option<u32>, cfg: &ConnectionConfig) -> usize {
+        if let Some(p) = rekeys.and_then(|o| self.pairs.iter().find(|p| p.spi_in == o)) {
+            return p.child;
+        }
+        let within = crate::auth::ts_within;
+        cfg.ike
+            .child_policies()
+            .iter()
+            .position(|c| {
+                within(&keys.local_ts, &c.local_ts) && within(&keys.remote_ts, &c.remote_ts)
+            })
+            .unwrap_or(0)
+    }
+
     /// Sends `req`, or reports it failed as the session would.
     fn ask(&mut self, now: Time, req: Request, cfg: &ConnectionConfig) -> Output {
         match self.session.request(ms(now), req) {
@@ -550,9 +588,10 @@ impl Up {
         sink: &mut Sink<'_>,
     ) {
         let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
-        let switch = self.pairs.is_empty() || ours;
+        let c = self.child_of(&keys, rekeys, cfg);
+        let switch = !self.pairs.iter().any(|p| p.child == c) || ours;
         let (spi_in, spi_out) = (keys.spi_in, keys.spi_out);
-        let child = cfg.child.name.clone();
+        let child = cfg.child_name(c);
         sink.events.push_back(Event::InstallChild {
             assoc: id,
             child: child.clone(),
@@ -570,7 +609,7 @@ impl Up {
                 spi_in,
             });
         }
-        let l = &cfg.child.lifetimes;
+        let l = cfg.lifetimes(c);
         self.pairs.push(Pair {
             spi_in,
             spi_out,
@@ -579,9 +618,10 @@ impl Up {
             rekey_failures: 0,
             replaced: false,
             awaiting_switch: rekeys.is_some() && !ours,
+            child: c,
         });
         if switch {
-            self.active_out = Some(spi_in);
+            self.active_out.insert(c, spi_in);
             sink.events.push_back(Event::SwitchOutbound { assoc: id, child, spi_in, spi_out });
         }
     }
@@ -592,12 +632,14 @@ impl Up {
         let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
         let old = self.pairs.remove(i);
         self.rekeying.remove(&spi_in);
-        let child = cfg.child.name.clone();
-        if self.active_out == Some(spi_in) {
-            self.active_out = None;
-            let next = self.pairs.iter().rev().find(|p| p.awaiting_switch).or(self.pairs.last());
+        let c = old.child;
+        let child = cfg.child_name(c);
+        if self.active_out.get(&c) == Some(&spi_in) {
+            self.active_out.remove(&c);
+            let mine = || self.pairs.iter().rev().filter(|p| p.child == c);
+            let next = mine().find(|p| p.awaiting_switch).or_else(|| mine().next());
             if let Some(n) = next {
-                self.active_out = Some(n.spi_in);
+                self.active_out.insert(c, n.spi_in);
                 sink.events.push_back(Event::SwitchOutbound {
                     assoc: id,
                     child: child.clone(),
@@ -606,7 +648,7 @@ impl Up {
                 });
             }
         }
-        for p in &mut self.pairs {
+        for p in self.pairs.iter_mut().filter(|p| p.child == c) {
             p.awaiting_switch = false;
         }
         sink.events.push_back(Event::RemoveChild {
@@ -654,7 +696,7 @@ impl Up {
                     reqs.push(Request::RekeyChild(p.spi_in));
                     sink.events.push_back(Event::RekeyStarted {
                         assoc: id,
-                        child: cfg.child.name.clone(),
+                        child: cfg.child_name(p.child),
                         spi_in: p.spi_in,
                     });
                 }

@@ -231,16 +231,15 @@ impl Endpoint {
     pub fn children(&self) -> Vec<ChildView> {
         let mut v = Vec::new();
         for a in self.assocs.values() {
-            let (pairs, active) = a.pairs();
-            for p in pairs {
+            for (p, sending) in a.pairs() {
                 let cfg = &self.conns[a.conn].cfg;
                 v.push(ChildView {
                     assoc: a.id,
                     conn: cfg.name.clone(),
-                    child: cfg.child.name.clone(),
+                    child: cfg.child_name(p.child),
                     spi_in: p.spi_in,
                     spi_out: p.spi_out,
-                    sending: active == Some(p.spi_in),
+                    sending,
                     rekey_at: p.rekey_at,
                     expires: p.expires,
                     rekey_failures: p.rekey_failures,
@@ -651,10 +650,11 @@ impl Endpoint {
     /// Rekeys the child's newest pair now (§1.3.3; one the peer has just rekeyed is left alone).
     pub fn rekey_child(&mut self, now: Time, conn: &str, child: &str) -> Result<(), CommandError> {
         let i = self.conn_index(conn)?;
-        if self.conns[i].cfg.child.name != child {
-            return Err(CommandError::NoChild(child.to_owned()));
-        }
-        self.ask(now, conn, |a| a.rekey_target().map(Request::RekeyChild))
+        let c = self.conns[i]
+            .cfg
+            .child_index(child)
+            .ok_or_else(|| CommandError::NoChild(child.to_owned()))?;
+        self.ask(now, conn, |a| a.rekey_target(c).map(Request::RekeyChild))
     }
 
     /// Rekeys the IKE SA now (§1.3.2).
@@ -697,9 +697,10 @@ impl Endpoint {
                 Ok(())
             }
             Target::Child(name) => {
-                if self.conns[i].cfg.child.name != *name {
-                    return Err(CommandError::NoChild(name.clone()));
-                }
+                let c = self.conns[i]
+                    .cfg
+                    .child_index(name)
+                    .ok_or_else(|| CommandError::NoChild(name.clone()))?;
                 let i_up = self.up_assoc(i);
                 let Some(id) = i_up else {
                     return Err(CommandError::NotEstablished(conn.to_owned()));
@@ -707,7 +708,13 @@ impl Endpoint {
                 let spis: Vec<u32> = self
                     .assocs
                     .get(&id)
-                    .map(|a| a.pairs().0.iter().map(|p| p.spi_in).collect())
+                    .map(|a| {
+                        a.pairs()
+                            .iter()
+                            .filter(|(p, _)| p.child == c)
+                            .map(|(p, _)| p.spi_in)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 for s in spis {
                     self.ask(now, conn, |_| Some(Request::DeleteChild(s)))?;

@@ -52,8 +52,11 @@ pub struct ConnectionConfig {
     pub name: String,
     /// Identities, credentials, proposals and the child's selectors.
     pub ike: Config,
-    /// The child.
+    /// The first child (made in IKE_AUTH; its selectors and proposals are `ike`'s).
     pub child: ChildConfig,
+    /// Further children, index-aligned with `ike.more_children`: each made by CREATE_CHILD_SA
+    /// once the IKE SA is up (§1.3.1), in this order, and rekeyed on its own timers.
+    pub more_children: Vec<ChildConfig>,
     /// Our address for this connection.
     pub local: SocketAddr,
     /// The peer's address (IKE_SA_INIT from this IP is answered with this connection).
@@ -79,6 +82,28 @@ pub struct ConnectionConfig {
     pub setup_retry: Backoff,
     /// Waits between failed rekeys of a CHILD SA or the IKE SA.
     pub rekey_retry: Backoff,
+}
+
+impl ConnectionConfig {
+    /// Child `i`'s name (0: the first).
+    pub fn child_name(&self, i: usize) -> String {
+        self.child_config(i).name.clone()
+    }
+
+    /// Child `i`'s lifetimes.
+    pub fn lifetimes(&self, i: usize) -> &Lifetimes {
+        &self.child_config(i).lifetimes
+    }
+
+    /// Child `i` (the first for an index out of range).
+    pub fn child_config(&self, i: usize) -> &ChildConfig {
+        i.checked_sub(1).and_then(|k| self.more_children.get(k)).unwrap_or(&self.child)
+    }
+
+    /// The index of the child named `name`.
+    pub fn child_index(&self, name: &str) -> Option<usize> {
+        std::iter::once(&self.child).chain(&self.more_children).position(|c| c.name == name)
+    }
 }
 
 /// A datagram to send.

@@ -119,6 +119,30 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
         local_ts: first.map(|ch| ch.local_ts.clone()).unwrap_or_default(),
         remote_ts: first.map(|ch| ch.remote_ts.clone()).unwrap_or_default(),
         mode: first.map_or(ike::Mode::Tunnel, |ch| ch.mode),
+        more_children: c
+            .children
+            .iter()
+            .skip(1)
+            .map(|ch| ike::ChildPolicy {
+                suites: ch.esp_proposals.clone(),
+                local_ts: ch.local_ts.clone(),
+                remote_ts: ch.remote_ts.clone(),
+                mode: ch.mode,
+            })
+            .collect(),
+    }
+}
+
+/// A child's name and timers as the endpoint takes them.
+fn child_config(ch: &crate::config::connection::ChildConf) -> ChildConfig {
+    ChildConfig {
+        name: ch.name.clone(),
+        lifetimes: Lifetimes {
+            rekey_time: ch.rekey_time,
+            rand_time: ch.rand_time,
+            life_time: ch.life_time,
+            over_time: Duration::ZERO,
+        },
     }
 }
 
@@ -137,20 +161,15 @@ fn connection_config(
     } else {
         IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
     };
-    let first = c.children.first();
-    let child = ChildConfig {
-        name: first.map_or_else(|| "-".to_owned(), |ch| ch.name.clone()),
-        lifetimes: first.map_or(Lifetimes::NEVER, |ch| Lifetimes {
-            rekey_time: ch.rekey_time,
-            rand_time: ch.rand_time,
-            life_time: ch.life_time,
-            over_time: Duration::ZERO,
-        }),
-    };
+    let child = c.children.first().map_or_else(
+        || ChildConfig { name: "-".to_owned(), lifetimes: Lifetimes::NEVER },
+        child_config,
+    );
     ConnectionConfig {
         name: c.name.clone(),
         ike: ike_config(c, local_ip),
         child,
+        more_children: c.children.iter().skip(1).map(child_config).collect(),
         local: SocketAddr::new(local_ip, port),
         remote: SocketAddr::new(c.remote_addr.unwrap_or(unspecified), port),
         any_peer: c.remote_addr.is_none(),
