@@ -1,0 +1,562 @@
+//! Every command of the user docs (the code blocks of README.md and docs/*.md) is run by this
+//! test, or parsed by the CLI, so the docs cannot drift from the program. Each block with
+//! commands carries a mark above it, `<!-- test: SETUP[/STEP] [file=NAME] -->`, naming the
+//! setup it is typed in; a block with commands and no mark, or a mark no setup knows, fails
+//! the test with its file and line.
+//!
+//! - `manual-pair`: getting-started's two hosts (examples/manual-pair in two namespaces joined
+//!   by a veth, 192.0.2.1 and 192.0.2.2); step `running` while both nodes run (sa-file.md's
+//!   control commands, restarts.md's `guard show`, troubleshooting's sysctl), step `stopped`
+//!   after they stop (`guard remove`, `--reset-sequence`).
+//! - `hip-pair`: hip.md's two HIP hosts, B's identity from the doc's `keygen`, A's config the
+//!   doc's block (`file=a.toml`); step `keys` restarts A with `--debug-export-hip-keys`,
+//!   captures a ping and has tshark decrypt it with the keys `hip wireshark-keys` printed.
+//! - `offline`: no network; a directory holding the kept calibration (profile.json) and a kept
+//!   lab run (lab-results/1795600000).
+//! - `skip: WHY`: commands that are not hipsec's and cannot run here (a release build, docker,
+//!   the test command itself); any `hipsec` command in such a block is still parsed.
+//!
+//! Long jobs (`hipsec lab` runs, calibrations, validations, benchmarks) are only parsed, with
+//! HIPSEC_CHECK_ARGS set, which makes `hipsec` stop once its arguments parse; the report says
+//! so per command. In a setup, `/run/hipsec*.sock`, SOCK, SOCK_A, SOCK_B and `/etc/hipsec/` are
+//! the host's own socket and directory; a `ping` without `-c` sends 5. Without root, netns,
+//! /dev/net/tun or a tool a setup needs, its commands are parsed and the rest print SKIPPED.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+use common::BIN;
+use common::markdown::{self, Block, DocCommand};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// What the test did with each command, and what went wrong.
+#[derive(Default)]
+struct Report {
+    lines: Vec<String>,
+    failures: Vec<String>,
+    ran: usize,
+    parsed: usize,
+}
+
+impl Report {
+    fn ran(&mut self, c: &DocCommand) {
+        self.ran += 1;
+        self.lines.push(format!("RAN          {}: {}", c.at(), c.text));
+    }
+    fn parsed(&mut self, c: &DocCommand, why: &str) {
+        self.parsed += 1;
+        self.lines.push(format!("PARSED ONLY  {}: {} ({why})", c.at(), c.text));
+    }
+    fn skipped(&mut self, c: &DocCommand, why: &str) {
+        self.lines.push(format!("SKIPPED      {}: {} ({why})", c.at(), c.text));
+    }
+    fn failed(&mut self, c: &DocCommand, why: &str) {
+        self.failures.push(format!("{}: `{}`: {why}", c.at(), c.text));
+    }
+}
+
+/// The `hipsec ...` part of a command (`cargo run ... -p hipsec -- ARGS` is `hipsec ARGS`), up
+/// to the next pipe or redirection.
+fn hipsec_part(cmd: &str) -> Option<String> {
+    let start = if let Some(rest) = cmd.strip_prefix("cargo run").and_then(|r| r.split_once(" -- "))
+    {
+        format!("hipsec {}", rest.1)
+    } else {
+        let at = cmd.find("hipsec ").filter(|&i| i == 0 || cmd[..i].trim_end().ends_with('|'))?;
+        cmd[at..].to_string()
+    };
+    let end = start.find(['|', '>', ';', '&']).unwrap_or(start.len());
+    Some(start[..end].trim().to_string())
+}
+
+/// Why a hipsec command is only parsed: it runs for minutes (or is a benchmark, which the
+/// house rules keep off this shared machine).
+fn long_job(hipsec: &str) -> Option<&'static str> {
+    let w: Vec<&str> = hipsec.split_whitespace().collect();
+    match (w.get(1).copied(), w.get(2).copied()) {
+        (Some("lab"), None) => Some("every lab scenario: minutes"),
+        (Some("lab"), Some(s)) if s.starts_with('-') => Some("every lab scenario: minutes"),
+        (Some("lab"), Some("run")) => Some("a lab scenario: minutes"),
+        (Some("lab"), Some("calibrate")) => Some("a calibration: minutes"),
+        (Some("lab"), Some("validate")) => Some("a validation: minutes"),
+        (Some("bench"), _) => Some("a benchmark"),
+        _ => None,
+    }
+}
+
+/// Runs `hipsec ...` with HIPSEC_CHECK_ARGS: its arguments parse, or the error.
+fn parse_check(dir: &Path, hipsec: &str) -> Result<(), String> {
+    let o = shell(dir, hipsec).env("HIPSEC_CHECK_ARGS", "1").output().unwrap();
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!("does not parse: {}", String::from_utf8_lossy(&o.stderr)))
+    }
+}
+
+/// `bash -o pipefail -c CMD` in `dir` (under `timeout` unless it runs in the background),
+/// `hipsec` being this build, HOME the directory; in namespace `ns` if given.
+fn shell_in(ns: Option<&str>, dir: &Path, cmd: &str, background: bool) -> Command {
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new(if ns.is_some() { "ip" } else { "env" });
+    if let Some(ns) = ns {
+        c.args(["netns", "exec", ns]);
+    }
+    if background {
+        c.args(["bash", "-c", &format!("exec {cmd}")]);
+    } else {
+        c.args(["timeout", "60", "bash", "-o", "pipefail", "-c", cmd]);
+    }
+    c.current_dir(dir).env("PATH", path).env("HOME", dir);
+    c
+}
+
+fn shell(dir: &Path, cmd: &str) -> Command {
+    shell_in(None, dir, cmd, false)
+}
+
+/// Parses a command that cannot run here (`why`); a non-hipsec one is SKIPPED.
+fn parse_or_skip(c: &DocCommand, dir: &Path, why: &str, r: &mut Report) {
+    match hipsec_part(&c.text) {
+        Some(h) => match parse_check(dir, &h) {
+            Ok(()) => r.parsed(c, why),
+            Err(e) => r.failed(c, &e),
+        },
+        None => r.skipped(c, why),
+    }
+}
+
+fn output_text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// One host of a setup: its namespace (none offline), directory, control socket and node.
+struct Host {
+    ns: Option<String>,
+    dir: PathBuf,
+    sock: PathBuf,
+    node: Option<Child>,
+}
+
+impl Host {
+    fn stop(&mut self) {
+        if let Some(mut c) = self.node.take() {
+            let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
+            let _ = c.wait();
+        }
+    }
+    fn command(&self, cmd: &str) -> Command {
+        shell_in(self.ns.as_deref(), &self.dir, cmd, false)
+    }
+    fn background(&self, cmd: &str) -> Command {
+        shell_in(self.ns.as_deref(), &self.dir, cmd, true)
+    }
+}
+
+/// The hosts of a setup (`a`, `b`) and the words its commands have replaced.
+struct Env {
+    hosts: Vec<Host>,
+    subst: Vec<(String, String)>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for h in &mut self.hosts {
+            h.stop();
+            if let Some(ns) = &h.ns {
+                let _ = Command::new("ip").args(["netns", "del", ns]).status();
+            }
+        }
+    }
+}
+
+impl Env {
+    fn host_of(&self, c: &DocCommand) -> usize {
+        c.host.map_or(0, |h| (h as usize).saturating_sub('a' as usize)).min(self.hosts.len() - 1)
+    }
+
+    /// `text` as host `i` types it: its socket, its directory, the setup's own values.
+    fn localise(&self, i: usize, text: &str) -> String {
+        let mut t = text.to_string();
+        for (from, to) in &self.subst {
+            t = t.replace(from, to);
+        }
+        let sock = |k: usize| self.hosts[k.min(self.hosts.len() - 1)].sock.display().to_string();
+        // Every `/run/hipsec*.sock` the docs name is this host's socket.
+        while let Some(at) = t.find("/run/hipsec") {
+            let end = t[at..].find(".sock").map_or(t.len(), |e| at + e + 5);
+            t.replace_range(at..end, &sock(i));
+        }
+        let words: Vec<String> = t
+            .split(' ')
+            .map(|w| match w {
+                "SOCK_A" => sock(0),
+                "SOCK_B" => sock(1),
+                "SOCK" | "SOCKET" => sock(i),
+                w => w.to_string(),
+            })
+            .collect();
+        words.join(" ").replace("/etc/hipsec/", &format!("{}/", self.hosts[i].dir.display()))
+    }
+
+    /// Starts `cmd` (a `hipsec run`) on host `i` in the background and waits until its node
+    /// answers on the host's socket.
+    fn start(&mut self, i: usize, cmd: &str) -> Result<(), String> {
+        self.hosts[i].stop();
+        let _ = std::fs::remove_file(&self.hosts[i].sock);
+        let log = self.hosts[i].dir.join("node.log");
+        let f = std::fs::File::create(&log).unwrap();
+        let mut command = self.hosts[i].background(cmd);
+        let child = command.stdout(f.try_clone().unwrap()).stderr(f).spawn().unwrap();
+        self.hosts[i].node = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.hosts[i].sock.exists() {
+            let exited = self.hosts[i].node.as_mut().unwrap().try_wait().unwrap().is_some();
+            if exited || Instant::now() > deadline {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(format!("the node did not start:\n{text}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// Runs one doc command on its host: `hipsec run` and `hipsec monitor` in the background
+    /// (the node must answer on its socket; monitor must still be streaming after 0.5 s),
+    /// anything else to its end. The output of a finished command, for the setup's checks.
+    fn run(&mut self, c: &DocCommand, r: &mut Report) -> Option<Output> {
+        if let Some(why) = hipsec_part(&c.text).as_deref().and_then(long_job) {
+            parse_or_skip(c, &self.hosts[0].dir, why, r);
+            return None;
+        }
+        let i = self.host_of(c);
+        let mut cmd = self.localise(i, &c.text);
+        if cmd.starts_with("hipsec run ") {
+            match self.start(i, &cmd) {
+                Ok(()) => r.ran(c),
+                Err(e) => r.failed(c, &e),
+            }
+            return None;
+        }
+        if cmd.starts_with("hipsec monitor ") {
+            let mut child = self.hosts[i].background(&cmd).stdout(std::process::Stdio::null()).spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            match child.try_wait().unwrap() {
+                Some(st) => r.failed(c, &format!("monitor ended at once: {st}")),
+                None => r.ran(c),
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        if cmd.starts_with("ping ") && !cmd.contains(" -c ") {
+            cmd = cmd.replacen("ping ", "ping -c 5 -i 0.2 -W 1 ", 1);
+        }
+        let o = self.hosts[i].command(&cmd).output().unwrap();
+        if o.status.success() {
+            r.ran(c);
+        } else {
+            r.failed(c, &format!("`{cmd}` failed ({}):\n{}", o.status, output_text(&o)));
+        }
+        Some(o)
+    }
+}
+
+fn write_private(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Two hosts in namespaces `{base}-a`, `{base}-b` (192.0.2.1 on va, 192.0.2.2 on vb), each
+/// with a directory of its own under `dir`.
+fn two_hosts(base: &str, dir: &Path) -> Env {
+    let ns = common::two_namespaces(base);
+    let hosts = ns
+        .into_iter()
+        .enumerate()
+        .map(|(i, ns)| {
+            let d = dir.join(["a", "b"][i]);
+            std::fs::create_dir_all(&d).unwrap();
+            Host { ns: Some(ns), sock: dir.join(format!("{}.sock", ["a", "b"][i])), dir: d, node: None }
+        })
+        .collect();
+    Env { hosts, subst: Vec::new() }
+}
+
+/// A marked block: its setup, step and the file it is written to, if any.
+struct Marked {
+    setup: String,
+    step: String,
+    file: Option<String>,
+    block: Block,
+}
+
+fn parse_mark(mark: &str) -> (String, String, Option<String>) {
+    if let Some(why) = mark.strip_prefix("skip:") {
+        return ("skip".into(), why.trim().into(), None);
+    }
+    let mut words = mark.split_whitespace();
+    let head = words.next().unwrap_or("");
+    let file = words.find_map(|w| w.strip_prefix("file=")).map(String::from);
+    let (setup, step) = head.split_once('/').unwrap_or((head, ""));
+    (setup.into(), step.into(), file)
+}
+
+/// The blocks of `step`, in doc order; a block of a step the setup does not have fails.
+fn step<'a>(marked: &[&'a Marked], steps: &[&str], step: &str, r: &mut Report) -> Vec<&'a Marked> {
+    if step == steps[0] {
+        for m in marked.iter().filter(|m| !steps.contains(&m.step.as_str())) {
+            for c in markdown::commands(&m.block) {
+                r.failed(&c, &format!("setup {} has no step {:?} (it has {steps:?})", m.setup, m.step));
+            }
+        }
+    }
+    marked.iter().filter(|m| m.step == step).copied().collect()
+}
+
+/// A setup that cannot run here: its hipsec commands are parsed, the rest SKIPPED.
+fn cannot_run(marked: &[&Marked], why: &str, r: &mut Report) {
+    let dir = common::tmpdir("docs-parse");
+    for m in marked {
+        for c in markdown::commands(&m.block) {
+            parse_or_skip(&c, &dir, why, r);
+        }
+    }
+}
+
+const NO_NETNS: &str = "SKIPPED: needs root, ip netns, /dev/net/tun and its tools";
+
+fn offline(marked: &[&Marked], r: &mut Report) {
+    let dir = common::tmpdir("docs-offline");
+    std::fs::copy(root().join("docs/results/2026-11-25/sizing/profile.json"), dir.join("profile.json"))
+        .unwrap();
+    // A kept lab run, where lab.md's `lab report` names one.
+    std::fs::create_dir_all(dir.join("lab-results")).unwrap();
+    let run = root().join("docs/results/2026-11-25/hip-bex-quick");
+    let st = Command::new("cp").arg("-r").arg(&run).arg(dir.join("lab-results/1795600000")).status();
+    assert!(st.unwrap().success());
+    let host = Host { ns: None, sock: dir.join("none.sock"), dir, node: None };
+    let mut env = Env { hosts: vec![host], subst: Vec::new() };
+    for m in step(marked, &[""], "", r) {
+        for c in markdown::commands(&m.block) {
+            env.run(&c, r);
+        }
+    }
+}
+
+/// A 20-byte AEAD key (16 + salt) in hex, different for each `n`.
+fn hex_key(n: u8) -> String {
+    (0..20u8).map(|i| format!("{:02x}", i.wrapping_mul(7).wrapping_add(n.wrapping_mul(31)) ^ 0xa5)).collect()
+}
+
+fn spoke7(key: &str) -> String {
+    format!(
+        "[[sa]]\ndirection = \"out\"\nsrc = \"192.0.2.1\"\ndst = \"192.0.2.7\"\npeer = \"192.0.2.7:4500\"\n\
+         proto = \"esp\"\nspi = \"0x1007\"\nmode = \"tunnel\"\naead = \"aes128gcm\"\nkey = \"0x{key}\"\n"
+    )
+}
+
+/// getting-started's two hosts, then what the other pages do to them.
+fn manual_pair(marked: &[&Marked], r: &mut Report) {
+    if !common::netns_ready(&["ping", "xxd", "nft"]) {
+        return cannot_run(marked, NO_NETNS, r);
+    }
+    let dir = common::tmpdir("docs-manual-pair");
+    let mut env = two_hosts(&format!("dcm{}", std::process::id()), &dir);
+    let example = |f: &str| std::fs::read_to_string(root().join("examples/manual-pair").join(f)).unwrap();
+    let a = env.localise(0, &example("host-a.toml"));
+    write_private(&env.hosts[0].dir.join("host-a.toml"), &a);
+    write_private(&env.hosts[1].dir.join("host-b.toml"), &env.localise(1, &example("host-b.toml")));
+    // The files the pages' commands name, as their text describes them.
+    let ad = env.hosts[0].dir.clone();
+    write_private(&ad.join("node.toml"), &format!("{a}\n[state]\nfile = \"node.state\"\n"));
+    write_private(&ad.join("spoke7.toml"), &spoke7(&hex_key(1)));
+    write_private(&ad.join("new-keys.toml"), &spoke7(&hex_key(2)));
+    write_private(&ad.join("spoke7.key"), &format!("{}\n", hex_key(3)));
+    write_private(
+        &ad.join("p.toml"),
+        "[[policy]]\nid = 9\nsrc = \"10.0.1.1/32\"\ndst = \"10.0.9.0/24\"\naction = \"discard\"\n",
+    );
+    let steps = ["", "running", "stopped"];
+    for s in steps {
+        if s == "stopped" {
+            env.hosts.iter_mut().for_each(Host::stop);
+        }
+        for m in step(marked, &steps, s, r) {
+            for c in markdown::commands(&m.block) {
+                env.run(&c, r);
+            }
+        }
+    }
+}
+
+/// `hipsec keygen --hip --json -o FILE`'s HIT.
+fn keygen(file: &Path) -> String {
+    let o = Command::new(BIN).args(["keygen", "--hip", "--json", "-o"]).arg(file).output().unwrap();
+    assert!(o.status.success(), "keygen: {}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["hit"].as_str().unwrap().to_string()
+}
+
+/// Starts B of the HIP pair: examples/hip-pair/host-b.toml with A's HIT.
+fn start_hip_b(env: &mut Env, hit_a: &str) -> Result<(), String> {
+    let t = std::fs::read_to_string(root().join("examples/hip-pair/host-b.toml")).unwrap();
+    let line = t.lines().find(|l| l.starts_with("hit = ")).unwrap();
+    let t = t.replace(line.split('"').nth(1).unwrap(), hit_a);
+    write_private(&env.hosts[1].dir.join("b.toml"), &env.localise(1, &t));
+    env.start(1, "hipsec run -c b.toml")
+}
+
+/// A ping to `hit` captured on A's link to esp.pcap in A's directory.
+fn capture_ping(env: &Env, hit: &str) {
+    let a = &env.hosts[0];
+    let ns = a.ns.as_deref().unwrap();
+    let mut td = Command::new("ip")
+        .args(["netns", "exec", ns, "tcpdump", "-Z", "root", "-U", "-i", "va", "-w"])
+        .arg(a.dir.join("esp.pcap"))
+        .arg("udp")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = Command::new("ip").args(["netns", "exec", ns, "ping", "-6", "-c", "5", "-i", "0.2", "-W", "1", hit]).output();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill").args(["-TERM", &td.id().to_string()]).status();
+    let _ = td.wait();
+}
+
+/// hip.md's two HIP hosts.
+fn hip_pair(marked: &[&Marked], r: &mut Report) {
+    if !common::netns_ready(&["ping", "jq", "tshark", "tcpdump"]) {
+        return cannot_run(marked, NO_NETNS, r);
+    }
+    let dir = common::tmpdir("docs-hip-pair");
+    let mut env = two_hosts(&format!("dch{}", std::process::id()), &dir);
+    // The page shows B's keygen; A makes its identity the same way.
+    let hit_a = keygen(&env.hosts[0].dir.join("host.pem"));
+    let mut hit_b: Option<String> = None;
+    let steps = ["", "keys"];
+    for s in steps {
+        if s == "keys" {
+            env.hosts.iter_mut().for_each(Host::stop);
+            if let Err(e) = start_hip_b(&mut env, &hit_a) {
+                r.failures.push(format!("hip-pair: B did not start again: {e}"));
+                return;
+            }
+        }
+        for m in step(marked, &steps, s, r) {
+            if let Some(f) = &m.file {
+                write_private(&env.hosts[0].dir.join(f), &env.localise(0, &m.block.text()));
+                continue;
+            }
+            for c in markdown::commands(&m.block) {
+                if c.text.starts_with("hipsec run ") && env.hosts[1].node.is_none() {
+                    if let Err(e) = start_hip_b(&mut env, &hit_a) {
+                        r.failures.push(format!("hip-pair: B did not start: {e}"));
+                        return;
+                    }
+                }
+                if c.text.contains("hip wireshark-keys") {
+                    std::fs::create_dir_all(env.hosts[0].dir.join(".config/wireshark")).unwrap();
+                    capture_ping(&env, hit_b.as_deref().unwrap_or("::1"));
+                }
+                let out = env.run(&c, r);
+                let Some(o) = out.filter(|o| o.status.success()) else { continue };
+                let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+                if c.text.contains("keygen --hip") && c.host == Some('b') {
+                    // The HIT it printed replaces the one the page shows, in what follows.
+                    let real = stdout.trim().to_string();
+                    let shown = m.block.lines.iter().find_map(|(_, l)| {
+                        l.trim().parse::<std::net::Ipv6Addr>().ok().map(|_| l.trim().to_string())
+                    });
+                    match (real.parse::<std::net::Ipv6Addr>(), shown) {
+                        (Ok(_), Some(shown)) => env.subst.push((shown, real.clone())),
+                        _ => r.failed(&c, &format!("printed {real:?}, not a HIT like the page's")),
+                    }
+                    hit_b = Some(real);
+                }
+                if c.text.starts_with("tshark") && !stdout.contains("Echo (ping) request") {
+                    r.failed(&c, &format!("tshark decrypted no ping:\n{stdout}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_doc_command_is_run_or_parsed() {
+    let root = root();
+    let mut r = Report::default();
+    let mut marked = Vec::new();
+    for f in markdown::user_docs(&root) {
+        let text = std::fs::read_to_string(root.join(&f)).unwrap();
+        for b in markdown::blocks(&f, &text) {
+            let cmds = markdown::commands(&b);
+            let Some(mark) = &b.mark else {
+                for c in &cmds {
+                    r.failed(c, "its block has no `<!-- test: SETUP -->` mark: nothing runs or parses it");
+                }
+                continue;
+            };
+            let (setup, step, file) = parse_mark(mark);
+            if cmds.is_empty() && file.is_none() {
+                r.failures.push(format!("{}:{}: a test mark on a block with no command", b.file, b.line));
+            }
+            marked.push(Marked { setup, step, file, block: b });
+        }
+    }
+    let known = ["skip", "offline", "manual-pair", "hip-pair"];
+    for m in marked.iter().filter(|m| !known.contains(&m.setup.as_str())) {
+        for c in markdown::commands(&m.block) {
+            r.failed(&c, &format!("no setup {:?} (there are {known:?})", m.setup));
+        }
+    }
+    let of = |s: &str| marked.iter().filter(|m| m.setup == s).collect::<Vec<_>>();
+    let dir = common::tmpdir("docs-skip");
+    for m in of("skip") {
+        for c in markdown::commands(&m.block) {
+            parse_or_skip(&c, &dir, &m.step, &mut r);
+        }
+    }
+    offline(&of("offline"), &mut r);
+    manual_pair(&of("manual-pair"), &mut r);
+    hip_pair(&of("hip-pair"), &mut r);
+    println!("{}", r.lines.join("\n"));
+    println!("{} commands ran, {} parsed only", r.ran, r.parsed);
+    assert!(r.failures.is_empty(), "doc commands:\n{}", r.failures.join("\n\n"));
+    assert!(r.ran + r.parsed >= 40, "only {} commands found", r.ran + r.parsed);
+}
+
+/// The extractor finds commands where a reader sees them: prompts, continuations, comments,
+/// indented blocks, and the mark above a block.
+#[test]
+fn the_extractor_reads_blocks_as_a_reader_does() {
+    let md = "text\n\n<!-- test: x/y file=a.toml -->\n```sh\na# hipsec run -c a.toml   # root\n\
+              2001:db8::1\nb$ hipsec sa add SOCK k=1 \\\n    x=2\n```\n\nPara:\n\n    hipsec guard show\n    \
+              [guard]\n\n```toml\nhipsec = 1\n```\n```\nhipsec lab list\ncrates/wire\n```\n";
+    let b = markdown::blocks("t.md", md);
+    assert_eq!(b.len(), 4, "{b:?}");
+    assert_eq!(b[0].mark.as_deref(), Some("x/y file=a.toml"));
+    assert_eq!(parse_mark("x/y file=a.toml"), ("x".into(), "y".into(), Some("a.toml".into())));
+    let c = markdown::commands(&b[0]);
+    let got: Vec<_> = c.iter().map(|c| (c.line, c.host, c.text.as_str())).collect();
+    assert_eq!(got, [(5, Some('a'), "hipsec run -c a.toml"), (7, Some('b'), "hipsec sa add SOCK k=1 x=2")]);
+    let texts = |i: usize| markdown::commands(&b[i]).into_iter().map(|c| c.text).collect::<Vec<_>>();
+    assert_eq!(texts(1), ["hipsec guard show"]);
+    assert_eq!(b[1].mark, None);
+    assert!(texts(2).is_empty());
+    assert_eq!(texts(3), ["hipsec lab list"]);
+    assert_eq!(hipsec_part("head -c 2 /dev/zero | hipsec sa add S k=- > x").as_deref(), Some("hipsec sa add S k=-"));
+    assert_eq!(hipsec_part("cargo run --release -p hipsec -- lab").as_deref(), Some("hipsec lab"));
+    assert_eq!(long_job("hipsec lab list"), None);
+    assert!(long_job("hipsec lab run hip-bex --full").is_some());
+}
