@@ -246,7 +246,8 @@ impl Env {
             return None;
         }
         if cmd.starts_with("hipsec monitor ") {
-            let mut child = self.hosts[i].background(&cmd).stdout(std::process::Stdio::null()).spawn().unwrap();
+            let mut child =
+                self.hosts[i].background(&cmd).stdout(std::process::Stdio::null()).spawn().unwrap();
             std::thread::sleep(Duration::from_millis(500));
             match child.try_wait().unwrap() {
                 Some(st) => r.failed(c, &format!("monitor ended at once: {st}")),
@@ -285,7 +286,12 @@ fn two_hosts(base: &str, dir: &Path) -> Env {
         .map(|(i, ns)| {
             let d = dir.join(["a", "b"][i]);
             std::fs::create_dir_all(&d).unwrap();
-            Host { ns: Some(ns), sock: dir.join(format!("{}.sock", ["a", "b"][i])), dir: d, node: None }
+            Host {
+                ns: Some(ns),
+                sock: dir.join(format!("{}.sock", ["a", "b"][i])),
+                dir: d,
+                node: None,
+            }
         })
         .collect();
     Env { hosts, subst: Vec::new() }
@@ -315,7 +321,10 @@ fn step<'a>(marked: &[&'a Marked], steps: &[&str], step: &str, r: &mut Report) -
     if step == steps[0] {
         for m in marked.iter().filter(|m| !steps.contains(&m.step.as_str())) {
             for c in markdown::commands(&m.block) {
-                r.failed(&c, &format!("setup {} has no step {:?} (it has {steps:?})", m.setup, m.step));
+                r.failed(
+                    &c,
+                    &format!("setup {} has no step {:?} (it has {steps:?})", m.setup, m.step),
+                );
             }
         }
     }
@@ -336,12 +345,16 @@ const NO_NETNS: &str = "SKIPPED: needs root, ip netns, /dev/net/tun and its tool
 
 fn offline(marked: &[&Marked], r: &mut Report) {
     let dir = common::tmpdir("docs-offline");
-    std::fs::copy(root().join("docs/results/2026-11-25/sizing/profile.json"), dir.join("profile.json"))
-        .unwrap();
+    std::fs::copy(
+        root().join("docs/results/2026-11-25/sizing/profile.json"),
+        dir.join("profile.json"),
+    )
+    .unwrap();
     // A kept lab run, where lab.md's `lab report` names one.
     std::fs::create_dir_all(dir.join("lab-results")).unwrap();
     let run = root().join("docs/results/2026-11-25/hip-bex-quick");
-    let st = Command::new("cp").arg("-r").arg(&run).arg(dir.join("lab-results/1795600000")).status();
+    let st =
+        Command::new("cp").arg("-r").arg(&run).arg(dir.join("lab-results/1795600000")).status();
     assert!(st.unwrap().success());
     let host = Host { ns: None, sock: dir.join("none.sock"), dir, node: None };
     let mut env = Env { hosts: vec![host], subst: Vec::new() };
@@ -354,7 +367,9 @@ fn offline(marked: &[&Marked], r: &mut Report) {
 
 /// A 20-byte AEAD key (16 + salt) in hex, different for each `n`.
 fn hex_key(n: u8) -> String {
-    (0..20u8).map(|i| format!("{:02x}", i.wrapping_mul(7).wrapping_add(n.wrapping_mul(31)) ^ 0xa5)).collect()
+    (0..20u8)
+        .map(|i| format!("{:02x}", i.wrapping_mul(7).wrapping_add(n.wrapping_mul(31)) ^ 0xa5))
+        .collect()
 }
 
 fn spoke7(key: &str) -> String {
@@ -371,7 +386,8 @@ fn manual_pair(marked: &[&Marked], r: &mut Report) {
     }
     let dir = common::tmpdir("docs-manual-pair");
     let mut env = two_hosts(&format!("dcm{}", std::process::id()), &dir);
-    let example = |f: &str| std::fs::read_to_string(root().join("examples/manual-pair").join(f)).unwrap();
+    let example =
+        |f: &str| std::fs::read_to_string(root().join("examples/manual-pair").join(f)).unwrap();
     let a = env.localise(0, &example("host-a.toml"));
     write_private(&env.hosts[0].dir.join("host-a.toml"), &a);
     write_private(&env.hosts[1].dir.join("host-b.toml"), &env.localise(1, &example("host-b.toml")));
@@ -392,10 +408,52 @@ fn manual_pair(marked: &[&Marked], r: &mut Report) {
         }
         for m in step(marked, &steps, s, r) {
             for c in markdown::commands(&m.block) {
-                env.run(&c, r);
+                let Some(o) = env.run(&c, r).filter(|o| o.status.success()) else { continue };
+                if let Some(why) = manual_pair_shows(&c, &String::from_utf8_lossy(&o.stdout)) {
+                    r.failed(&c, &why);
+                }
             }
         }
     }
+}
+
+/// What the pages say their manual-pair commands show, where the output is the point.
+fn manual_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
+    let t = c.text.as_str();
+    let lacks = |words: &[&str]| {
+        let missing: Vec<&str> = words.iter().copied().filter(|w| !out.contains(w)).collect();
+        (!missing.is_empty()).then(|| format!("the output lacks {missing:?}:\n{out}"))
+    };
+    if t.starts_with("ping ") {
+        let got = common::ping_received(out.as_bytes());
+        return (got < 4).then(|| format!("{got} of 5 pings through the tunnel:\n{out}"));
+    }
+    if t.starts_with("hipsec status") {
+        // "lists the two SAs with their packet counts"
+        return lacks(&["0x00001001", "0x00002001", "packets protected 5"]);
+    }
+    if t.starts_with("hipsec guard show") {
+        return lacks(&["hipsec_guard", "out_hipsec0", "in_hipsec0"]);
+    }
+    if t.starts_with("hipsec sa list") {
+        // What the lines before it added, replaced and deleted.
+        if out.contains("0x00001008") {
+            return Some(format!("sa del left 0x1008:\n{out}"));
+        }
+        return lacks(&["0x00001007", "0x00002007", "192.0.2.7:4500"]);
+    }
+    if t.starts_with("hipsec policy list") {
+        let v: serde_json::Value = serde_json::from_str(out).unwrap_or_default();
+        let ids: Vec<u64> = v["policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["id"].as_u64())
+            .collect();
+        // The config's policy 1 and the one `policy add` made; 9 was deleted.
+        return (ids != [1, 2]).then(|| format!("policies {ids:?}, not [1, 2]:\n{out}"));
+    }
+    None
 }
 
 /// `hipsec keygen --hip --json -o FILE`'s HIT.
@@ -428,7 +486,9 @@ fn capture_ping(env: &Env, hit: &str) {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(800));
-    let _ = Command::new("ip").args(["netns", "exec", ns, "ping", "-6", "-c", "5", "-i", "0.2", "-W", "1", hit]).output();
+    let _ = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-6", "-c", "5", "-i", "0.2", "-W", "1", hit])
+        .output();
     std::thread::sleep(Duration::from_millis(300));
     let _ = Command::new("kill").args(["-TERM", &td.id().to_string()]).status();
     let _ = td.wait();
@@ -484,12 +544,42 @@ fn hip_pair(marked: &[&Marked], r: &mut Report) {
                     }
                     hit_b = Some(real);
                 }
-                if c.text.starts_with("tshark") && !stdout.contains("Echo (ping) request") {
-                    r.failed(&c, &format!("tshark decrypted no ping:\n{stdout}"));
+                if let Some(why) = hip_pair_shows(&c, &stdout, &hit_a, hit_b.as_deref()) {
+                    r.failed(&c, &why);
                 }
             }
         }
     }
+}
+
+/// What hip.md says its commands show.
+fn hip_pair_shows(c: &DocCommand, out: &str, hit_a: &str, hit_b: Option<&str>) -> Option<String> {
+    let t = c.text.as_str();
+    let hit_b = hit_b.unwrap_or("B's HIT");
+    if t.starts_with("ping ") {
+        // "the first ping meets the trap": the base exchange runs, then the pings pass.
+        let got = common::ping_received(out.as_bytes());
+        return (got < 3).then(|| format!("{got} of 5 pings to B's HIT:\n{out}"));
+    }
+    if t.starts_with("hipsec status") && !t.contains("--json") {
+        // "the SA pair: mode beet, HIT -> HIT"
+        let pair = format!("{hit_a} -> {hit_b}");
+        let beet = out.lines().filter(|l| l.contains(" beet ")).count();
+        return (beet != 2 || !out.contains(&pair) || !out.contains("ESTABLISHED"))
+            .then(|| format!("not the SA pair in mode beet, {pair}, ESTABLISHED:\n{out}"));
+    }
+    if t.contains("| jq .hip") {
+        // "our HIT, associations, counters"
+        let v: serde_json::Value = serde_json::from_str(out).unwrap_or_default();
+        let ok = v["hit"] == hit_a
+            && v["associations"][0]["peer_hit"] == hit_b
+            && v["counters"].is_object();
+        return (!ok).then(|| format!("not our HIT, B's association and counters:\n{out}"));
+    }
+    if t.starts_with("tshark") && !out.contains("Echo (ping) request") {
+        return Some(format!("tshark decrypted no ping:\n{out}"));
+    }
+    None
 }
 
 #[test]
@@ -503,13 +593,17 @@ fn every_doc_command_is_run_or_parsed() {
             let cmds = markdown::commands(&b);
             let Some(mark) = &b.mark else {
                 for c in &cmds {
-                    r.failed(c, "its block has no `<!-- test: SETUP -->` mark: nothing runs or parses it");
+                    r.failed(
+                        c,
+                        "its block has no `<!-- test: SETUP -->` mark: nothing runs or parses it",
+                    );
                 }
                 continue;
             };
             let (setup, step, file) = parse_mark(mark);
             if cmds.is_empty() && file.is_none() {
-                r.failures.push(format!("{}:{}: a test mark on a block with no command", b.file, b.line));
+                r.failures
+                    .push(format!("{}:{}: a test mark on a block with no command", b.file, b.line));
             }
             marked.push(Marked { setup, step, file, block: b });
         }
@@ -549,13 +643,20 @@ fn the_extractor_reads_blocks_as_a_reader_does() {
     assert_eq!(parse_mark("x/y file=a.toml"), ("x".into(), "y".into(), Some("a.toml".into())));
     let c = markdown::commands(&b[0]);
     let got: Vec<_> = c.iter().map(|c| (c.line, c.host, c.text.as_str())).collect();
-    assert_eq!(got, [(5, Some('a'), "hipsec run -c a.toml"), (7, Some('b'), "hipsec sa add SOCK k=1 x=2")]);
-    let texts = |i: usize| markdown::commands(&b[i]).into_iter().map(|c| c.text).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        [(5, Some('a'), "hipsec run -c a.toml"), (7, Some('b'), "hipsec sa add SOCK k=1 x=2")]
+    );
+    let texts =
+        |i: usize| markdown::commands(&b[i]).into_iter().map(|c| c.text).collect::<Vec<_>>();
     assert_eq!(texts(1), ["hipsec guard show"]);
     assert_eq!(b[1].mark, None);
     assert!(texts(2).is_empty());
     assert_eq!(texts(3), ["hipsec lab list"]);
-    assert_eq!(hipsec_part("head -c 2 /dev/zero | hipsec sa add S k=- > x").as_deref(), Some("hipsec sa add S k=-"));
+    assert_eq!(
+        hipsec_part("head -c 2 /dev/zero | hipsec sa add S k=- > x").as_deref(),
+        Some("hipsec sa add S k=-")
+    );
     assert_eq!(hipsec_part("cargo run --release -p hipsec -- lab").as_deref(), Some("hipsec lab"));
     assert_eq!(long_job("hipsec lab list"), None);
     assert!(long_job("hipsec lab run hip-bex --full").is_some());

@@ -58,9 +58,8 @@ pub fn blocks(file: &str, text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut i = 0;
     // The mark of the last non-blank line before the one at `i`.
-    let mark_before = |i: usize| {
-        lines[..i].iter().rev().find(|l| !l.trim().is_empty()).and_then(|l| mark_of(l))
-    };
+    let mark_before =
+        |i: usize| lines[..i].iter().rev().find(|l| !l.trim().is_empty()).and_then(|l| mark_of(l));
     while i < lines.len() {
         let l = lines[i];
         let t = l.trim_start();
