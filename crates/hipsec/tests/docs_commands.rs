@@ -101,9 +101,27 @@ fn offline(marked: &[&Marked], r: &mut Report) {
     let mut env = Env { hosts: vec![host], subst: Vec::new() };
     for m in step(marked, &[""], "", r) {
         for c in markdown::commands(&m.block) {
-            env.run(&c, r);
+            let Some(o) = env.run(&c, r).filter(|o| o.status.success()) else { continue };
+            if let Some(why) = answer_quoted(&c, &String::from_utf8_lossy(&o.stdout)) {
+                r.failed(&c, &why);
+            }
         }
     }
+}
+
+/// Where a page quotes a `hipsec size` answer (the README's worked example), the answer this
+/// build gives from the same profile: its first three sentences, as the page words them.
+fn answer_quoted(c: &DocCommand, out: &str) -> Option<String> {
+    let first = out.lines().next().unwrap_or("");
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let page = words(&std::fs::read_to_string(root().join(&c.file)).unwrap());
+    let name = first.split(':').next().unwrap_or("");
+    if !c.text.starts_with("hipsec size") || name.is_empty() || !page.contains(&format!("{name}: "))
+    {
+        return None;
+    }
+    let answer = words(&out.lines().take(3).collect::<Vec<_>>().join(" "));
+    (!page.contains(&answer)).then(|| format!("the page quotes another answer than:\n{answer}"))
 }
 
 /// A 20-byte AEAD key (16 + salt) in hex, different for each `n`.
@@ -342,6 +360,9 @@ fn every_doc_command_is_run_or_parsed() {
                 continue;
             };
             let (setup, step, file) = parse_mark(mark);
+            if matches!(setup.as_str(), "config" | "sa-file") {
+                continue; // loaded by every_doc_config_loads_and_every_proposal_parses
+            }
             if cmds.is_empty() && file.is_none() {
                 r.failures
                     .push(format!("{}:{}: a test mark on a block with no command", b.file, b.line));
@@ -401,4 +422,73 @@ fn the_extractor_reads_blocks_as_a_reader_does() {
     assert_eq!(hipsec_part("cargo run --release -p hipsec -- lab").as_deref(), Some("hipsec lab"));
     assert_eq!(long_job("hipsec lab list"), None);
     assert!(long_job("hipsec lab run hip-bex --full").is_some());
+}
+
+/// The TOML blocks the pages give as whole files load as the node loads them: a block marked
+/// `config` as a node's config (its socket moved into the test's directory), `sa-file` as an
+/// SA file. And every algorithm proposal in any TOML block, fragments too, is one the config
+/// accepts.
+#[test]
+fn every_doc_config_loads_and_every_proposal_parses() {
+    use node::config::proposal::{esp_suites, ike_suites};
+    let root = root();
+    let dir = common::tmpdir("docs-configs");
+    let mut bad = Vec::new();
+    let (mut files, mut proposals) = (0, 0);
+    for f in markdown::user_docs(&root) {
+        let text = std::fs::read_to_string(root.join(&f)).unwrap();
+        for b in markdown::blocks(&f, &text).into_iter().filter(|b| b.lang == "toml") {
+            let at = format!("{}:{}", b.file, b.line);
+            let body = b.text();
+            match b.mark.as_deref() {
+                Some("config") => {
+                    files += 1;
+                    let sock = dir.join("x.sock").display().to_string();
+                    let t = body.replace("/run/hipsec-node.sock", &sock);
+                    if let Err(e) = node::config::parse(&at, &t) {
+                        bad.push(format!("{at}: the config does not load: {e}"));
+                    }
+                }
+                Some("sa-file") => {
+                    files += 1;
+                    if let Err(e) = node::config::safile::parse(&at, &body) {
+                        bad.push(format!("{at}: the SA file does not load: {e}"));
+                    }
+                }
+                _ => {}
+            }
+            for (n, line) in &b.lines {
+                let Some((k, v)) = line.split_once('=') else { continue };
+                let k = k.trim();
+                if k != "proposals" && k != "esp_proposals" {
+                    continue;
+                }
+                let v = v.split(" #").next().unwrap_or("").trim();
+                let list: Vec<String> = toml::from_str::<toml::Value>(&format!("p = {v}"))
+                    .ok()
+                    .and_then(|t| t["p"].as_array().cloned())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect();
+                if list.is_empty() {
+                    bad.push(format!("{}:{n}: {k} is not a list of strings", b.file));
+                }
+                for p in list {
+                    proposals += 1;
+                    let r = if k == "proposals" {
+                        ike_suites(&p).map(|_| ())
+                    } else {
+                        esp_suites(&p).map(|_| ())
+                    };
+                    if let Err(e) = r {
+                        bad.push(format!("{}:{n}: {k} {p:?}: {e}", b.file));
+                    }
+                }
+            }
+        }
+    }
+    println!("{files} whole files loaded, {proposals} proposals parsed");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(files >= 2 && proposals >= 5, "{files} files, {proposals} proposals");
 }
