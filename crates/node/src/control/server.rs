@@ -230,7 +230,7 @@ impl<'a> ControlThread<'a> {
         Time(self.start.elapsed().as_micros() as u64)
     }
 
-    /// The engine runs a BEET SA (HIP's, RFC 7402 §5) as transport mode and the workers know
+    /// The engine runs a BEET SA (HIP's, RFC 7402) as transport mode and the workers know
     /// only the config's BEET SAs; the control plane's records know every one, those a HIP
     /// association installs at run time too, so `status` names their mode from the records.
     fn name_beet_sas(&self, v: &mut Value) {
