@@ -15,6 +15,11 @@
 //!   lab run (lab-results/1795600000).
 //! - `skip: WHY`: commands that are not hipsec's and cannot run here (a release build, docker,
 //!   the test command itself); any `hipsec` command in such a block is still parsed.
+//! - `config`, `sa-file` (TOML blocks): loaded as a node config or an SA file.
+//!
+//! Where a page says what a command shows, the test checks it: pings answered, the SA pair and
+//! its mode in `status`, `sa list` and `policy list` after the edits above them, the guard's
+//! chains, tshark decrypting the HIP ping, the README's quoted `hipsec size` answer.
 //!
 //! Long jobs (`hipsec lab` runs, calibrations, validations, benchmarks) are only parsed, with
 //! HIPSEC_CHECK_ARGS set, which makes `hipsec` stop once its arguments parse; the report says
