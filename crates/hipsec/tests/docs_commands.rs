@@ -15,7 +15,12 @@
 //!   lab run (lab-results/1795600000).
 //! - `skip: WHY`: commands that are not hipsec's and cannot run here (a release build, docker,
 //!   the test command itself); any `hipsec` command in such a block is still parsed.
+//! - `ike-pair`: ike.md's two gateways, A's config the page's block (`file=gw-a.toml`), B's
+//!   its mirror image (addresses, ids, selectors swapped).
 //! - `config`, `sa-file` (TOML blocks): loaded as a node config or an SA file.
+//!
+//! Commands named in the prose (`hipsec rekey SOCKET NAME [--ike]`) are not run; each must name
+//! a subcommand that exists and flags it takes.
 //!
 //! Where a page says what a command shows, the test checks it: pings answered, the SA pair and
 //! its mode in `status`, `sa list` and `policy list` after the edits above them, the guard's
@@ -30,10 +35,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "docs_commands/prose.rs"]
+mod prose;
 #[path = "docs_commands/runner.rs"]
 mod runner;
 use common::BIN;
 use common::markdown::{self, Block, DocCommand};
+use prose::{HelpCache, inline_problems};
 use runner::{Env, Host, Report, hipsec_part, long_job, parse_or_skip, two_hosts, write_private};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -548,4 +556,37 @@ fn every_doc_config_loads_and_every_proposal_parses() {
     println!("{files} whole files loaded, {proposals} proposals parsed");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(files >= 1 && proposals >= 5, "{files} files, {proposals} proposals");
+}
+
+/// The commands the pages name in their prose (`hipsec rekey SOCKET NAME [--ike]`) are not run,
+/// but each names a subcommand that exists and only flags it takes, so a renamed command or
+/// flag cannot linger in a sentence.
+#[test]
+fn every_command_named_in_prose_exists_with_its_flags() {
+    let root = root();
+    let mut cache = HelpCache::new();
+    let (mut bad, mut seen) = (Vec::new(), 0);
+    for f in markdown::user_docs(&root) {
+        let text = std::fs::read_to_string(root.join(&f)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for (i, span) in line.split('`').enumerate() {
+                let Some(rest) = span.strip_prefix("hipsec ").filter(|_| i % 2 == 1) else {
+                    continue;
+                };
+                seen += 1;
+                let rest = rest.split(" | ").next().unwrap_or("");
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                if words.first().is_some_and(|w| w.starts_with('-')) {
+                    bad.push(format!("{f}:{}: `{span}`: no subcommand", n + 1));
+                    continue;
+                }
+                for p in inline_problems(&mut cache, &[], &words) {
+                    bad.push(format!("{f}:{}: `{span}`: {p}", n + 1));
+                }
+            }
+        }
+    }
+    println!("{seen} commands named in prose checked");
+    assert!(seen > 50, "only {seen} found");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
