@@ -405,6 +405,25 @@ fn hip_pair_shows(c: &DocCommand, out: &str, hit_a: &str, hit_b: Option<&str>) -
     None
 }
 
+/// For a command that is not run: the script it starts (`./scripts/x.sh`) or the package it
+/// builds (`cargo ... -p NAME`) is missing from the repository.
+fn what_it_names_is_missing(root: &Path, cmd: &str) -> Option<String> {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    if let Some(script) = words.first().and_then(|w| w.strip_prefix("./")) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(root.join(script)).map(|m| m.permissions().mode());
+        return (!mode.is_ok_and(|m| m & 0o111 != 0))
+            .then(|| format!("{script} is not an executable file of the repository"));
+    }
+    if words.first() == Some(&"cargo") {
+        let pkg = words.windows(2).find(|w| w[0] == "-p").map(|w| w[1])?;
+        let found = std::fs::read_to_string(root.join("crates").join(pkg).join("Cargo.toml"))
+            .is_ok_and(|t| t.contains(&format!("name = \"{pkg}\"")));
+        return (!found).then(|| format!("no package {pkg} in crates/"));
+    }
+    None
+}
+
 #[test]
 fn every_doc_command_is_run_or_parsed() {
     let root = root();
@@ -444,6 +463,9 @@ fn every_doc_command_is_run_or_parsed() {
     let dir = common::tmpdir("docs-skip");
     for m in of("skip") {
         for c in markdown::commands(&m.block) {
+            if let Some(why) = what_it_names_is_missing(&root, &c.text) {
+                r.failed(&c, &why);
+            }
             parse_or_skip(&c, &dir, &m.step, &mut r);
         }
     }
