@@ -110,7 +110,8 @@ fn offline(marked: &[&Marked], r: &mut Report) {
     let st =
         Command::new("cp").arg("-r").arg(&run).arg(dir.join("lab-results/1795600000")).status();
     assert!(st.unwrap().success());
-    let host = Host { ns: None, sock: dir.join("none.sock"), dir, node: None };
+    let host =
+        Host { name: "offline".into(), ns: None, sock: dir.join("none.sock"), dir, node: None };
     let mut env = Env { hosts: vec![host], subst: Vec::new() };
     for m in step(marked, &[""], "", r) {
         for c in markdown::commands(&m.block) {
@@ -304,7 +305,7 @@ fn hip_pair(marked: &[&Marked], r: &mut Report) {
                 let out = env.run(&c, r);
                 let Some(o) = out.filter(|o| o.status.success()) else { continue };
                 let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-                if c.text.contains("keygen --hip") && c.host == Some('b') {
+                if c.text.contains("keygen --hip") && c.host.as_deref() == Some("b") {
                     // The HIT it printed replaces the one the page shows, in what follows.
                     let real = stdout.trim().to_string();
                     let shown = m.block.lines.iter().find_map(|(_, l)| {
@@ -491,10 +492,10 @@ fn the_extractor_reads_blocks_as_a_reader_does() {
     assert_eq!(b[0].mark.as_deref(), Some("x/y file=a.toml"));
     assert_eq!(parse_mark("x/y file=a.toml"), ("x".into(), "y".into(), Some("a.toml".into())));
     let c = markdown::commands(&b[0]);
-    let got: Vec<_> = c.iter().map(|c| (c.line, c.host, c.text.as_str())).collect();
+    let got: Vec<_> = c.iter().map(|c| (c.line, c.host.as_deref(), c.text.as_str())).collect();
     assert_eq!(
         got,
-        [(5, Some('a'), "hipsec run -c a.toml"), (7, Some('b'), "hipsec sa add SOCK k=1 x=2")]
+        [(5, Some("a"), "hipsec run -c a.toml"), (7, Some("b"), "hipsec sa add SOCK k=1 x=2")]
     );
     let texts =
         |i: usize| markdown::commands(&b[i]).into_iter().map(|c| c.text).collect::<Vec<_>>();

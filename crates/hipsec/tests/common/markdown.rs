@@ -30,8 +30,8 @@ impl Block {
 pub struct DocCommand {
     pub file: String,
     pub line: usize,
-    /// The host of its prompt (`a` of `a#`), if any.
-    pub host: Option<char>,
+    /// The host of its prompt (`a` of `a#`, `ha` of `ha$`), if any.
+    pub host: Option<String>,
     pub text: String,
 }
 
@@ -101,19 +101,15 @@ pub fn blocks(file: &str, text: &str) -> Vec<Block> {
     out
 }
 
-/// `a# `, `b$ `, `$ `, `# ` at the start of a line: (host, rest).
-fn prompt(line: &str) -> Option<(Option<char>, &str)> {
-    let mut c = line.chars();
-    let first = c.next()?;
-    if (first == '#' || first == '$') && line[1..].starts_with(' ') {
-        return Some((None, &line[2..]));
+/// `a# `, `ha$ `, `$ `, `# ` at the start of a line (a host of one to three letters): (host,
+/// rest).
+fn prompt(line: &str) -> Option<(Option<String>, &str)> {
+    let host: String = line.chars().take_while(|c| c.is_ascii_lowercase()).collect();
+    let rest = &line[host.len()..];
+    if host.len() > 3 || !(rest.starts_with("# ") || rest.starts_with("$ ")) {
+        return None;
     }
-    let second = c.next()?;
-    if first.is_ascii_lowercase() && (second == '#' || second == '$') && line[2..].starts_with(' ')
-    {
-        return Some((Some(first), &line[3..]));
-    }
-    None
+    Some(((!host.is_empty()).then_some(host), &rest[2..]))
 }
 
 /// `line` without its shell comment (a `#` that starts a word).

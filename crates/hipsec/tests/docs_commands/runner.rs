@@ -111,6 +111,7 @@ pub fn output_text(o: &Output) -> String {
 
 /// One host of a setup: its namespace (none offline), directory, control socket and node.
 pub struct Host {
+    pub name: String,
     pub ns: Option<String>,
     pub dir: PathBuf,
     pub sock: PathBuf,
@@ -150,8 +151,12 @@ impl Drop for Env {
 }
 
 impl Env {
-    pub fn host_of(&self, c: &DocCommand) -> usize {
-        c.host.map_or(0, |h| (h as usize).saturating_sub('a' as usize)).min(self.hosts.len() - 1)
+    /// The host a command's prompt names (none: the first).
+    pub fn host_of(&self, c: &DocCommand) -> Option<usize> {
+        match &c.host {
+            None => Some(0),
+            Some(h) => self.hosts.iter().position(|x| &x.name == h),
+        }
     }
 
     /// `text` as host `i` types it: its socket, its directory, the setup's own values.
@@ -208,7 +213,10 @@ impl Env {
             parse_or_skip(c, &self.hosts[0].dir, why, r);
             return None;
         }
-        let i = self.host_of(c);
+        let Some(i) = self.host_of(c) else {
+            r.failed(c, "its prompt names a host this setup does not have");
+            return None;
+        };
         let mut cmd = self.localise(i, &c.text);
         if cmd.starts_with("hipsec run ") {
             match self.start(i, &cmd) {
@@ -258,12 +266,8 @@ pub fn two_hosts(base: &str, dir: &Path) -> Env {
         .map(|(i, ns)| {
             let d = dir.join(["a", "b"][i]);
             std::fs::create_dir_all(&d).unwrap();
-            Host {
-                ns: Some(ns),
-                sock: dir.join(format!("{}.sock", ["a", "b"][i])),
-                dir: d,
-                node: None,
-            }
+            let name = ["a", "b"][i].to_string();
+            Host { ns: Some(ns), sock: dir.join(format!("{name}.sock")), dir: d, node: None, name }
         })
         .collect();
     Env { hosts, subst: Vec::new() }
