@@ -17,6 +17,8 @@
 //!   the test command itself); any `hipsec` command in such a block is still parsed.
 //! - `ike-pair`: ike.md's two gateways, A's config the page's block (`file=gw-a.toml`), B's
 //!   its mirror image (addresses, ids, selectors swapped).
+//! - `mip6`: mip6.md's home agent `ha` and correspondent `cn` on a home link, the mobile node
+//!   `mn` behind a router (mip6_nodes.rs's topology), examples/mip6's files.
 //! - `config`, `sa-file` (TOML blocks): loaded as a node config or an SA file.
 //!
 //! Commands named in the prose (`hipsec rekey SOCKET NAME [--ike]`) are not run; each must name
@@ -376,6 +378,121 @@ fn ike_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
     None
 }
 
+/// mip6.md's hosts (mip6_nodes.rs's topology): the home agent `ha` and a correspondent `cn`
+/// on the home link (a bridge in the router `r`), the mobile node `mn` on a foreign link.
+fn mip6_hosts(dir: &Path) -> Env {
+    let base = format!("dc6{}", std::process::id());
+    let names = ["ha", "mn", "cn", "r"];
+    let hosts: Vec<Host> = names
+        .iter()
+        .map(|n| {
+            let d = dir.join(n);
+            std::fs::create_dir_all(&d).unwrap();
+            let ns = format!("{base}-{n}");
+            common::sh(&["ip", "netns", "add", &ns]);
+            let sock = dir.join(format!("{n}.sock"));
+            Host { name: n.to_string(), ns: Some(ns), sock, dir: d, node: None }
+        })
+        .collect();
+    let env = Env { hosts, subst: Vec::new() };
+    let ns = |n: &str| format!("{base}-{n}");
+    let ip = |n: &str, args: &str| {
+        let mut a = vec!["ip".to_string(), "-n".into(), ns(n)];
+        a.extend(args.split_whitespace().map(String::from));
+        common::sh(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    };
+    let sysctl =
+        |n: &str, kv: &str| common::sh(&["ip", "netns", "exec", &ns(n), "sysctl", "-qw", kv]);
+    for n in names {
+        ip(n, "link set lo up");
+        sysctl(n, "net.ipv6.conf.all.accept_dad=0");
+        sysctl(n, "net.ipv6.conf.default.accept_dad=0");
+    }
+    for (a, an, b) in [("hv", "ha", "rh"), ("cv", "cn", "rc"), ("mv", "mn", "rm")] {
+        let (na, nr) = (ns(an), ns("r"));
+        common::sh(&[
+            "ip", "link", "add", a, "netns", &na, "type", "veth", "peer", "name", b, "netns", &nr,
+        ]);
+    }
+    ip("r", "link add br0 type bridge");
+    ip("r", "link set rh master br0");
+    ip("r", "link set rc master br0");
+    for d in ["br0", "rh", "rc", "rm"] {
+        ip("r", &format!("link set {d} up"));
+    }
+    ip("r", "addr add 2001:db8:1::fe/64 dev br0 nodad");
+    ip("r", "addr add 2001:db8:2::1/64 dev rm nodad");
+    ip("r", "addr add fe80::1/64 dev rm nodad");
+    sysctl("r", "net.ipv6.conf.all.forwarding=1");
+    ip("cn", "addr add 2001:db8:1::2/64 dev cv nodad");
+    ip("cn", "link set cv up");
+    ip("ha", "addr add 2001:db8:1::1/64 dev hv nodad");
+    ip("ha", "link set hv up");
+    ip("ha", "route add 2001:db8:2::/64 via 2001:db8:1::fe");
+    ip("mn", "addr add 2001:db8:2::100/64 dev mv nodad");
+    ip("mn", "link set mv up");
+    ip("mn", "route add 2001:db8:1::1/128 via fe80::1 dev mv");
+    env
+}
+
+/// mip6.md's session with examples/mip6's files, each `interface` its host's device.
+fn mip6(marked: &[&Marked], r: &mut Report) {
+    if !common::netns_ready(&["ping", "nft"]) {
+        return cannot_run(marked, NO_NETNS, r);
+    }
+    let dir = common::tmpdir("docs-mip6");
+    let mut env = mip6_hosts(&dir);
+    for (i, f, dev) in [(0, "home-agent.toml", "hv"), (1, "mobile-node.toml", "mv")] {
+        let t = std::fs::read_to_string(root().join("examples/mip6").join(f)).unwrap();
+        let t = t.replace("interface = \"eth0\"", &format!("interface = \"{dev}\""));
+        write_private(&env.hosts[i].dir.join(f), &env.localise(i, &t));
+    }
+    for m in step(marked, &[""], "", r) {
+        for c in markdown::commands(&m.block) {
+            if c.text.starts_with("hipsec status") && c.host.as_deref() == Some("ha") {
+                // The registration is a Binding Update and its Acknowledgement away.
+                wait_for_binding(&env);
+            }
+            let Some(o) = env.run(&c, r).filter(|o| o.status.success()) else { continue };
+            if let Some(why) = mip6_shows(&c, &String::from_utf8_lossy(&o.stdout)) {
+                r.failed(&c, &why);
+            }
+        }
+    }
+}
+
+/// Up to 5 s for the home agent's binding cache to hold the mobile node.
+fn wait_for_binding(env: &Env) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let o = Command::new(BIN).arg("status").arg("--json").arg(&env.hosts[0].sock).output();
+        let v: serde_json::Value =
+            o.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or_default();
+        if v["home_agent"]["binding_cache"]["count"].as_u64().is_some_and(|n| n >= 1) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What mip6.md says its commands show.
+fn mip6_shows(c: &DocCommand, out: &str) -> Option<String> {
+    let t = c.text.as_str();
+    if t.starts_with("ping ") {
+        let got = common::ping_received(out.as_bytes());
+        return (got < 4).then(|| format!("{got} of 5 pings to the home address:\n{out}"));
+    }
+    if t.starts_with("hipsec status") {
+        let want: &[&str] = match c.host.as_deref() {
+            Some("ha") => &["2001:db8:1::100", "2001:db8:2::100"],
+            _ => &["registered", "2001:db8:2::100"],
+        };
+        let missing: Vec<&&str> = want.iter().filter(|w| !out.contains(**w)).collect();
+        return (!missing.is_empty()).then(|| format!("the output lacks {missing:?}:\n{out}"));
+    }
+    None
+}
+
 /// What hip.md says its commands show.
 fn hip_pair_shows(c: &DocCommand, out: &str, hit_a: &str, hit_b: Option<&str>) -> Option<String> {
     let t = c.text.as_str();
@@ -454,7 +571,7 @@ fn every_doc_command_is_run_or_parsed() {
             marked.push(Marked { setup, step, file, block: b });
         }
     }
-    let known = ["skip", "offline", "manual-pair", "hip-pair", "ike-pair"];
+    let known = ["skip", "offline", "manual-pair", "hip-pair", "ike-pair", "mip6"];
     for m in marked.iter().filter(|m| !known.contains(&m.setup.as_str())) {
         for c in markdown::commands(&m.block) {
             r.failed(&c, &format!("no setup {:?} (there are {known:?})", m.setup));
@@ -474,6 +591,7 @@ fn every_doc_command_is_run_or_parsed() {
     manual_pair(&of("manual-pair"), &mut r);
     hip_pair(&of("hip-pair"), &mut r);
     ike_pair(&of("ike-pair"), &mut r);
+    mip6(&of("mip6"), &mut r);
     println!("{}", r.lines.join("\n"));
     println!("{} commands ran, {} parsed only", r.ran, r.parsed);
     assert!(r.failures.is_empty(), "doc commands:\n{}", r.failures.join("\n\n"));
