@@ -37,6 +37,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "docs_commands/hip.rs"]
+mod hip;
+#[path = "docs_commands/mip6.rs"]
+mod mip6;
 #[path = "docs_commands/prose.rs"]
 mod prose;
 #[path = "docs_commands/runner.rs"]
@@ -47,7 +51,6 @@ use prose::{HelpCache, inline_problems};
 use runner::{Env, Host, Report, hipsec_part, long_job, parse_or_skip, two_hosts, write_private};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -231,102 +234,6 @@ fn manual_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
     None
 }
 
-/// `hipsec keygen --hip --json -o FILE`'s HIT.
-fn keygen(file: &Path) -> String {
-    let o = Command::new(BIN).args(["keygen", "--hip", "--json", "-o"]).arg(file).output().unwrap();
-    assert!(o.status.success(), "keygen: {}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v["hit"].as_str().unwrap().to_string()
-}
-
-/// Starts B of the HIP pair: examples/hip-pair/host-b.toml with A's HIT.
-fn start_hip_b(env: &mut Env, hit_a: &str) -> Result<(), String> {
-    let t = std::fs::read_to_string(root().join("examples/hip-pair/host-b.toml")).unwrap();
-    let line = t.lines().find(|l| l.starts_with("hit = ")).unwrap();
-    let t = t.replace(line.split('"').nth(1).unwrap(), hit_a);
-    write_private(&env.hosts[1].dir.join("b.toml"), &env.localise(1, &t));
-    env.start(1, "hipsec run -c b.toml")
-}
-
-/// A ping to `hit` captured on A's link to esp.pcap in A's directory.
-fn capture_ping(env: &Env, hit: &str) {
-    let a = &env.hosts[0];
-    let ns = a.ns.as_deref().unwrap();
-    let mut td = Command::new("ip")
-        .args(["netns", "exec", ns, "tcpdump", "-Z", "root", "-U", "-i", "va", "-w"])
-        .arg(a.dir.join("esp.pcap"))
-        .arg("udp")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    let _ = Command::new("ip")
-        .args(["netns", "exec", ns, "ping", "-6", "-c", "5", "-i", "0.2", "-W", "1", hit])
-        .output();
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill").args(["-TERM", &td.id().to_string()]).status();
-    let _ = td.wait();
-}
-
-/// hip.md's two HIP hosts.
-fn hip_pair(marked: &[&Marked], r: &mut Report) {
-    if !common::netns_ready(&["ping", "jq", "tshark", "tcpdump"]) {
-        return cannot_run(marked, NO_NETNS, r);
-    }
-    let dir = common::tmpdir("docs-hip-pair");
-    let mut env = two_hosts(&format!("dch{}", std::process::id()), &dir);
-    // The page shows B's keygen; A makes its identity the same way.
-    let hit_a = keygen(&env.hosts[0].dir.join("host.pem"));
-    let mut hit_b: Option<String> = None;
-    let steps = ["", "keys"];
-    for s in steps {
-        if s == "keys" {
-            env.hosts.iter_mut().for_each(Host::stop);
-            if let Err(e) = start_hip_b(&mut env, &hit_a) {
-                r.failures.push(format!("hip-pair: B did not start again: {e}"));
-                return;
-            }
-        }
-        for m in step(marked, &steps, s, r) {
-            if let Some(f) = &m.file {
-                write_private(&env.hosts[0].dir.join(f), &env.localise(0, &m.block.text()));
-                continue;
-            }
-            for c in markdown::commands(&m.block) {
-                if c.text.starts_with("hipsec run ") && env.hosts[1].node.is_none() {
-                    if let Err(e) = start_hip_b(&mut env, &hit_a) {
-                        r.failures.push(format!("hip-pair: B did not start: {e}"));
-                        return;
-                    }
-                }
-                if c.text.contains("hip wireshark-keys") {
-                    std::fs::create_dir_all(env.hosts[0].dir.join(".config/wireshark")).unwrap();
-                    capture_ping(&env, hit_b.as_deref().unwrap_or("::1"));
-                }
-                let out = env.run(&c, r);
-                let Some(o) = out.filter(|o| o.status.success()) else { continue };
-                let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-                if c.text.contains("keygen --hip") && c.host.as_deref() == Some("b") {
-                    // The HIT it printed replaces the one the page shows, in what follows.
-                    let real = stdout.trim().to_string();
-                    let shown = m.block.lines.iter().find_map(|(_, l)| {
-                        l.trim().parse::<std::net::Ipv6Addr>().ok().map(|_| l.trim().to_string())
-                    });
-                    match (real.parse::<std::net::Ipv6Addr>(), shown) {
-                        (Ok(_), Some(shown)) => env.subst.push((shown, real.clone())),
-                        _ => r.failed(&c, &format!("printed {real:?}, not a HIT like the page's")),
-                    }
-                    hit_b = Some(real);
-                }
-                if let Some(why) = hip_pair_shows(&c, &stdout, &hit_a, hit_b.as_deref()) {
-                    r.failed(&c, &why);
-                }
-            }
-        }
-    }
-}
-
 /// B's side of A's config: its address, ids, selectors and inner address swapped with A's.
 fn mirror(a: &str) -> String {
     let swaps = [("192.0.2.1", "192.0.2.2"), ("gw-a.example", "gw-b.example"), ("10.1.", "10.2.")];
@@ -374,151 +281,6 @@ fn ike_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
         // "the IKE SA and its CHILD SA"
         let ok = out.contains("site-b: ESTABLISHED") && out.contains("site-b/net: installed");
         return (!ok).then(|| format!("no established IKE SA site-b with CHILD net:\n{out}"));
-    }
-    None
-}
-
-/// mip6.md's hosts (mip6_nodes.rs's topology): the home agent `ha` and a correspondent `cn`
-/// on the home link (a bridge in the router `r`), the mobile node `mn` on a foreign link.
-fn mip6_hosts(dir: &Path) -> Env {
-    let base = format!("dc6{}", std::process::id());
-    let names = ["ha", "mn", "cn", "r"];
-    let hosts: Vec<Host> = names
-        .iter()
-        .map(|n| {
-            let d = dir.join(n);
-            std::fs::create_dir_all(&d).unwrap();
-            let ns = format!("{base}-{n}");
-            common::sh(&["ip", "netns", "add", &ns]);
-            let sock = dir.join(format!("{n}.sock"));
-            Host { name: n.to_string(), ns: Some(ns), sock, dir: d, node: None }
-        })
-        .collect();
-    let env = Env { hosts, subst: Vec::new() };
-    let ns = |n: &str| format!("{base}-{n}");
-    let ip = |n: &str, args: &str| {
-        let mut a = vec!["ip".to_string(), "-n".into(), ns(n)];
-        a.extend(args.split_whitespace().map(String::from));
-        common::sh(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    };
-    let sysctl =
-        |n: &str, kv: &str| common::sh(&["ip", "netns", "exec", &ns(n), "sysctl", "-qw", kv]);
-    for n in names {
-        ip(n, "link set lo up");
-        sysctl(n, "net.ipv6.conf.all.accept_dad=0");
-        sysctl(n, "net.ipv6.conf.default.accept_dad=0");
-    }
-    for (a, an, b) in [("hv", "ha", "rh"), ("cv", "cn", "rc"), ("mv", "mn", "rm")] {
-        let (na, nr) = (ns(an), ns("r"));
-        common::sh(&[
-            "ip", "link", "add", a, "netns", &na, "type", "veth", "peer", "name", b, "netns", &nr,
-        ]);
-    }
-    ip("r", "link add br0 type bridge");
-    ip("r", "link set rh master br0");
-    ip("r", "link set rc master br0");
-    for d in ["br0", "rh", "rc", "rm"] {
-        ip("r", &format!("link set {d} up"));
-    }
-    ip("r", "addr add 2001:db8:1::fe/64 dev br0 nodad");
-    ip("r", "addr add 2001:db8:2::1/64 dev rm nodad");
-    ip("r", "addr add fe80::1/64 dev rm nodad");
-    sysctl("r", "net.ipv6.conf.all.forwarding=1");
-    ip("cn", "addr add 2001:db8:1::2/64 dev cv nodad");
-    ip("cn", "link set cv up");
-    ip("ha", "addr add 2001:db8:1::1/64 dev hv nodad");
-    ip("ha", "link set hv up");
-    ip("ha", "route add 2001:db8:2::/64 via 2001:db8:1::fe");
-    ip("mn", "addr add 2001:db8:2::100/64 dev mv nodad");
-    ip("mn", "link set mv up");
-    ip("mn", "route add 2001:db8:1::1/128 via fe80::1 dev mv");
-    env
-}
-
-/// mip6.md's session with examples/mip6's files, each `interface` its host's device.
-fn mip6(marked: &[&Marked], r: &mut Report) {
-    if !common::netns_ready(&["ping", "nft"]) {
-        return cannot_run(marked, NO_NETNS, r);
-    }
-    let dir = common::tmpdir("docs-mip6");
-    let mut env = mip6_hosts(&dir);
-    for (i, f, dev) in [(0, "home-agent.toml", "hv"), (1, "mobile-node.toml", "mv")] {
-        let t = std::fs::read_to_string(root().join("examples/mip6").join(f)).unwrap();
-        let t = t.replace("interface = \"eth0\"", &format!("interface = \"{dev}\""));
-        write_private(&env.hosts[i].dir.join(f), &env.localise(i, &t));
-    }
-    for m in step(marked, &[""], "", r) {
-        for c in markdown::commands(&m.block) {
-            if c.text.starts_with("hipsec status") && c.host.as_deref() == Some("ha") {
-                // The registration is a Binding Update and its Acknowledgement away.
-                wait_for_binding(&env);
-            }
-            let Some(o) = env.run(&c, r).filter(|o| o.status.success()) else { continue };
-            if let Some(why) = mip6_shows(&c, &String::from_utf8_lossy(&o.stdout)) {
-                r.failed(&c, &why);
-            }
-        }
-    }
-}
-
-/// Up to 5 s for the home agent's binding cache to hold the mobile node.
-fn wait_for_binding(env: &Env) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < deadline {
-        let o = Command::new(BIN).arg("status").arg("--json").arg(&env.hosts[0].sock).output();
-        let v: serde_json::Value =
-            o.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or_default();
-        if v["home_agent"]["binding_cache"]["count"].as_u64().is_some_and(|n| n >= 1) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// What mip6.md says its commands show.
-fn mip6_shows(c: &DocCommand, out: &str) -> Option<String> {
-    let t = c.text.as_str();
-    if t.starts_with("ping ") {
-        let got = common::ping_received(out.as_bytes());
-        return (got < 4).then(|| format!("{got} of 5 pings to the home address:\n{out}"));
-    }
-    if t.starts_with("hipsec status") {
-        let want: &[&str] = match c.host.as_deref() {
-            Some("ha") => &["2001:db8:1::100", "2001:db8:2::100"],
-            _ => &["registered", "2001:db8:2::100"],
-        };
-        let missing: Vec<&&str> = want.iter().filter(|w| !out.contains(**w)).collect();
-        return (!missing.is_empty()).then(|| format!("the output lacks {missing:?}:\n{out}"));
-    }
-    None
-}
-
-/// What hip.md says its commands show.
-fn hip_pair_shows(c: &DocCommand, out: &str, hit_a: &str, hit_b: Option<&str>) -> Option<String> {
-    let t = c.text.as_str();
-    let hit_b = hit_b.unwrap_or("B's HIT");
-    if t.starts_with("ping ") {
-        // "the first ping meets the trap": the base exchange runs, then the pings pass.
-        let got = common::ping_received(out.as_bytes());
-        return (got < 3).then(|| format!("{got} of 5 pings to B's HIT:\n{out}"));
-    }
-    if t.starts_with("hipsec status") && !t.contains("--json") {
-        // "the SA pair: mode beet, HIT -> HIT"
-        let pair = format!("{hit_a} -> {hit_b}");
-        let beet = out.lines().filter(|l| l.contains(" beet ")).count();
-        return (beet != 2 || !out.contains(&pair) || !out.contains("ESTABLISHED"))
-            .then(|| format!("not the SA pair in mode beet, {pair}, ESTABLISHED:\n{out}"));
-    }
-    if t.contains("| jq .hip") {
-        // "our HIT, associations, counters"
-        let v: serde_json::Value = serde_json::from_str(out).unwrap_or_default();
-        let ok = v["hit"] == hit_a
-            && v["associations"][0]["peer_hit"] == hit_b
-            && v["counters"].is_object();
-        return (!ok).then(|| format!("not our HIT, B's association and counters:\n{out}"));
-    }
-    if t.starts_with("tshark") && !out.contains("Echo (ping) request") {
-        return Some(format!("tshark decrypted no ping:\n{out}"));
     }
     None
 }
@@ -589,9 +351,9 @@ fn every_doc_command_is_run_or_parsed() {
     }
     offline(&of("offline"), &mut r);
     manual_pair(&of("manual-pair"), &mut r);
-    hip_pair(&of("hip-pair"), &mut r);
+    hip::hip_pair(&of("hip-pair"), &mut r);
     ike_pair(&of("ike-pair"), &mut r);
-    mip6(&of("mip6"), &mut r);
+    mip6::mip6(&of("mip6"), &mut r);
     println!("{}", r.lines.join("\n"));
     println!("{} commands ran, {} parsed only", r.ran, r.parsed);
     assert!(r.failures.is_empty(), "doc commands:\n{}", r.failures.join("\n\n"));
