@@ -16,7 +16,8 @@
 //! - `skip: WHY`: commands that are not hipsec's and cannot run here (a release build, docker,
 //!   the test command itself); any `hipsec` command in such a block is still parsed.
 //! - `ike-pair`: ike.md's two gateways, A's config the page's block (`file=gw-a.toml`), B's
-//!   its mirror image (addresses, ids, selectors swapped).
+//!   its mirror image (addresses, ids, selectors swapped); step `keys` restarts both, A with
+//!   `--debug-export-ike-keys`, captures the exchange and has tshark decrypt its IKE_AUTH.
 //! - `mip6`: mip6.md's home agent `ha` and correspondent `cn` on a home link, the mobile node
 //!   `mn` behind a router (mip6_nodes.rs's topology), examples/mip6's files.
 //! - `config`, `sa-file` (TOML blocks): loaded as a node config or an SA file.
@@ -39,6 +40,8 @@
 mod common;
 #[path = "docs_commands/hip.rs"]
 mod hip;
+#[path = "docs_commands/ike.rs"]
+mod ike;
 #[path = "docs_commands/mip6.rs"]
 mod mip6;
 #[path = "docs_commands/prose.rs"]
@@ -234,57 +237,6 @@ fn manual_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
     None
 }
 
-/// B's side of A's config: its address, ids, selectors and inner address swapped with A's.
-fn mirror(a: &str) -> String {
-    let swaps = [("192.0.2.1", "192.0.2.2"), ("gw-a.example", "gw-b.example"), ("10.1.", "10.2.")];
-    let mut t = a.to_string();
-    for (i, (x, y)) in swaps.iter().enumerate() {
-        let held = format!("\u{0}{i}\u{0}");
-        t = t.replace(x, &held).replace(y, x).replace(&held, y);
-    }
-    t
-}
-
-/// ike.md's two gateways: A's config the page's block, B's its mirror image.
-fn ike_pair(marked: &[&Marked], r: &mut Report) {
-    if !common::netns_ready(&["ping"]) {
-        return cannot_run(marked, NO_NETNS, r);
-    }
-    let dir = common::tmpdir("docs-ike-pair");
-    let mut env = two_hosts(&format!("dci{}", std::process::id()), &dir);
-    for m in step(marked, &[""], "", r) {
-        if let Some(f) = &m.file {
-            let a = m.block.text();
-            write_private(&env.hosts[0].dir.join(f), &env.localise(0, &a));
-            let b = env.localise(1, &mirror(&a));
-            write_private(&env.hosts[1].dir.join(f.replace("gw-a", "gw-b")), &b);
-            continue;
-        }
-        for c in markdown::commands(&m.block) {
-            let Some(o) = env.run(&c, r).filter(|o| o.status.success()) else { continue };
-            if let Some(why) = ike_pair_shows(&c, &String::from_utf8_lossy(&o.stdout)) {
-                r.failed(&c, &why);
-            }
-        }
-    }
-}
-
-/// What ike.md says its commands show.
-fn ike_pair_shows(c: &DocCommand, out: &str) -> Option<String> {
-    let t = c.text.as_str();
-    if t.starts_with("ping ") {
-        // "The first packet is dropped and counted (no_sa) ... its acquire starts IKE_SA_INIT"
-        let got = common::ping_received(out.as_bytes());
-        return (got < 3).then(|| format!("{got} of 5 pings through the CHILD SA:\n{out}"));
-    }
-    if t.starts_with("hipsec status") {
-        // "the IKE SA and its CHILD SA"
-        let ok = out.contains("site-b: ESTABLISHED") && out.contains("site-b/net: installed");
-        return (!ok).then(|| format!("no established IKE SA site-b with CHILD net:\n{out}"));
-    }
-    None
-}
-
 /// For a command that is not run: the script it starts (`./scripts/x.sh`) or the package it
 /// builds (`cargo ... -p NAME`) is missing from the repository.
 fn what_it_names_is_missing(root: &Path, cmd: &str) -> Option<String> {
@@ -352,7 +304,7 @@ fn every_doc_command_is_run_or_parsed() {
     offline(&of("offline"), &mut r);
     manual_pair(&of("manual-pair"), &mut r);
     hip::hip_pair(&of("hip-pair"), &mut r);
-    ike_pair(&of("ike-pair"), &mut r);
+    ike::ike_pair(&of("ike-pair"), &mut r);
     mip6::mip6(&of("mip6"), &mut r);
     println!("{}", r.lines.join("\n"));
     println!("{} commands ran, {} parsed only", r.ran, r.parsed);

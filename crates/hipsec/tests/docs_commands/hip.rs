@@ -2,11 +2,10 @@
 //! page's block; a restart with the keys exported, a captured ping, tshark decrypting it.
 
 use crate::common::markdown::{self, DocCommand};
-use crate::runner::{Env, Host, Report, two_hosts, write_private};
+use crate::runner::{Env, Host, Report, capture, two_hosts, write_private};
 use crate::{BIN, Marked, NO_NETNS, cannot_run, common, root, step};
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 /// `hipsec keygen --hip --json -o FILE`'s HIT.
 fn keygen(file: &Path) -> String {
@@ -23,27 +22,6 @@ fn start_hip_b(env: &mut Env, hit_a: &str) -> Result<(), String> {
     let t = t.replace(line.split('"').nth(1).unwrap(), hit_a);
     write_private(&env.hosts[1].dir.join("b.toml"), &env.localise(1, &t));
     env.start(1, "hipsec run -c b.toml")
-}
-
-/// A ping to `hit` captured on A's link to esp.pcap in A's directory.
-fn capture_ping(env: &Env, hit: &str) {
-    let a = &env.hosts[0];
-    let ns = a.ns.as_deref().unwrap();
-    let mut td = Command::new("ip")
-        .args(["netns", "exec", ns, "tcpdump", "-Z", "root", "-U", "-i", "va", "-w"])
-        .arg(a.dir.join("esp.pcap"))
-        .arg("udp")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    let _ = Command::new("ip")
-        .args(["netns", "exec", ns, "ping", "-6", "-c", "5", "-i", "0.2", "-W", "1", hit])
-        .output();
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill").args(["-TERM", &td.id().to_string()]).status();
-    let _ = td.wait();
 }
 
 /// hip.md's two HIP hosts.
@@ -79,7 +57,8 @@ pub fn hip_pair(marked: &[&Marked], r: &mut Report) {
                 }
                 if c.text.contains("hip wireshark-keys") {
                     std::fs::create_dir_all(env.hosts[0].dir.join(".config/wireshark")).unwrap();
-                    capture_ping(&env, hit_b.as_deref().unwrap_or("::1"));
+                    let hit = hit_b.as_deref().unwrap_or("::1");
+                    capture(&env, "esp.pcap", &["-6", hit]);
                 }
                 let out = env.run(&c, r);
                 let Some(o) = out.filter(|o| o.status.success()) else { continue };

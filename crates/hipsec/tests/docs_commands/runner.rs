@@ -272,3 +272,26 @@ pub fn two_hosts(base: &str, dir: &Path) -> Env {
         .collect();
     Env { hosts, subst: Vec::new() }
 }
+
+/// Five pings (`ping` with `args`) from host A captured on its link (UDP) to `file` in its
+/// directory, for the pages' tshark commands.
+pub fn capture(env: &Env, file: &str, args: &[&str]) {
+    let a = &env.hosts[0];
+    let ns = a.ns.as_deref().unwrap();
+    let mut td = Command::new("ip")
+        .args(["netns", "exec", ns, "tcpdump", "-Z", "root", "-U", "-i", "va", "-w"])
+        .arg(a.dir.join(file))
+        .arg("udp")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-c", "5", "-i", "0.2", "-W", "1"])
+        .args(args)
+        .output();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill").args(["-TERM", &td.id().to_string()]).status();
+    let _ = td.wait();
+}
