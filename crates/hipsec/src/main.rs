@@ -193,6 +193,12 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
+    // HIPSEC_CHECK_ARGS set: the command line parsed, nothing more. The docs' test checks with
+    // it the commands it does not run (minutes-long lab runs, calibrations, benchmarks).
+    if std::env::var_os("HIPSEC_CHECK_ARGS").is_some() {
+        eprintln!("hipsec: the arguments parse (HIPSEC_CHECK_ARGS is set: nothing run)");
+        return ExitCode::SUCCESS;
+    }
     // A node (`run`) and the benchmarks (engines in this process) keep their tables on
     // transparent huge pages, as `hipsec-node` does (`node::huge_pages`; HIPSEC_HUGE_PAGES=off
     // turns it off). This may execute the program again, before any of the work starts.

@@ -230,12 +230,31 @@ impl<'a> ControlThread<'a> {
         Time(self.start.elapsed().as_micros() as u64)
     }
 
+    /// The engine runs a BEET SA (HIP's, RFC 7402) as transport mode and the workers know
+    /// only the config's BEET SAs; the control plane's records know every one, those a HIP
+    /// association installs at run time too, so `status` names their mode from the records.
+    fn name_beet_sas(&self, v: &mut Value) {
+        let inbound = self.plane.inbound().values().map(|r| ("in", r));
+        let outbound = self.plane.outbound().values().map(|r| ("out", r));
+        let beet: Vec<(&str, String)> = inbound
+            .chain(outbound)
+            .filter(|(_, r)| r.mode == "beet")
+            .map(|(dir, r)| (dir, r.spi.to_string()))
+            .collect();
+        for sa in v["sas"].as_array_mut().into_iter().flatten() {
+            if beet.iter().any(|(dir, spi)| sa["direction"] == *dir && sa["spi"] == *spi) {
+                sa["mode"] = json!("beet");
+            }
+        }
+    }
+
     fn status_value(&self) -> Value {
         // Idle workers look at the board between polls (100 ms): wake them, so a status (or a
         // metrics scrape) holds this thread — which also reads IKE — for well under a
         // millisecond, not up to 100 ms (an IKE_SA_INIT flood test showed the stall).
         let snaps = self.board.collect_waking(|| self.plane.wake_workers());
         let mut v = status::status_value(&snaps, self.now());
+        self.name_beet_sas(&mut v);
         let s = self.plane.stats;
         v["control"] = json!({
             "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,
