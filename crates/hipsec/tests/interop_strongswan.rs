@@ -342,8 +342,10 @@ fn pfs_rekeys_both_ways(
             .unwrap()
     });
     p.wait_up(BIN);
-    let (got, sent) = std::thread::scope(|s| {
+    // Pings and a paced TCP stream (its SHA-256 checked at the far end) through the rekeys.
+    let ((got, sent), (far, near, bytes)) = std::thread::scope(|s| {
         let ping = s.spawn(|| p.ping(700, "0.05"));
+        let tcp = s.spawn(|| p.tcp_stream(25.0, 10_000_000));
         for i in 1..=5 {
             wait_rekeys(&p, "us", i);
             std::thread::sleep(std::time::Duration::from_millis(1000));
@@ -351,8 +353,10 @@ fn pfs_rekeys_both_ways(
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             wait_rekeys(&p, "peer", i);
         }
-        (ping.join().unwrap(), 700)
+        ((ping.join().unwrap(), 700), tcp.join().unwrap())
     });
+    assert_eq!(far, near, "the TCP stream ({bytes} bytes) arrived changed");
+    assert!(bytes > 1 << 20, "the TCP stream carried only {bytes} bytes");
     let log = p.hipsec_log();
     let st = p.status(BIN);
     let sa = &st["ike"]["ike_sas"][0];
