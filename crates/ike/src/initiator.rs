@@ -373,17 +373,34 @@ impl InitiatorAuth {
 
     fn finish(self, payloads: &[Payload]) -> Result<Established, Error> {
         let ex = ExchangeType::IKE_AUTH;
-        if let Some(ty) = error_notify(payloads) {
-            return Err(PeerMisbehaved::ErrorNotify(ty).into());
-        }
+        let error = error_notify(payloads);
+        let (idr, auth) = match (take_payload!(payloads, IdR), take_payload!(payloads, Auth)) {
+            (Some(idr), Some(auth)) => (idr, auth),
+            _ => {
+                return Err(match error {
+                    Some(ty) => PeerMisbehaved::ErrorNotify(ty).into(),
+                    None => missing(ex, "IDr or AUTH"),
+                });
+            }
+        };
         let c = &self.config;
-        let idr = take_payload!(payloads, IdR).ok_or_else(|| missing(ex, "IDr"))?;
-        let auth = take_payload!(payloads, Auth).ok_or_else(|| missing(ex, "AUTH"))?;
         if c.remote_id.as_ref().is_some_and(|want| want != idr) {
             return Err(PeerMisbehaved::UnexpectedIdentity.into());
         }
         let prf = self.ike.suite.prf;
         verify_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, idr, auth)?;
+        let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
+        // §2.21.3: the responder authenticated but refused the CHILD SA (IDr, AUTH and an error
+        // notify, no SA): the IKE SA stands without it.
+        if let Some(ty) = error {
+            return Ok(Established {
+                ike: self.ike,
+                child: None,
+                child_error: Some(PeerMisbehaved::ErrorNotify(ty).into()),
+                peer_id: idr.clone(),
+                initial_contact,
+            });
+        }
         let sa = take_payload!(payloads, Sa).ok_or_else(|| missing(ex, "SA"))?;
         let tsi = take_payload!(payloads, TsI).ok_or_else(|| missing(ex, "TSi"))?;
         let tsr = take_payload!(payloads, TsR).ok_or_else(|| missing(ex, "TSr"))?;
@@ -416,7 +433,12 @@ impl InitiatorAuth {
             local_ts: tsi.selectors.clone(),
             remote_ts: tsr.selectors.clone(),
         };
-        let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
-        Ok(Established { ike: self.ike, child, peer_id: idr.clone(), initial_contact })
+        Ok(Established {
+            ike: self.ike,
+            child: Some(child),
+            child_error: None,
+            peer_id: idr.clone(),
+            initial_contact,
+        })
     }
 }

@@ -379,12 +379,14 @@ impl ResponderAuth {
             };
             return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why.into());
         }
-        // A failed CHILD SA still fails the whole exchange here, with the notify; §1.2 and
-        // §2.21.3 would keep the IKE SA up.
+        // §2.21.3: a CHILD SA refused in IKE_AUTH (NO_PROPOSAL_CHOSEN, TS_UNACCEPTABLE) leaves
+        // the IKE SA up: the response carries IDr and AUTH and the notify instead of SA, TSi
+        // and TSr ("the IKE SA is still created as usual", §1.2, quoted from memory).
         let child = self.child(&payloads);
         let (num, suite, spi_out, tsi, tsr, mode) = match child {
             Ok(v) => v,
-            Err((ty, e)) => return refuse(&mut self, ty, e),
+            Err((ty, e)) if ty == NotifyType::INVALID_SYNTAX => return refuse(&mut self, ty, e),
+            Err((ty, e)) => return self.without_child(&payloads, idi, ty, e),
         };
         let result = (|| {
             let spi_in = crypto::random_spi(self.provider)?;
@@ -431,7 +433,52 @@ impl ResponderAuth {
                 ike.last_response = Some(reply.clone());
                 let initial_contact = find_notify(&payloads, NotifyType::INITIAL_CONTACT).is_some();
                 let peer_id = idi.clone();
-                let e = Established { ike, child, peer_id, initial_contact };
+                let e = Established {
+                    ike,
+                    child: Some(child),
+                    child_error: None,
+                    peer_id,
+                    initial_contact,
+                };
+                Ok(AuthOutcome::Established(Box::new(e), reply))
+            }
+            Err(e) => Err(Rejected::Failed(e)),
+        }
+    }
+
+    /// The IKE SA up without the CHILD SA it was asked for: IDr, AUTH and the notify `ty`.
+    fn without_child(
+        mut self,
+        payloads: &[Payload],
+        idi: &wire::ikev2::Id,
+        ty: NotifyType,
+        error: Error,
+    ) -> Result<AuthOutcome, Rejected<Self>> {
+        let result = (|| {
+            let c = &self.config;
+            let prf = self.ike.suite.prf;
+            let my_auth =
+                make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
+            let mut inner = vec![Payload::IdR(c.local_id.clone())];
+            if self.initial_contact {
+                inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
+            }
+            inner.push(Payload::Auth(my_auth));
+            inner.push(notify(ty, Vec::new()));
+            self.respond(&inner)
+        })();
+        match result {
+            Ok(reply) => {
+                let mut ike = self.ike;
+                ike.last_response = Some(reply.clone());
+                let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
+                let e = Established {
+                    ike,
+                    child: None,
+                    child_error: Some(error),
+                    peer_id: idi.clone(),
+                    initial_contact,
+                };
                 Ok(AuthOutcome::Established(Box::new(e), reply))
             }
             Err(e) => Err(Rejected::Failed(e)),

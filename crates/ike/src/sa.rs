@@ -134,8 +134,12 @@ impl std::fmt::Debug for IkeSa {
 pub struct Established {
     /// The IKE SA (kept by the driver for CREATE_CHILD_SA and INFORMATIONAL, not yet here).
     pub ike: IkeSa,
-    /// The CHILD SA to install.
-    pub child: ChildSaKeys,
+    /// The CHILD SA to install; `None` when it failed and the IKE SA stands without it
+    /// (§1.2: "If creating the Child SA during the IKE_AUTH exchange fails, the IKE SA is still
+    /// created as usual", quoted from memory).
+    pub child: Option<ChildSaKeys>,
+    /// Why the CHILD SA of IKE_AUTH failed (the error notify either way), when it did.
+    pub child_error: Option<Error>,
     /// The identity the peer authenticated (its IDi or IDr).
     pub peer_id: wire::ikev2::Id,
     /// The peer's IKE_AUTH message carried INITIAL_CONTACT (§2.4): it holds no other IKE SA

@@ -220,15 +220,16 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// Takes over an IKE SA from the initial exchanges; gives back the first CHILD SA's keys for
-    /// the caller to install (the session remembers the pair, not its keys).
+    /// the caller to install (the session remembers the pair, not its keys), if IKE_AUTH made
+    /// one.
     pub fn new(
         config: Config,
         provider: &'static dyn Provider,
         established: Established,
-    ) -> (Session, ChildSaKeys) {
+    ) -> (Session, Option<ChildSaKeys>) {
         let Established { ike, child, .. } = established;
         let s = Session {
-            children: vec![ChildSa::of(&child)],
+            children: child.iter().map(ChildSa::of).collect(),
             config,
             provider,
             ike,

@@ -130,7 +130,7 @@ fn run(
 fn assert_mirrored(a: &ike::Established, b: &ike::Established) {
     assert_eq!((a.ike.spi_i, a.ike.spi_r), (b.ike.spi_i, b.ike.spi_r));
     assert_eq!(a.ike.keys.sk_d.as_slice(), b.ike.keys.sk_d.as_slice());
-    let (ac, bc) = (&a.child, &b.child);
+    let (ac, bc) = (a.child.as_ref().unwrap(), b.child.as_ref().unwrap());
     assert_eq!((ac.spi_out, ac.spi_in), (bc.spi_in, bc.spi_out));
     assert_eq!(ac.enc_key_out.as_slice(), bc.enc_key_in.as_slice());
     assert_eq!(ac.auth_key_out.as_slice(), bc.auth_key_in.as_slice());
@@ -147,12 +147,12 @@ fn psk_setup_installs_mirrored_child_sas() {
     let (a, b) = run(alice(), bob(), false, ea, eb);
     assert_mirrored(&a, &b);
     assert_eq!(a.ike.suite, GCM);
-    assert_eq!(a.child.suite, child_gcm());
-    assert_eq!(a.child.enc_key_out.len(), 20, "AES-128-GCM key + 4-byte salt");
+    assert_eq!(a.child.as_ref().unwrap().suite, child_gcm());
+    assert_eq!(a.child.as_ref().unwrap().enc_key_out.len(), 20, "AES-128-GCM key + 4-byte salt");
     // Alice offered any remote address; Bob narrowed it to his net (§2.9).
-    assert_eq!(a.child.remote_ts, vec![net(2)]);
-    assert_eq!(a.child.local_ts, vec![net(1)]);
-    assert_eq!(a.child.mode, Mode::Tunnel);
+    assert_eq!(a.child.as_ref().unwrap().remote_ts, vec![net(2)]);
+    assert_eq!(a.child.as_ref().unwrap().local_ts, vec![net(1)]);
+    assert_eq!(a.child.as_ref().unwrap().mode, Mode::Tunnel);
     assert_eq!(a.ike.nat, ike::NatStatus::default());
     assert_eq!(b.ike.nat, ike::NatStatus::default());
 }
@@ -168,9 +168,15 @@ fn cbc_suites_and_transport_mode() {
     b.mode = Mode::Transport;
     let (a, b) = run(a, b, false, ea, eb);
     assert_mirrored(&a, &b);
-    assert_eq!((a.ike.suite, a.child.suite), (CBC, child_cbc()));
-    assert_eq!((a.child.mode, b.child.mode), (Mode::Transport, Mode::Transport));
-    assert_eq!((a.child.enc_key_out.len(), a.child.auth_key_out.len()), (32, 32));
+    assert_eq!((a.ike.suite, a.child.as_ref().unwrap().suite), (CBC, child_cbc()));
+    assert_eq!(
+        (a.child.as_ref().unwrap().mode, b.child.as_ref().unwrap().mode),
+        (Mode::Transport, Mode::Transport)
+    );
+    assert_eq!(
+        (a.child.as_ref().unwrap().enc_key_out.len(), a.child.as_ref().unwrap().auth_key_out.len()),
+        (32, 32)
+    );
 }
 
 #[test]
@@ -351,9 +357,16 @@ fn no_common_proposal_and_unacceptable_selectors() {
         panic!()
     };
     let SaInitNext::Auth(auth, auth_req) = st.handle(0, &resp).unwrap() else { panic!() };
-    let AuthOutcome::Failed(_, reply) = half.handle(&auth_req).unwrap() else { panic!() };
-    let Err(Rejected::Failed(e)) = auth.handle(&reply) else { panic!() };
-    assert_eq!(e, Error::PeerMisbehaved(PeerMisbehaved::ErrorNotify(NotifyType::TS_UNACCEPTABLE)));
+    // §2.21.3 / §1.2: the CHILD SA fails, the IKE SA is made all the same, on both sides.
+    let AuthOutcome::Established(eb, reply) = half.handle(&auth_req).unwrap() else { panic!() };
+    assert!(eb.child.is_none());
+    let ts_unacceptable =
+        Error::PeerMisbehaved(PeerMisbehaved::ErrorNotify(NotifyType::TS_UNACCEPTABLE));
+    assert_eq!(eb.child_error, Some(ts_unacceptable.clone()));
+    let ea = auth.handle(&reply).unwrap();
+    assert!(ea.child.is_none());
+    assert_eq!(ea.child_error, Some(ts_unacceptable));
+    assert_eq!((ea.ike.spi_i, ea.ike.spi_r), (eb.ike.spi_i, eb.ike.spi_r));
 }
 
 /// The ikev2_decryption_table line carries both SPIs and the SK keys in hex, in the layout of

@@ -79,7 +79,9 @@ fn established(ga: &[Option<DhGroup>], gb: &[Option<DhGroup>]) -> (Session, Sess
     };
     let ea = auth.handle(&m4).unwrap();
     let (sa, ka) = Session::new(config("a", "b", ga), p, ea);
+    let ka = ka.expect("a CHILD SA");
     let (sb, kb) = Session::new(config("b", "a", gb), p, *eb);
+    let kb = kb.expect("a CHILD SA");
     assert_eq!((ka.suite.pfs, kb.suite.pfs), (None, None), "no PFS in IKE_AUTH (§1.2)");
     (sa, sb)
 }

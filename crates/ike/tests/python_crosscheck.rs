@@ -150,7 +150,7 @@ fn cross_check_auth(
     let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).unwrap() else { panic!() };
     let AuthOutcome::Established(_, msg4) = half.handle(&msg3).unwrap() else { panic!() };
     let a = auth.handle(&msg4).unwrap();
-    let c = &a.child;
+    let c = a.child.as_ref().unwrap();
     let keymat: Vec<u8> = [&c.enc_key_out, &c.auth_key_out, &c.enc_key_in, &c.auth_key_in]
         .iter()
         .flat_map(|k| k.iter().copied())

@@ -78,7 +78,9 @@ fn established() -> ((Session, ChildSaKeys), (Session, ChildSaKeys)) {
     let SaInitNext::Auth(auth, m3) = st.handle(0, &m2).unwrap() else { panic!() };
     let AuthOutcome::Established(eb, m4) = half.handle(&m3).unwrap() else { panic!() };
     let ea = auth.handle(&m4).unwrap();
-    (Session::new(config("a", "b"), p, ea), Session::new(config("b", "a"), p, *eb))
+    let (sa, ka) = Session::new(config("a", "b"), p, ea);
+    let (sb, kb) = Session::new(config("b", "a"), p, *eb);
+    ((sa, ka.expect("a CHILD SA")), (sb, kb.expect("a CHILD SA")))
 }
 
 /// A pair in the model of the node's data path.

@@ -59,7 +59,9 @@ fn established(pfs: Option<DhGroup>) -> ((Session, ChildSaKeys), (Session, Child
     let SaInitNext::Auth(auth, m3) = st.handle(0, &m2).unwrap() else { panic!() };
     let AuthOutcome::Established(eb, m4) = half.handle(&m3).unwrap() else { panic!() };
     let ea = auth.handle(&m4).unwrap();
-    (Session::new(config("a", "b", pfs), p, ea), Session::new(config("b", "a", pfs), p, *eb))
+    let (sa, ka) = Session::new(config("a", "b", pfs), p, ea);
+    let (sb, kb) = Session::new(config("b", "a", pfs), p, *eb);
+    ((sa, ka.expect("a CHILD SA")), (sb, kb.expect("a CHILD SA")))
 }
 
 fn mirrored(a: &ChildSaKeys, b: &ChildSaKeys) {

@@ -53,6 +53,7 @@ impl Us {
             return match half.handle(msg).unwrap() {
                 ike::AuthOutcome::Established(est, reply) => {
                     let (s, child) = Session::new(config(), crypto::default_provider(), *est);
+                    let child = child.expect("a CHILD SA in IKE_AUTH");
                     self.events.push(Event::InstallChild { keys: Box::new(child), rekeys: None });
                     self.session = Some(s);
                     vec![reply]

@@ -278,6 +278,8 @@ impl Association {
         sink: &mut Sink<'_>,
     ) -> Step {
         let initial_contact = est.initial_contact;
+        let mut est = est;
+        let est_child_error = est.child_error.take();
         sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
         let (session, first) = Session::new(cfg.ike.clone(), provider, est);
@@ -301,7 +303,14 @@ impl Association {
             spi_i,
             spi_r,
         });
-        up.install(self.id, now, first, None, cfg, sink);
+        match (first, est_child_error) {
+            (Some(first), _) => up.install(self.id, now, first, None, cfg, sink),
+            (None, error) => {
+                let error = error.unwrap_or(Error::Superseded("no CHILD SA in IKE_AUTH"));
+                let child = cfg.child_name(0);
+                sink.events.push_back(Event::ChildFailed { assoc: self.id, child, error });
+            }
+        }
         // The other children, in the config's order, each by its own CREATE_CHILD_SA (§1.3.1;
         // the session queues them behind one another, §2.3) — as initiator only: the
         // initiator of the IKE SA asks for every child, as strongSwan does.
@@ -348,6 +357,10 @@ impl Association {
                     let ours = up.session.ike().role == Role::Initiator;
                     step.new_spis.push(if ours { spi_i } else { spi_r });
                     sink.events.push_back(Event::IkeRekeyed { assoc: id, spi_i, spi_r });
+                }
+                session::Event::RequestFailed { request: Request::NewChild(i), error } => {
+                    let child = cfg.child_name(i);
+                    sink.events.push_back(Event::ChildFailed { assoc: id, child, error });
                 }
                 session::Event::RequestFailed { request, error } => {
                     let superseded = matches!(error, Error::Superseded(_));

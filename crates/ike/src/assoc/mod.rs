@@ -153,6 +153,16 @@ pub enum Event {
         /// Setups of it that failed in a row before this one (0: a first try).
         failures: u32,
     },
+    /// A CHILD SA could not be made (refused in IKE_AUTH or in its CREATE_CHILD_SA); the IKE
+    /// SA stays up (§2.21.3).
+    ChildFailed {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// Why (the peer's error notify, or what was wrong with its answer).
+        error: Error,
+    },
     /// We asked for a rekey of this pair (our CREATE_CHILD_SA goes out now or after the
     /// outstanding exchange, §2.3).
     RekeyStarted {

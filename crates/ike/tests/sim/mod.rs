@@ -242,7 +242,8 @@ impl DataPath {
             Event::Established { .. } => self.established += 1,
             Event::RekeyStarted { .. }
             | Event::DecryptionKeys { .. }
-            | Event::Initiating { .. } => {}
+            | Event::Initiating { .. }
+            | Event::ChildFailed { .. } => {}
         }
         Ok(())
     }

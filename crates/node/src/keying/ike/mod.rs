@@ -359,6 +359,10 @@ impl IkeDriver {
                     log_event!(Level::Info, "ike-retry", "connection" => conn, "failures" => failures);
                 }
             }
+            Event::ChildFailed { assoc, child, error } => {
+                let conn = self.assoc_conn(assoc).map(|c| c.name.clone()).unwrap_or_default();
+                log_event!(Level::Warn, "child-sa-failed", "connection" => conn, "child" => child, "why" => error.to_string());
+            }
             Event::DecryptionKeys { line, .. } => {
                 if let Some(k) = &mut self.key_log {
                     k.ike.push(line);
