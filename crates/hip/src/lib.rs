@@ -6,6 +6,7 @@
 //! RFC 7402 §7 (ESP keys from KEYMAT).
 #![forbid(unsafe_code)]
 
+pub mod assoc;
 pub mod bex;
 pub mod cipher;
 pub mod close;
