@@ -334,8 +334,9 @@ impl Endpoint {
         let me = self.host.hit();
         match ty {
             PacketType::I1 => {
-                // §4.4.2 I1-SENT: "If the local HIT is smaller than the peer HIT, drop I1"
-                // (from memory): the greater HIT's exchange goes on.
+                // §4.4.2 I1-SENT: an I1 crossing ours is dropped when the local HIT is the
+                // smaller, answered with R1 when it is the greater (from memory): the greater
+                // HIT becomes the Responder.
                 if matches!(self.assocs.get(&sender).map(|a| &a.state), Some(State::I1Sent { .. }))
                     && me.0 < sender.0
                 {
@@ -377,9 +378,10 @@ impl Endpoint {
                 return Ok(());
             }
         }
-        // §4.4.2 I2-SENT: "If the local HIT is greater than the peer HIT, drop I2" (from
-        // memory); the smaller HIT answers and becomes the Responder.
-        if matches!(held, Some(State::I2Sent { .. })) && me.0 > sender.0 {
+        // §4.4.2 I2-SENT: an I2 crossing ours is dropped when the local HIT is the smaller,
+        // answered with R2 (to R2-SENT) when it is the greater (from memory): as for crossing
+        // I1s, the greater HIT becomes the Responder, and our own I2 is then forgotten.
+        if matches!(held, Some(State::I2Sent { .. })) && me.0 < sender.0 {
             return Err(Error::Peer("I2 crossing ours; the greater HIT goes on".into()));
         }
         let (r2, est) = self.responder.on_i2(&self.host, bytes, from, self.local)?;

@@ -1,0 +1,163 @@
+//! Scripted scenarios of two `hip::assoc` endpoints on the simulated network: each shows one
+//! piece of the association's life (RFC 7401 §4.4) with exact expectations.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod sim;
+
+use hip::assoc::Timers;
+use sim::{LinkParams, Sim, addr, addr_n, endpoint, hit};
+use std::time::Duration;
+use wire::Time;
+
+fn ms(v: u64) -> Time {
+    Time::from_millis(v)
+}
+
+fn pair(link: LinkParams) -> Sim {
+    let t = Timers::default();
+    let a = endpoint(Time::ZERO, 0, addr(0), t, 1);
+    let b = endpoint(Time::ZERO, 1, addr(1), t, 2);
+    Sim::new(a, b, link, 3)
+}
+
+fn ok(_: &Sim) -> Result<(), String> {
+    Ok(())
+}
+
+/// I1, R1, I2, R2 on a clean link: both sides ESTABLISHED with crossed pairs once the
+/// Initiator's first ESP packet has moved the Responder out of R2-SENT.
+#[test]
+fn base_exchange_establishes_matching_pairs() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(15), ok).unwrap();
+    // Four one-way trips of 5 ms: the Responder has sent R2 and waits in R2-SENT.
+    assert_eq!(s.sides[1].ep.state(&hit(0)), "R2-SENT");
+    assert_eq!(s.sides[0].ep.state(&hit(1)), "I2-SENT");
+    s.run_until(ms(400), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].ep.stats().retransmits, 0);
+}
+
+/// The first I1 and the first I2 are lost: each is resent after 1 s (§4.4.3) and the exchange
+/// completes.
+#[test]
+fn lost_i1_and_i2_are_retransmitted() {
+    let mut s = pair(LinkParams::CLEAN);
+    let mut n = 0;
+    s.mangle = Some(Box::new(move |b: &mut Vec<u8>| {
+        let ty = b.get(2).copied().unwrap_or(0) & 0x7f;
+        let first = (ty == 1 && n & 1 == 0) || (ty == 3 && n & 2 == 0);
+        if ty == 1 {
+            n |= 1;
+        }
+        if ty == 3 {
+            n |= 2;
+        }
+        !first
+    }));
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(3_000), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].ep.stats().retransmits, 2);
+}
+
+/// Both hosts start at once: the crossing I1s and I2s are resolved by HIT order (§4.4.2) and
+/// one association results.
+#[test]
+fn simultaneous_initiation_gives_one_association() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.sides[1].ep.initiate(Time::ZERO, hit(0), addr(0));
+    s.run_until(ms(3_000), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].dp.established + s.sides[1].dp.established, 2);
+}
+
+/// Rekey by UPDATE from either side, three times: new pairs every time, the old ones removed,
+/// no ESP packet meets a missing SA.
+#[test]
+fn rekeys_make_before_break() {
+    let mut s = pair(LinkParams { delay_min_us: 20_000, ..LinkParams::CLEAN });
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(1_000), ok).unwrap();
+    s.matched().unwrap();
+    let first = s.sides[0].dp.spis().1;
+    for (k, side) in [0usize, 1, 0].into_iter().enumerate() {
+        let t = s.local(side);
+        s.sides[side].ep.rekey(t, &hit(1 - side)).unwrap();
+        s.run_until(ms(2_000 + 1_000 * k as u64), |s| s.no_black_hole()).unwrap();
+        s.matched().unwrap();
+    }
+    assert_ne!(s.sides[0].dp.spis().1, first);
+    assert_eq!(s.sides[0].dp.rekeys, 3);
+    assert_eq!(s.sides[1].dp.rekeys, 3);
+    assert_eq!(s.sides[0].dp.esp_missed + s.sides[1].dp.esp_missed, 0);
+}
+
+/// Side 0 moves: its UPDATE with LOCATOR_SET, the peer's signed echo to the new locator, the
+/// echo back; then the peer sends there (RFC 8046 §3.2.1).
+#[test]
+fn a_move_is_verified_before_use() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(500), ok).unwrap();
+    s.move_to(0, addr_n(0, 1));
+    s.run_until(ms(1_500), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[1].peer_locator, addr_n(0, 1));
+    // A rekey still works at the new locator.
+    let t = s.local(1);
+    s.sides[1].ep.rekey(t, &hit(0)).unwrap();
+    s.run_until(ms(2_500), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(s.sides[0].dp.rekeys, 1);
+}
+
+/// CLOSE, CLOSE_ACK: both sides remove their pairs at once and hold nothing once the CLOSED
+/// state's wait for a repeated CLOSE is over.
+#[test]
+fn close_leaves_no_state() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(500), ok).unwrap();
+    let t = s.local(1);
+    s.sides[1].ep.close(t, &hit(0)).unwrap();
+    s.run_until(ms(600), ok).unwrap();
+    assert!(s.sides[0].dp.pairs.is_empty() && s.sides[1].dp.pairs.is_empty());
+    assert_eq!((s.sides[0].dp.closed, s.sides[1].dp.closed), (1, 1));
+    s.run_until(ms(60_000), ok).unwrap();
+    s.empty().unwrap();
+}
+
+/// A CLOSE nobody acknowledges: after the retransmissions the association ends anyway.
+#[test]
+fn an_unanswered_close_times_out() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(500), ok).unwrap();
+    s.mangle = Some(Box::new(|_| false));
+    let t = s.local(0);
+    s.sides[0].ep.close(t, &hit(1)).unwrap();
+    s.run_until(ms(60_000), ok).unwrap();
+    assert_eq!(s.sides[0].ep.associations(), 0);
+    assert_eq!(s.sides[0].dp.down, 1);
+}
+
+/// The Responder restarts and initiates again: the old Initiator, ESTABLISHED, answers its I1
+/// with R1 and its I2 by replacing the old pairs (§4.4.2).
+#[test]
+fn a_restarted_peer_gets_a_new_association() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(500), ok).unwrap();
+    let old = s.sides[0].dp.spis().0;
+    let t = s.local(1);
+    s.restart(1, endpoint(t, 1, addr(1), Timers::default(), 9));
+    s.sides[1].ep.initiate(t, hit(0), addr(0));
+    s.run_until(ms(1_000), ok).unwrap();
+    s.matched().unwrap();
+    assert!(s.sides[0].dp.spis().0.is_disjoint(&old));
+    assert_eq!(s.sides[0].dp.down, 1);
+    let _ = Duration::ZERO;
+}
