@@ -137,13 +137,16 @@ impl Up {
         }
     }
 
-    /// Every pair out of the data path (the sending one first).
+    /// Every pair out of the data path, the sending one last (until then the peer's traffic
+    /// still has its SA).
     pub(crate) fn remove_all(&mut self, ctx: &mut Ctx<'_>, peer: HostIdentityTag) {
-        if let Some(s) = self.sending {
+        let others: Vec<u32> =
+            self.pairs.iter().map(|p| p.0).filter(|s| Some(*s) != self.sending).collect();
+        for s in others {
             self.remove(ctx, peer, s);
         }
-        while let Some(&(spi_in, _)) = self.pairs.first() {
-            self.remove(ctx, peer, spi_in);
+        if let Some(s) = self.sending {
+            self.remove(ctx, peer, s);
         }
     }
 }
@@ -208,6 +211,8 @@ pub(crate) enum Ended {
     /// It is over; its pairs were removed and its last event queued. `retry`: a wanted
     /// association should be set up again.
     Yes { retry: bool },
+    /// The peer closed it (it stays for CLOSED's wait): we no longer want it either.
+    PeerClosed,
 }
 
 /// One peer's association.
@@ -430,7 +435,7 @@ impl Association {
             self.state = State::Closed { up, until };
         }
         ctx.events.push_back(Event::Closed { peer });
-        Ok(Ended::No)
+        Ok(Ended::PeerClosed)
     }
 
     fn on_close_ack(
@@ -446,7 +451,8 @@ impl Association {
         let peer = self.peer;
         up.remove_all(ctx, peer);
         ctx.events.push_back(Event::Closed { peer });
-        Ok(Ended::Yes { retry: false })
+        // Wanted again only if `initiate` came while it was closing.
+        Ok(Ended::Yes { retry: true })
     }
 
     /// Runs the timers due at `now`.
@@ -473,7 +479,7 @@ impl Association {
                 }
             }
             State::R2Sent { until, .. } if *until <= now => self.confirm(ctx),
-            State::Closed { until, .. } if *until <= now => return Ended::Yes { retry: false },
+            State::Closed { until, .. } if *until <= now => return Ended::Yes { retry: true },
             State::Established(_) => return self.update_timers(ctx, now),
             _ => {}
         }

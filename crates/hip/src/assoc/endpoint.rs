@@ -13,6 +13,7 @@ use crate::identity::LocalHost;
 use crypto::Provider;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use wire::Time;
 use wire::hip::{Packet, PacketType};
@@ -58,7 +59,7 @@ struct Wanted {
 
 /// Every HIP association of one host.
 pub struct Endpoint {
-    host: LocalHost,
+    host: Arc<LocalHost>,
     config: Config,
     provider: &'static dyn Provider,
     timers: Timers,
@@ -83,10 +84,11 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint for `host` at locator `local`.
+    /// An endpoint for `host` at locator `local` (the host identity is shared: a restarted
+    /// endpoint, or a test's many, need not load or make it again).
     pub fn new(
         now: Time,
-        host: LocalHost,
+        host: Arc<LocalHost>,
         config: Config,
         timers: Timers,
         provider: &'static dyn Provider,
@@ -212,16 +214,26 @@ impl Endpoint {
 
     /// Acts on how a step left the association with `peer`.
     fn after(&mut self, now: Time, peer: HostIdentityTag, ended: Ended) {
-        if matches!(self.assocs.get(&peer).map(|a| &a.state), Some(State::Established(_))) {
-            if let Some(w) = self.wanted.get_mut(&peer) {
+        if let Some(a) = self.assocs.get(&peer) {
+            if let (State::Established(_), Some(w)) = (&a.state, self.wanted.get_mut(&peer)) {
+                // Up: the retry chain starts afresh, and a retry goes where the peer is now
+                // (it may have moved since it was wanted).
                 w.failures = 0;
+                w.locator = a.locator;
             }
         }
-        if let Ended::Yes { retry } = ended {
-            self.assocs.remove(&peer);
-            if retry {
-                self.schedule_retry(now, peer);
+        match ended {
+            Ended::Yes { retry } => {
+                self.assocs.remove(&peer);
+                if retry {
+                    self.schedule_retry(now, peer);
+                }
             }
+            // §6.14: the peer ended it; setting it up again is for the next `initiate`.
+            Ended::PeerClosed => {
+                self.wanted.remove(&peer);
+            }
+            Ended::No => {}
         }
     }
 

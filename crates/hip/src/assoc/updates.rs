@@ -79,7 +79,11 @@ impl Association {
     /// Our locator changed to `new` (we are already at it): tell the peer (RFC 8046 §3.2.1).
     pub(crate) fn announce(&mut self, ctx: &mut Ctx<'_>, now: Time, new: IpAddr) {
         let to = self.locator;
-        let Some(up) = self.established() else { return };
+        // In R2-SENT too: the Initiator is ESTABLISHED and must hear of it (the resends start
+        // once R2-SENT is over).
+        let (State::Established(up) | State::R2Sent { up, .. }) = &mut self.state else {
+            return;
+        };
         let seq = ctx.seq();
         if let Ok(b) = crate::update::announce(ctx.host, &up.est, seq, new, new, to) {
             ctx.send(to, b.clone());

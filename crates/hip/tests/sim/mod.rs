@@ -15,12 +15,13 @@ use hip::assoc::{Endpoint, Event, Timers, Transmit};
 use hip::bex::Config;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 use std::time::Duration;
 use wire::Time;
 use wire::hip::{DhGroupId, EspSuite};
 
 /// How often a data path sends ESP on its sending pair.
-pub const ESP_EVERY: Duration = Duration::from_millis(200);
+pub const ESP_EVERY: Duration = Duration::from_millis(500);
 /// How long a data path keeps a removed pair's inbound SA (the node's grace period): packets
 /// the peer sealed before it switched still open.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -39,17 +40,23 @@ pub fn addr_n(i: usize, n: u8) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(192, 0, 2 + n, 1 + i as u8))
 }
 
-/// Side `i`'s host identity (fixed scalars: the same HITs every run, and no key generation).
-pub fn host(i: usize) -> LocalHost {
-    LocalHost::from_scalar(crypto::EcCurve::P256, &[0x11 * (i as u8 + 1); 32])
-        .expect("a valid P-256 scalar")
+fn make_host(i: usize) -> Arc<LocalHost> {
+    let k = LocalHost::from_scalar(crypto::EcCurve::P256, &[0x11 * (i as u8 + 1); 32]);
+    Arc::new(k.expect("a valid P-256 scalar"))
+}
+
+thread_local! {
+    /// Both hosts' identities, made once per thread (fixed scalars: the same HITs every run).
+    static HOSTS: [Arc<LocalHost>; 2] = [make_host(0), make_host(1)];
+}
+
+/// Side `i`'s host identity.
+pub fn host(i: usize) -> Arc<LocalHost> {
+    HOSTS.with(|h| Arc::clone(&h[i % 2]))
 }
 
 pub fn hit(i: usize) -> HostIdentityTag {
-    thread_local! {
-        static HITS: [HostIdentityTag; 2] = [host(0).hit(), host(1).hit()];
-    }
-    HITS.with(|h| h[i % 2])
+    HOSTS.with(|h| h[i % 2].hit())
 }
 
 /// The configuration of the simulated hosts: one DH group (one R1 per generation) and an easy
@@ -324,6 +331,10 @@ impl Sim {
         for i in 0..2 {
             while let Some(t) = self.sides[i].ep.poll_transmit() {
                 let Transmit { from, to, payload } = t;
+                if std::env::var_os("SIM_TRACE").is_some() {
+                    let ty = payload.get(2).map_or(0, |t| t & 0x7f);
+                    println!("{:>12?} side {i}: sends type {ty} {from} -> {to}", self.now);
+                }
                 if from != self.sides[i].ep.local() {
                     return Err(format!("side {i} sent from {from}, not its locator"));
                 }
@@ -348,13 +359,17 @@ impl Sim {
 
     fn check_side(&self, i: usize) -> Result<(), String> {
         let s = &self.sides[i];
-        let view = s.ep.pairs();
-        let mine: BTreeSet<(u32, u32, bool)> =
-            view.iter().map(|c| (c.spi_in, c.spi_out, c.sending)).collect();
-        let model: BTreeSet<(u32, u32, bool)> =
-            s.dp.pairs.iter().map(|(i, (p, o))| (*i, *o, s.dp.sending.get(p) == Some(i))).collect();
-        if mine != model || view.len() != model.len() {
-            return Err(format!("side {i}: endpoint holds {mine:x?}, the data path {model:x?}"));
+        let mut view: Vec<(u32, u32, bool)> =
+            s.ep.pairs().iter().map(|c| (c.spi_in, c.spi_out, c.sending)).collect();
+        view.sort_unstable();
+        let model = s.dp.pairs.iter().map(|(i, (p, o))| (*i, *o, s.dp.sending.get(p) == Some(i)));
+        if !view.iter().copied().eq(model) {
+            let model: Vec<_> =
+                s.dp.pairs
+                    .iter()
+                    .map(|(i, (p, o))| (*i, *o, s.dp.sending.get(p) == Some(i)))
+                    .collect();
+            return Err(format!("side {i}: endpoint holds {view:x?}, the data path {model:x?}"));
         }
         if s.ep.associations() > 1 {
             return Err(format!("side {i}: {} associations with one peer", s.ep.associations()));
@@ -430,7 +445,9 @@ impl Sim {
             }
             for i in 0..2 {
                 let t = self.local(i);
-                self.sides[i].ep.handle_timeout(t);
+                if self.sides[i].ep.poll_timeout().is_some_and(|d| d <= t) {
+                    self.sides[i].ep.handle_timeout(t);
+                }
                 if self.sides[i].next_esp <= self.now {
                     self.sides[i].next_esp = self.now + ESP_EVERY;
                     let (_, sending) = self.sides[i].dp.spis();
