@@ -34,7 +34,8 @@ fn base_exchange_establishes_matching_pairs() {
     // Four one-way trips of 5 ms: the Responder has sent R2 and waits in R2-SENT.
     assert_eq!(s.sides[1].ep.state(&hit(0)), "R2-SENT");
     assert_eq!(s.sides[0].ep.state(&hit(1)), "I2-SENT");
-    s.run_until(ms(400), ok).unwrap();
+    // The Initiator's first ESP packet (sent every 500 ms) moves the Responder on.
+    s.run_until(ms(600), ok).unwrap();
     s.matched().unwrap();
     assert_eq!(s.sides[0].ep.stats().retransmits, 0);
 }
@@ -155,7 +156,7 @@ fn a_restarted_peer_gets_a_new_association() {
     let t = s.local(1);
     s.restart(1, endpoint(t, 1, addr(1), Timers::default(), 9));
     s.sides[1].ep.initiate(t, hit(0), addr(0));
-    s.run_until(ms(1_000), ok).unwrap();
+    s.run_until(ms(1_200), ok).unwrap();
     s.matched().unwrap();
     assert!(s.sides[0].dp.spis().0.is_disjoint(&old));
     assert_eq!(s.sides[0].dp.down, 1);

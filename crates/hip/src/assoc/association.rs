@@ -318,16 +318,7 @@ impl Association {
         match ty {
             PacketType::R1 => self.on_r1(ctx, now, from, bytes).map(|()| Ended::No),
             PacketType::R2 => self.on_r2(ctx, from, bytes).map(|()| Ended::No),
-            PacketType::UPDATE => {
-                if matches!(self.state, State::R2Sent { .. }) {
-                    // §4.4.2 R2-SENT: "Receive UPDATE, process: move to ESTABLISHED" (from
-                    // memory), once it verifies.
-                    let up = self.state.up().ok_or_else(|| not_now("UPDATE"))?;
-                    crate::update::read(&up.est, bytes, from, ctx.local)?;
-                    self.confirm(ctx);
-                }
-                self.on_update(ctx, now, from, bytes)
-            }
+            PacketType::UPDATE => self.on_update(ctx, now, from, bytes),
             PacketType::CLOSE => self.on_close(ctx, now, from, bytes),
             PacketType::CLOSE_ACK => self.on_close_ack(ctx, from, bytes),
             _ => Err(Error::Peer(format!("a {ty} is not handled"))),

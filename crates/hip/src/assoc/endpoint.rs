@@ -349,13 +349,23 @@ impl Endpoint {
                 // §4.4.2 I1-SENT: an I1 crossing ours is dropped when the local HIT is the
                 // smaller, answered with R1 when it is the greater (from memory): the greater
                 // HIT becomes the Responder.
-                if matches!(self.assocs.get(&sender).map(|a| &a.state), Some(State::I1Sent { .. }))
-                    && me.0 < sender.0
-                {
+                let crossing = matches!(
+                    self.assocs.get(&sender).map(|a| &a.state),
+                    Some(State::I1Sent { .. })
+                );
+                if crossing && me.0 < sender.0 {
                     return Err(Error::Peer("I1 crossing ours; the greater HIT goes on".into()));
                 }
                 let r1 = self.responder.on_i1(&me, bytes, from, self.local)?;
                 self.transmits.push_back(Transmit { from: self.local, to: from, payload: r1 });
+                if crossing {
+                    // We are the Responder of this pair of hosts, so our own exchange goes:
+                    // were both to go on (the peer answers our I1 from I2-SENT, §4.4.2), each
+                    // host could end with the pair of a different exchange. Nothing was
+                    // installed for it; the retry stands in should the peer's I2 not come.
+                    self.assocs.remove(&sender);
+                    self.schedule_retry(now, sender);
+                }
                 Ok(())
             }
             PacketType::I2 => self.on_i2(now, from, sender, bytes),

@@ -108,7 +108,7 @@ impl Association {
         }
     }
 
-    /// An UPDATE on an ESTABLISHED association.
+    /// An UPDATE on an ESTABLISHED association (or one in R2-SENT, which it moves on).
     pub(crate) fn on_update(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -116,9 +116,17 @@ impl Association {
         from: IpAddr,
         bytes: &[u8],
     ) -> Result<Ended, Error> {
+        let u = match &self.state {
+            State::Established(up) | State::R2Sent { up, .. } => {
+                crate::update::read(&up.est, bytes, from, ctx.local)?
+            }
+            _ => return Err(not_now("UPDATE")),
+        };
+        // §4.4.2 R2-SENT: "Receive UPDATE, process: move to ESTABLISHED" (from memory): the
+        // Initiator has R2.
+        self.confirm(ctx);
         let (peer, to) = (self.peer, self.locator);
         let up = self.established().ok_or_else(|| not_now("UPDATE"))?;
-        let u = crate::update::read(&up.est, bytes, from, ctx.local)?;
         if let Some(info) = u.esp_info.filter(crate::rekey::is_rekey) {
             on_rekey(ctx, now, up, peer, to, &u, &info)?;
         } else if let (Some(Rekey::Answered { seq, .. }), None) = (&up.rekey, &u.esp_info) {

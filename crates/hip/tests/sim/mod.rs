@@ -450,9 +450,11 @@ impl Sim {
                 }
                 if self.sides[i].next_esp <= self.now {
                     self.sides[i].next_esp = self.now + ESP_EVERY;
-                    let (_, sending) = self.sides[i].dp.spis();
+                    let dp = &self.sides[i].dp;
+                    let out: Vec<u32> =
+                        dp.sending.values().filter_map(|i| dp.pairs.get(i).map(|p| p.1)).collect();
                     let (from, to) = (self.sides[i].ep.local(), self.sides[i].peer_locator);
-                    for (_, spi_out) in sending {
+                    for spi_out in out {
                         self.put(from, to, Payload::Esp(spi_out));
                     }
                 }
@@ -489,7 +491,8 @@ impl Sim {
     /// before it knows the Initiator has R2, §4.4.2.)
     pub fn no_black_hole(&self) -> Result<(), String> {
         for i in 0..2 {
-            let (_, sending) = self.sides[i].dp.spis();
+            let dp = &self.sides[i].dp;
+            let sending = dp.sending.values().filter_map(|i| dp.pairs.get(i).map(|p| (*i, p.1)));
             for (spi_in, spi_out) in sending {
                 if self.sides[i].dp.first.contains(&spi_in) {
                     continue;
