@@ -258,7 +258,8 @@ pub struct Sim {
     pub delivered: u64,
     /// Packets sent to a locator nobody holds (any more).
     pub misrouted: u64,
-    /// Applied to each HIP packet as it arrives; `false` drops it (the fuzz target's mutator).
+    /// Applied to each HIP packet as it arrives; `false` drops it (the fuzz target's mutator;
+    /// a changed packet's checksum is refilled).
     pub mangle: Option<Mangle>,
 }
 
@@ -426,8 +427,14 @@ impl Sim {
                 match f.what {
                     Payload::Hip(mut bytes) => {
                         if let Some(m) = self.mangle.as_mut() {
+                            let before = bytes.clone();
                             if !m(&mut bytes) {
                                 continue;
+                            }
+                            // A changed packet gets its checksum refilled, so that the change
+                            // reaches the checks behind it (MAC, signature, state).
+                            if bytes != before {
+                                let _ = wire::hip::fill_checksum(f.from, f.to, &mut bytes);
                             }
                         }
                         // Drops (stale state after a restart, duplicates) are normal; counted.
