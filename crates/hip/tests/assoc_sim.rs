@@ -211,3 +211,32 @@ fn garbage_and_replays_move_nothing() {
     assert_eq!((s.sides[0].dp.spis(), s.sides[1].dp.spis()), before);
     assert!(s.sides[0].ep.stats().dropped > 200 && s.sides[1].ep.stats().dropped > 200);
 }
+
+/// A puzzle solver from outside (the node's lanes) is used for R1 and its answer checked; the
+/// status view follows the states (§4.4.2 names) and a rekey's step.
+#[test]
+fn an_outside_solver_and_the_status_view() {
+    let mut s = pair(LinkParams { delay_min_us: 20_000, ..LinkParams::CLEAN });
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let c = std::sync::Arc::clone(&calls);
+    s.sides[0].ep.set_solver(Box::new(move |p, suite, i, r, seed| {
+        c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        p.solve(suite, i, r, seed)
+    }));
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    assert_eq!(s.sides[0].ep.view(&hit(1)).unwrap().state, "I1-SENT");
+    s.run_until(ms(50), ok).unwrap();
+    assert_eq!(s.sides[0].ep.view(&hit(1)).unwrap().state, "I2-SENT");
+    s.run_until(ms(700), ok).unwrap();
+    s.matched().unwrap();
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let t = s.local(1);
+    s.sides[1].ep.rekey(t, &hit(0)).unwrap();
+    let v = s.sides[1].ep.view(&hit(0)).unwrap();
+    assert_eq!((v.state, v.rekey, v.locator), ("ESTABLISHED", Some("offered"), addr(0)));
+    s.run_until(ms(730), ok).unwrap();
+    assert_eq!(s.sides[0].ep.views()[0].rekey, Some("answered"));
+    s.run_until(ms(800), ok).unwrap();
+    assert_eq!(s.sides[0].ep.views()[0].rekey, None);
+    assert_eq!(s.sides[0].ep.view(&hit(0)), None);
+}

@@ -36,6 +36,8 @@ pub(crate) struct Ctx<'a> {
     /// carries a larger ID than the one before).
     pub(crate) next_seq: &'a mut u32,
     pub(crate) stats: &'a mut Stats,
+    /// The puzzle search, when not the single-threaded one.
+    pub(crate) solver: Option<crate::puzzle::Solver<'a>>,
 }
 
 impl Ctx<'_> {
@@ -224,6 +226,27 @@ pub(crate) struct Association {
 }
 
 impl Association {
+    /// What status shows of it.
+    pub(crate) fn view(&self) -> super::AssocView {
+        let up = self.state.up();
+        super::AssocView {
+            peer: self.peer,
+            state: self.state.name(),
+            locator: self.locator,
+            rekey: up.and_then(|u| u.rekey.as_ref()).map(super::updates::Rekey::step),
+            announcing: up.is_some_and(|u| u.announce.is_some()),
+            checking: up.and_then(|u| u.check.as_ref()).map(|c| c.locator),
+        }
+    }
+
+    /// Makes the Diffie-Hellman key of an I1-SENT exchange (after its I1 left).
+    pub(crate) fn prepare_dh(&mut self) -> Result<(), Error> {
+        match &mut self.state {
+            State::I1Sent { st, .. } => st.prepare_dh(),
+            _ => Ok(()),
+        }
+    }
+
     /// A new exchange as Initiator; the I1 goes out.
     pub(crate) fn initiate(
         ctx: &mut Ctx<'_>,
@@ -232,11 +255,9 @@ impl Association {
         locator: IpAddr,
         config: crate::bex::Config,
     ) -> Result<Association, Error> {
-        let mut st = I1Sent::start(ctx.host, peer, config, ctx.local, locator)?;
+        let st = I1Sent::start(ctx.host, peer, config, ctx.local, locator)?;
         let i1 = st.i1().to_vec();
         ctx.send(locator, i1.clone());
-        // The DH key is made while I1 travels (T2 does not wait for it).
-        st.prepare_dh()?;
         let resend = Resend::new(now, i1, &ctx.timers.retransmit);
         Ok(Association { peer, locator, state: State::I1Sent { st: Box::new(st), resend } })
     }
@@ -336,7 +357,11 @@ impl Association {
         let State::I1Sent { .. } = self.state else { return Err(not_now("R1")) };
         let old = std::mem::replace(&mut self.state, State::Moving);
         let State::I1Sent { st, resend } = old else { return Err(not_now("R1")) };
-        match st.on_r1(ctx.host, ctx.provider, r1, from, ctx.local) {
+        let r = match ctx.solver {
+            Some(solve) => st.on_r1_solving(ctx.host, ctx.provider, r1, from, ctx.local, solve),
+            None => st.on_r1(ctx.host, ctx.provider, r1, from, ctx.local),
+        };
+        match r {
             Ok((st2, _work)) => {
                 let i2 = st2.i2().to_vec();
                 ctx.send(self.locator, i2.clone());

@@ -4,7 +4,7 @@
 
 use super::association::{Association, Ctx, Ended, State};
 use super::schedule::Backoff;
-use super::{CommandError, DownReason, Event, Timers, Transmit};
+use super::{AssocView, CommandError, DownReason, Event, PuzzleSolver, Timers, Transmit};
 use crate::bex::Config;
 use crate::bex::responder::Responder;
 use crate::error::Error;
@@ -72,6 +72,7 @@ pub struct Endpoint {
     events: VecDeque<Event>,
     next_seq: u32,
     stats: Stats,
+    solver: Option<PuzzleSolver>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -109,7 +110,33 @@ impl Endpoint {
             events: VecDeque::new(),
             next_seq: 1,
             stats: Stats::default(),
+            solver: None,
         })
+    }
+
+    /// Solves R1s' puzzles with `solver` from now on (the default searches on this thread).
+    pub fn set_solver(&mut self, solver: PuzzleSolver) {
+        self.solver = Some(solver);
+    }
+
+    /// Makes the Diffie-Hellman key of every exchange whose I1 is out: call it after sending
+    /// what [`Endpoint::poll_transmit`] gave, so that the key is made while I1 and R1 travel
+    /// and R1's processing (T2) does not wait for it. Without it, R1's processing makes it.
+    pub fn prepare_keys(&mut self) {
+        for a in self.assocs.values_mut() {
+            // A failure here only means R1's processing makes the key.
+            let _ = a.prepare_dh();
+        }
+    }
+
+    /// The association with `peer`, as status shows it.
+    pub fn view(&self, peer: &HostIdentityTag) -> Option<AssocView> {
+        self.assocs.get(peer).map(Association::view)
+    }
+
+    /// Every association, as status shows it.
+    pub fn views(&self) -> Vec<AssocView> {
+        self.assocs.values().map(Association::view).collect()
     }
 
     /// Our HIT.
@@ -183,6 +210,7 @@ impl Endpoint {
                 events: &mut self.events,
                 next_seq: &mut self.next_seq,
                 stats: &mut self.stats,
+                solver: self.solver.as_deref().map(|f| f as crate::puzzle::Solver<'_>),
             },
             &mut self.assocs,
         )

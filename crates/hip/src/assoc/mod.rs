@@ -25,6 +25,7 @@ mod schedule;
 mod updates;
 
 pub use endpoint::{Endpoint, PairView, Stats};
+
 pub use schedule::Backoff;
 
 use crate::esp::EspKeys;
@@ -56,6 +57,37 @@ impl Default for Timers {
             setup_retry: Backoff { first: Duration::from_secs(1), max: Duration::from_secs(16) },
         }
     }
+}
+
+/// The puzzle search the endpoint uses for R1s: given the puzzle, the HIT suite, both HITs and
+/// a seed, #J and the hashes it took (the node spreads it over cores with
+/// [`crate::puzzle::Puzzle::solve_lane`]; its answer is checked, not trusted).
+pub type PuzzleSolver = Box<
+    dyn Fn(
+            &crate::puzzle::Puzzle,
+            crate::suite::HitSuite,
+            &HostIdentityTag,
+            &HostIdentityTag,
+            &[u8],
+        ) -> Result<(Vec<u8>, u64), crate::error::Error>
+        + Send,
+>;
+
+/// An association as the endpoint holds it (for status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssocView {
+    /// The peer.
+    pub peer: HostIdentityTag,
+    /// RFC 7401 §4.4.2's name of its state.
+    pub state: &'static str,
+    /// The peer's locator.
+    pub locator: IpAddr,
+    /// A rekey under way: "offered" or "answered".
+    pub rekey: Option<&'static str>,
+    /// Our locator announcement awaits its acknowledgement.
+    pub announcing: bool,
+    /// A locator of the peer's is being checked.
+    pub checking: Option<IpAddr>,
 }
 
 /// A HIP packet to send.

@@ -28,6 +28,14 @@ pub(crate) enum Rekey {
 }
 
 impl Rekey {
+    /// Where it stands, for status.
+    pub(crate) fn step(&self) -> &'static str {
+        match self {
+            Rekey::Offered { .. } => "offered",
+            Rekey::Answered { .. } => "answered",
+        }
+    }
+
     pub(crate) fn resend(&self) -> &Resend {
         match self {
             Rekey::Offered { resend, .. } | Rekey::Answered { resend, .. } => resend,

@@ -341,6 +341,8 @@ impl Sim {
                 }
                 self.put(from, to, Payload::Hip(payload));
             }
+            // As the node does once its packets are out: DH keys while I1 travels.
+            self.sides[i].ep.prepare_keys();
             while let Some(e) = self.sides[i].ep.poll_event() {
                 if std::env::var_os("SIM_TRACE").is_some() {
                     println!("{:>12?} side {i}: {e:x?}", self.now);
