@@ -7,7 +7,8 @@
 //! exchange, for 100 s; then 70 s on a link without loss or duplication; then a CLOSE.
 //!
 //! Invariants, at every step: each host's data path, built from the events alone, is what the
-//! endpoint says it holds; no pair is installed twice, switched to before it is installed, or
+//! endpoint says it holds (so no two pairs for one peer send at once: the model has one sending
+//! pair per peer, a switch replaces it); no pair is installed twice, switched to before it is installed, or
 //! removed while sending with a successor installed (make-before-break); an association ends
 //! with no pair left; a host holds at most one association with its peer. Until a restart
 //! makes one host forget (or a CLOSE removes pairs before the peer hears of it), a host sends
