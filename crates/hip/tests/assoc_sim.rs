@@ -240,3 +240,20 @@ fn an_outside_solver_and_the_status_view() {
     assert_eq!(s.sides[0].ep.views()[0].rekey, None);
     assert_eq!(s.sides[0].ep.view(&hit(0)), None);
 }
+
+/// A driver that cannot tell the endpoint of ESP arrivals sets the R2-SENT wait to zero: the
+/// Responder then sends on the pair as soon as its timers run after R2 left (the old node's
+/// behaviour), and the Initiator has installed it by the time that traffic arrives.
+#[test]
+fn a_zero_r2_sent_wait_switches_at_once() {
+    let t = Timers { r2_sent: Duration::ZERO, ..Timers::default() };
+    let a = endpoint(Time::ZERO, 0, addr(0), t, 1);
+    let b = endpoint(Time::ZERO, 1, addr(1), t, 2);
+    let mut s = Sim::new(a, b, LinkParams::CLEAN, 3);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(16), ok).unwrap();
+    assert_eq!(s.sides[1].ep.state(&hit(0)), "ESTABLISHED");
+    assert_eq!(s.sides[1].dp.sending.len(), 1);
+    s.run_until(ms(30), |s| s.no_black_hole()).unwrap();
+    s.matched().unwrap();
+}
