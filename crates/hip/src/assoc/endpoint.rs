@@ -139,6 +139,16 @@ impl Endpoint {
         self.assocs.values().map(Association::view).collect()
     }
 
+    /// The Responder's current R1 generation (§4.1.4).
+    pub fn r1_generation(&self) -> u64 {
+        self.responder.generation()
+    }
+
+    /// The puzzle difficulty our R1s carry.
+    pub fn puzzle_k(&self) -> u8 {
+        self.responder.puzzle_k()
+    }
+
     /// Our HIT.
     pub fn hit(&self) -> HostIdentityTag {
         self.host.hit()
