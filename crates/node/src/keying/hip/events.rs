@@ -27,6 +27,8 @@ pub(super) struct Sas {
     pub(super) previous: Option<(u32, InKey)>,
     /// The peer's locator the SAs send to.
     pub(super) locator: Option<IpAddr>,
+    /// The ESP suite, for status.
+    pub(super) suite: Option<String>,
 }
 
 impl HipDriver {
@@ -62,6 +64,7 @@ impl HipDriver {
                 });
                 let p = self.peers.entry(peer).or_default();
                 p.sas.locator = Some(locator);
+                p.sas.suite = Some(keys.suite.to_string());
                 let r = match p.sas.current {
                     // SAs and policy in one envelope: one acknowledgement before R2 leaves
                     // (Responder) or the first ESP packet can (Initiator).

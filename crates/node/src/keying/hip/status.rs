@@ -27,6 +27,9 @@ impl HipDriver {
                 if let Some(s) = pairs.iter().find(|s| s.peer == a.peer && s.sending) {
                     v["spi_in"] = json!(format!("{:08x}", s.spi_in));
                     v["spi_out"] = json!(format!("{:08x}", s.spi_out));
+                    if let Some(suite) = p.and_then(|p| p.sas.suite.as_ref()) {
+                        v["suite"] = json!(suite);
+                    }
                 }
                 if let Some(step) = a.rekey {
                     v["rekey"] = json!(step);
