@@ -257,3 +257,21 @@ fn a_zero_r2_sent_wait_switches_at_once() {
     s.run_until(ms(30), |s| s.no_black_hole()).unwrap();
     s.matched().unwrap();
 }
+
+/// The host that was closed wants the peer again at once: its CLOSED state (kept for repeated
+/// CLOSEs) gives way to a new base exchange (§4.4.2 CLOSED: a datagram to send starts another
+/// incarnation).
+#[test]
+fn a_closed_host_can_initiate_at_once() {
+    let mut s = pair(LinkParams::CLEAN);
+    s.sides[0].ep.initiate(Time::ZERO, hit(1), addr(1));
+    s.run_until(ms(600), ok).unwrap();
+    let t = s.local(0);
+    s.sides[0].ep.close(t, &hit(1)).unwrap();
+    s.run_until(ms(700), ok).unwrap();
+    assert_eq!(s.sides[1].ep.state(&hit(0)), "CLOSED");
+    let t = s.local(1);
+    s.sides[1].ep.initiate(t, hit(0), addr(0));
+    s.run_until(ms(1_300), ok).unwrap();
+    s.matched().unwrap();
+}

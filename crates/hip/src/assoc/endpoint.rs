@@ -276,10 +276,16 @@ impl Endpoint {
     }
 
     /// Brings up an association with `peer` at `locator` (and again whenever it fails, until
-    /// closed). Nothing new starts while one exists; a pending retry is brought forward.
+    /// closed). Nothing new starts while one exists (other than a CLOSED one); a pending retry
+    /// is brought forward.
     pub fn initiate(&mut self, now: Time, peer: HostIdentityTag, locator: IpAddr) {
         let w = self.wanted.entry(peer).or_insert(Wanted { locator, retry_at: None, failures: 0 });
         w.locator = locator;
+        // §4.4.2 CLOSED: a datagram to send starts another incarnation of the association
+        // (I1, to I1-SENT; from memory); CLOSED only answered repeated CLOSEs.
+        if matches!(self.assocs.get(&peer).map(|a| &a.state), Some(State::Closed { .. })) {
+            self.assocs.remove(&peer);
+        }
         if self.assocs.contains_key(&peer) {
             return;
         }

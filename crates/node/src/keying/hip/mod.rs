@@ -226,7 +226,7 @@ impl HipDriver {
     ) -> Vec<Transmit> {
         let Some(&i) = self.traps.get(&policy) else { return Vec::new() };
         let Some(peer) = self.conf.peers.get(i).cloned() else { return Vec::new() };
-        if self.ep.view(&peer.hit).is_some() {
+        if self.ep.view(&peer.hit).is_some_and(|v| v.state != "CLOSED") {
             return Vec::new();
         }
         log_event!(Level::Info, "hip-i1", "peer" => peer.hit.to_string(), "locator" => peer.locator);
