@@ -406,9 +406,15 @@ impl Endpoint {
                     // We are the Responder of this pair of hosts, so our own exchange goes:
                     // were both to go on (the peer answers our I1 from I2-SENT, §4.4.2), each
                     // host could end with the pair of a different exchange. Nothing was
-                    // installed for it; the retry stands in should the peer's I2 not come.
+                    // installed for it. The retry that stands in, should the peer's I2 never
+                    // come, waits out the peer's whole resend chain: an earlier one would start
+                    // the second exchange all the same.
                     self.assocs.remove(&sender);
-                    self.schedule_retry(now, sender);
+                    let wait =
+                        (1..=self.timers.tries).map(|n| self.timers.retransmit.wait(n)).sum();
+                    if let Some(w) = self.wanted.get_mut(&sender) {
+                        w.retry_at = Some(now + wait);
+                    }
                 }
                 Ok(())
             }
