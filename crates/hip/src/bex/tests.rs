@@ -170,7 +170,8 @@ fn responder_checks_the_puzzle_first_and_the_generation() {
     let r1 = resp.on_i1(&hr.hit(), s.i1(), A, B).unwrap();
     let (s, _) = s.on_r1(&hi, p(), &r1, B, A).unwrap();
     // Flip bits of #J until it no longer solves the puzzle (each flip solves it by chance
-    // with probability 2^-10): the refusal names SOLUTION.
+    // with probability 2^-10, and is then refused later, on HIP_MAC): the refusal names
+    // SOLUTION.
     let mut refused = None;
     for bit in 0..64 {
         let mut m = Message::parse(s.i2()).unwrap();
@@ -179,9 +180,13 @@ fn responder_checks_the_puzzle_first_and_the_generation() {
                 sol.j[bit / 8] ^= 1 << (bit % 8);
             }
         }
-        if let Err(e) = resp.on_i2(&hr, &seal(&m, A, B).unwrap(), A, B) {
-            refused = Some(e);
-            break;
+        match resp.on_i2(&hr, &seal(&m, A, B).unwrap(), A, B) {
+            Err(e) if e.to_string().contains("SOLUTION") => {
+                refused = Some(e);
+                break;
+            }
+            Err(e) => assert!(e.to_string().contains("HIP_MAC"), "{e}"),
+            Ok(_) => panic!("an I2 with a changed #J was taken"),
         }
     }
     let e = refused.expect("some flipped #J fails");

@@ -291,7 +291,7 @@ impl<'a> ControlThread<'a> {
                 ike.acquire(&mut self.plane, *policy);
             }
             if let (Event::Acquire { policy, .. }, Some(hip)) = (&e, &mut self.hip) {
-                hip.acquire(*policy);
+                hip.acquire(&mut self.plane, *policy);
             }
             log(&e);
             if self.monitors() > 0 {
@@ -383,14 +383,14 @@ impl<'a> ControlThread<'a> {
             }),
             Request::HipClose { hit } => match &mut self.hip {
                 None => json!({ "error": "this node has no [hip]" }),
-                Some(hip) => match hip.close(hit) {
+                Some(hip) => match hip.close(&mut self.plane, hit) {
                     Ok(()) => json!({ "ok": true, "closing": hit.to_string() }),
                     Err(e) => json!({ "error": e }),
                 },
             },
             Request::HipRekey { hit } => match &mut self.hip {
                 None => json!({ "error": "this node has no [hip]" }),
-                Some(hip) => match hip.rekey(hit) {
+                Some(hip) => match hip.rekey(&mut self.plane, hit) {
                     Ok(()) => json!({ "ok": true, "rekeying": hit.to_string() }),
                     Err(e) => json!({ "error": e }),
                 },

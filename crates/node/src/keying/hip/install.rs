@@ -5,7 +5,6 @@
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::plane::SaSpec;
 use hip::HostIdentityTag;
-use hip::bex::Established;
 use hip::esp::EspKeys;
 use ipsec::spd::{Prefix, Selector};
 use ipsec::{Lifetime, Mode, Protocol, SaParams, Spi};
@@ -20,15 +19,15 @@ fn hit_addr(h: &HostIdentityTag) -> IpAddr {
     IpAddr::V6(Ipv6Addr::from(h.0))
 }
 
-/// The inbound and outbound SAs of an association.
-pub fn specs(e: &Established, peer: SocketAddr) -> (SaSpec, SaSpec) {
-    pair(e, &e.esp, peer)
-}
-
-/// The inbound and outbound SAs of `keys` between the association's HITs (its first pair, or
-/// one a rekey made, `super::rekey`).
-pub fn pair(e: &Established, keys: &EspKeys, peer: SocketAddr) -> (SaSpec, SaSpec) {
-    let (me, them) = (hit_addr(&e.local_hit), hit_addr(&e.peer.hit()));
+/// The inbound and outbound SAs of `keys` between our HIT and the peer's (an association's
+/// first pair, or one a rekey made).
+pub fn pair(
+    me: &HostIdentityTag,
+    peer_hit: &HostIdentityTag,
+    keys: &EspKeys,
+    peer: SocketAddr,
+) -> (SaSpec, SaSpec) {
+    let (me, them) = (hit_addr(me), hit_addr(peer_hit));
     let params = |spi: u32, src, dst, enc: &[u8], auth: &[u8]| SaParams {
         spi: Spi(spi),
         protocol: Protocol::Esp(keys.suite),
@@ -42,7 +41,7 @@ pub fn pair(e: &Established, keys: &EspKeys, peer: SocketAddr) -> (SaSpec, SaSpe
         soft: Lifetime::default(),
         hard: Lifetime::default(),
     };
-    let name = |d: &str| Some(format!("hip-{}-{d}", e.peer.hit()));
+    let name = |d: &str| Some(format!("hip-{peer_hit}-{d}"));
     let inbound = SaSpec {
         params: params(keys.spi_in, them, me, &keys.enc_in, &keys.auth_in),
         lane: 0,

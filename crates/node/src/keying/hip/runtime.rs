@@ -66,24 +66,33 @@ impl HipRuntime {
     }
 
     /// `hipsec hip close HIT`.
-    pub fn close(&mut self, peer: hip::HostIdentityTag) -> Result<(), String> {
+    pub fn close(
+        &mut self,
+        plane: &mut ControlPlane,
+        peer: hip::HostIdentityTag,
+    ) -> Result<(), String> {
         let now = self.now_us();
-        let out = self.driver.close(peer, now)?;
+        let out = self.driver.close(plane, peer, now)?;
         self.send(out);
         Ok(())
     }
 
     /// `hipsec hip rekey HIT`.
-    pub fn rekey(&mut self, peer: hip::HostIdentityTag) -> Result<(), String> {
-        let out = self.driver.rekey(peer)?;
+    pub fn rekey(
+        &mut self,
+        plane: &mut ControlPlane,
+        peer: hip::HostIdentityTag,
+    ) -> Result<(), String> {
+        let now = self.now_us();
+        let out = self.driver.rekey(plane, peer, now)?;
         self.send(out);
         Ok(())
     }
 
     /// An acquire from the data path.
-    pub fn acquire(&mut self, policy: PolicyId) {
+    pub fn acquire(&mut self, plane: &mut ControlPlane, policy: PolicyId) {
         let now = self.now_us();
-        let out = self.driver.acquire(policy, now);
+        let out = self.driver.acquire(plane, policy, now);
         let sent = !out.is_empty();
         self.send(out);
         if sent {
