@@ -174,6 +174,37 @@ impl TrustStore {
     }
 }
 
+/// Checks an AUTH signature (RFC 7427 §3) made by the key of the certificate `ee_der`:
+/// `alg_id` is the AlgorithmIdentifier SEQUENCE from the AUTH payload, whose contents must
+/// name one of [`crypto::x509_algs::ALL`] for the certificate's key type.
+pub fn verify_signature(
+    ee_der: &[u8],
+    alg_id: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), CertError> {
+    let invalid = |e: webpki::Error| CertError::Invalid { reason: e.to_string() };
+    let der = CertificateDer::from(ee_der);
+    let ee = EndEntityCert::try_from(&der).map_err(invalid)?;
+    let contents = der_contents(alg_id).ok_or(CertError::Invalid {
+        reason: "AUTH AlgorithmIdentifier is not one DER SEQUENCE".into(),
+    })?;
+    let mut last = None;
+    for alg in crypto::x509_algs::ALL {
+        if alg.signature_alg_id().as_ref() != contents {
+            continue;
+        }
+        match ee.verify_signature(*alg, message, signature) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.map_or_else(
+        || CertError::Invalid { reason: "AUTH signature algorithm not supported".into() },
+        invalid,
+    ))
+}
+
 fn match_identity(ee: &EndEntityCert<'_>, id: &Id) -> Result<(), CertError> {
     let mismatch = || CertError::IdentityMismatch { id: id_text(id) };
     let name = match id.id_type {
