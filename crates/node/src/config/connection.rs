@@ -70,6 +70,17 @@ pub enum AuthConf {
         /// The peer's raw public key.
         peer_public_key: Vec<u8>,
     },
+    /// `auth = "pubkey"` with `local.certs`: X.509 certificates (RFC 7296 §3.6–3.8). Our
+    /// private key `local.key`, our chain `local.certs`, the peer's trust anchors
+    /// `remote.cacerts` and CRLs `remote.crls`.
+    Certificate {
+        /// Ours.
+        key: std::sync::Arc<crypto::SigningKey>,
+        /// Our chain, DER, end entity first.
+        chain: Vec<Vec<u8>>,
+        /// Anchors and CRLs.
+        trust: std::sync::Arc<ike::cert::TrustStore>,
+    },
 }
 
 /// One IKE peer (swanctl `connections.NAME`).
@@ -130,6 +141,12 @@ struct RawAuth {
     key: Option<Spanned<String>>,
     /// `remote`: the peer's public key file (SubjectPublicKeyInfo), swanctl's name.
     pubkeys: Option<Spanned<String>>,
+    /// `local`: our certificate chain files, end entity first.
+    certs: Option<Spanned<super::certs::Paths>>,
+    /// `remote`: trust anchors, a directory (swanctl's `x509ca/`) or files.
+    cacerts: Option<Spanned<super::certs::Paths>>,
+    /// `remote`: CRL files (swanctl's `x509crl/`), a directory or files.
+    crls: Option<Spanned<super::certs::Paths>>,
 }
 
 #[derive(Deserialize)]
@@ -352,7 +369,7 @@ fn connection(
     let remote_id = id(&r.remote, "remote.id")?;
     let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr)?;
     let local_key_file = match &auth {
-        AuthConf::Pubkey { .. } => {
+        AuthConf::Pubkey { .. } | AuthConf::Certificate { .. } => {
             r.local.as_ref().and_then(|a| a.key.as_ref()).map(|k| key_path(ctx, k))
         }
         AuthConf::Psk(_) => None,
@@ -429,6 +446,9 @@ fn auth(
     let key = r.local.as_ref().and_then(|a| a.key.as_ref()).ok_or_else(|| {
         ctx.err(r.name.span(), "local.key", "auth = \"pubkey\" needs our private key file")
     })?;
+    if let Some(certs) = r.local.as_ref().and_then(|a| a.certs.as_ref()) {
+        return certificate_auth(ctx, r, key, certs);
+    }
     let pubkeys = r.remote.as_ref().and_then(|a| a.pubkeys.as_ref()).ok_or_else(|| {
         ctx.err(
             r.name.span(),
@@ -441,6 +461,45 @@ fn auth(
     let (peer_alg, peer_public_key) = super::keys::public_key(&path(pubkeys))
         .map_err(|e| ctx.err(pubkeys.span(), "remote.pubkeys", e))?;
     Ok(AuthConf::Pubkey { key: std::sync::Arc::new(sk), peer_alg, peer_public_key })
+}
+
+/// `auth = "pubkey"` with `local.certs`: our key and chain, the peer's anchors and CRLs.
+fn certificate_auth(
+    ctx: &Ctx<'_>,
+    r: &RawConnection,
+    key: &Spanned<String>,
+    certs: &Spanned<super::certs::Paths>,
+) -> Result<AuthConf, ConfigError> {
+    let base = std::path::Path::new(ctx.file).parent();
+    let remote = r.remote.as_ref();
+    let cacerts = remote.and_then(|a| a.cacerts.as_ref()).ok_or_else(|| {
+        ctx.err(
+            r.name.span(),
+            "remote.cacerts",
+            "certificates need the trust anchors that the peer's chain must reach",
+        )
+    })?;
+    let sk = super::keys::private_key(&key_path(ctx, key))
+        .map_err(|e| ctx.err(key.span(), "local.key", e))?;
+    let chain = super::certs::certificates(&certs.get_ref().resolve(base))
+        .map_err(|e| ctx.err(certs.span(), "local.certs", e))?;
+    let crl_files = remote.and_then(|a| a.crls.as_ref());
+    let anchors = super::certs::certificates(&cacerts.get_ref().resolve(base))
+        .map_err(|e| ctx.err(cacerts.span(), "remote.cacerts", e))?;
+    let crls = match crl_files {
+        None => Vec::new(),
+        Some(c) => super::certs::crls(&c.get_ref().resolve(base))
+            .map_err(|e| ctx.err(c.span(), "remote.crls", e))?,
+    };
+    let trust = ike::cert::TrustStore::new(&anchors, &crls).map_err(|e| match (&e, crl_files) {
+        (ike::cert::CertError::BadCrl { .. }, Some(c)) => ctx.err(c.span(), "remote.crls", e),
+        _ => ctx.err(cacerts.span(), "remote.cacerts", e),
+    })?;
+    Ok(AuthConf::Certificate {
+        key: std::sync::Arc::new(sk),
+        chain,
+        trust: std::sync::Arc::new(trust),
+    })
 }
 
 /// A key file's path: relative paths are relative to the config file.
