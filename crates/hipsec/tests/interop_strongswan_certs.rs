@@ -110,6 +110,10 @@ fn certificates(d: &Path, c: Case) {
     std::fs::copy(ca.join("charon.pem"), d.join("x509/charon.pem")).unwrap();
     std::fs::copy(ca.join("charon.key"), d.join("private/charon.key")).unwrap();
     std::fs::copy(ca.join("crl.pem"), d.join("x509crl/crl.pem")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for k in [ca.join("hipsec.key"), d.join("private/charon.key")] {
+        std::fs::set_permissions(k, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
 
     let edit = |file: &str, from: &str, to: &str| {
         let p = d.join(file);
@@ -119,10 +123,15 @@ fn certificates(d: &Path, c: Case) {
     };
     // charon: pubkey with its certificate; trust anchors and the CRL from swanctl's folders.
     edit("strongswan.conf", " x509 pubkey ", " x509 pubkey constraints revocation ");
+    // Every line on disk at once: the tests read the log while charon runs.
+    edit("strongswan.conf", "time_add_ms = yes", "time_add_ms = yes\n      flush_line = yes");
     edit(
         "swanctl.conf",
         "local {\n      auth = psk\n      id = node2.example",
-        &format!("local {{\n      auth = pubkey\n      certs = charon.pem\n      id = {}", c.their_id),
+        &format!(
+            "local {{\n      auth = pubkey\n      certs = charon.pem\n      id = {}",
+            c.their_id
+        ),
     );
     edit("swanctl.conf", "remote {\n      auth = psk", "remote {\n      auth = pubkey");
     // hipsec: the same, by swanctl's names.
@@ -172,10 +181,18 @@ fn tunnel(c: Case) {
     let log = p.charon_log();
     // charon received our end-entity certificate in a CERT payload and validated it to the
     // CA: "received end entity cert" / "reached self-signed root ca".
-    assert!(log.contains("received end entity cert \"C=CH, O=hipsec test, CN=node1.example\""), "{}", logs(&p));
+    assert!(
+        log.contains("received end entity cert \"C=CH, O=hipsec test, CN=node1.example\""),
+        "{}",
+        logs(&p)
+    );
     assert!(log.contains("reached self-signed root ca"), "{}", logs(&p));
     // We asked for a certificate of our CA (CERTREQ) and charon saw the request.
-    assert!(log.contains("received cert request for \"C=CH, O=hipsec test, CN=hipsec test CA\""), "{}", logs(&p));
+    assert!(
+        log.contains("received cert request for \"C=CH, O=hipsec test, CN=hipsec test CA\""),
+        "{}",
+        logs(&p)
+    );
     // RFC 7427 signature authentication (AUTH method 14) in both directions.
     let scheme = if c.ours == "rsa" { "RSA_EMSA_PKCS1_SHA2_256" } else { "ECDSA_WITH_SHA256_DER" };
     let ok = format!("authentication of 'node1.example' with {scheme} successful");

@@ -400,7 +400,9 @@ impl ResponderAuth {
             let mut inner = vec![Payload::IdR(c.local_id.clone())];
             // §1.2: the responder "MAY send its certificate(s) in CERT payload(s)"; the
             // CERTREQ was in IKE_SA_INIT, so only the chain goes here.
-            inner.extend(cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))));
+            inner.extend(
+                cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))),
+            );
             if self.initial_contact {
                 inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
             }
