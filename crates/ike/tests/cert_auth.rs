@@ -280,7 +280,7 @@ fn expired_unknown_revoked_and_wrong_identity_are_refused() {
     let revoked = issue(d, "revoked", "ec256", "alice.example", "ca", "0x5eed");
     let revoked_key = signing_key(d, "revoked", SignatureAlg::EcdsaP256Sha256);
     let crl = crl(d, "ca", "revoked");
-    let store = || TrustStore::new(&[anchor(d, "ca")], &[crl.clone()]).unwrap();
+    let store = || TrustStore::new(&[anchor(d, "ca")], std::slice::from_ref(&crl)).unwrap();
     let gw_auth = |epoch| cert_auth(gw_key.clone(), gw.clone(), store(), epoch);
 
     // Expired: the responder's clock says three days from now (the certificate has one).
