@@ -7,6 +7,8 @@
 //! algorithms come from [`crypto::x509_algs`]. Sans-IO: certificates and CRLs arrive as DER
 //! bytes, the time as an argument.
 
+mod san;
+
 use rustls_pki_types::{CertificateDer, ServerName, TrustAnchor, UnixTime};
 use webpki::{
     CertRevocationList, EndEntityCert, KeyUsage, OwnedCertRevocationList, RevocationCheckDepth,
@@ -122,7 +124,7 @@ impl TrustStore {
 
     /// Validates `chain` (the peer's CERT payloads in order: end entity first, then
     /// intermediates, RFC 7296 §3.6) at `now_unix` seconds, checks it against the CRLs and
-    /// matches `id` against the end entity: FQDN and IP identities against its
+    /// matches `id` against the end entity: FQDN, RFC 822 and IP identities against its
     /// subjectAltName (RFC 4945 §3.1), a DER_ASN1_DN identity against its subject.
     pub fn verify(&self, chain: &[&[u8]], now_unix: u64, id: &Id) -> Result<Verified, CertError> {
         let (ee_der, rest) = chain.split_first().ok_or(CertError::NoCertificate)?;
@@ -166,7 +168,7 @@ impl TrustStore {
         if let Some(e) = last {
             return Err(invalid(e));
         }
-        match_identity(&ee, id)?;
+        match_identity(&ee, ee_der.as_ref(), id)?;
         Ok(Verified {
             spki: ee.subject_public_key_info().as_ref().to_vec(),
             serial: ee.serial().to_vec(),
@@ -205,9 +207,13 @@ pub fn verify_signature(
     ))
 }
 
-fn match_identity(ee: &EndEntityCert<'_>, id: &Id) -> Result<(), CertError> {
+fn match_identity(ee: &EndEntityCert<'_>, der: &[u8], id: &Id) -> Result<(), CertError> {
     let mismatch = || CertError::IdentityMismatch { id: id_text(id) };
     let name = match id.id_type {
+        IdType::ID_RFC822_ADDR => {
+            let found = san::rfc822_names(der).iter().any(|n| san::rfc822_matches(n, &id.data));
+            return if found { Ok(()) } else { Err(mismatch()) };
+        }
         IdType::ID_FQDN => {
             let s = std::str::from_utf8(&id.data).map_err(|_| mismatch())?;
             ServerName::try_from(s.to_string()).map_err(|_| mismatch())?
