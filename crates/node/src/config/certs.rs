@@ -85,3 +85,141 @@ fn files(paths: &[PathBuf], tag: &str) -> Result<Vec<Vec<u8>>, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::connection::AuthConf;
+    use crate::config::parse;
+    use std::path::Path;
+    use std::process::Command;
+
+    fn openssl(d: &Path, args: &[&str]) {
+        let out = Command::new("openssl").current_dir(d).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    const BASE: &str = "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.0.1/24\"]\n\
+        [network]\nlocal = \"192.0.2.1:4500\"\n[[connection]]\nname = \"gw\"\n\
+        remote_addrs = \"192.0.2.2\"\n";
+    const CHILD: &str =
+        "[connection.children.net]\nlocal_ts = [\"10.0.0.0/24\"]\nremote_ts = [\"10.1.0.0/24\"]\n";
+
+    fn conf(local: &str, remote: &str) -> String {
+        format!(
+            "{BASE}[connection.local]\nauth = \"pubkey\"\n{local}\n\
+             [connection.remote]\nauth = \"pubkey\"\nid = \"gw.example\"\n{remote}\n{CHILD}"
+        )
+    }
+
+    /// swanctl's names read certificates, anchors from a directory and CRLs, with keys in the
+    /// formats `openssl genpkey` (PKCS#8) and `pki --gen` ("EC PRIVATE KEY", "RSA PRIVATE
+    /// KEY") write; each bad field is named.
+    #[test]
+    fn certs_cacerts_and_crls_by_swanctl_names() {
+        if Command::new("openssl").arg("version").output().is_err() {
+            println!("SKIPPED: needs openssl");
+            return;
+        }
+        let d = std::env::temp_dir().join(format!("hipsec-certs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("x509ca")).unwrap();
+        openssl(&d, &["ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out", "ca.key"]);
+        openssl(
+            &d,
+            &[
+                "req",
+                "-x509",
+                "-key",
+                "ca.key",
+                "-out",
+                "x509ca/ca.pem",
+                "-subj",
+                "/CN=ca",
+                "-days",
+                "2",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+            ],
+        );
+        openssl(&d, &["genrsa", "-traditional", "-out", "me.key", "2048"]);
+        openssl(
+            &d,
+            &["req", "-new", "-key", "me.key", "-subj", "/CN=me.example", "-out", "me.csr"],
+        );
+        openssl(
+            &d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "me.csr",
+                "-CA",
+                "x509ca/ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-set_serial",
+                "7",
+                "-days",
+                "1",
+                "-out",
+                "me.pem",
+            ],
+        );
+        std::fs::write(d.join("index.txt"), "").unwrap();
+        std::fs::write(d.join("crlnumber"), "01\n").unwrap();
+        std::fs::write(
+            d.join("ca.cnf"),
+            "[ca]\ndefault_ca=c\n[c]\ndatabase=index.txt\ncrlnumber=crlnumber\n\
+             certificate=x509ca/ca.pem\nprivate_key=ca.key\ndefault_md=sha256\n\
+             default_crl_days=1\n",
+        )
+        .unwrap();
+        openssl(&d, &["ca", "-config", "ca.cnf", "-gencrl", "-out", "crl.pem"]);
+        let file = d.join("n.toml").display().to_string();
+        let good = conf(
+            "key = \"me.key\"\ncerts = [\"me.pem\"]",
+            "cacerts = \"x509ca/\"\ncrls = [\"crl.pem\"]",
+        );
+        let c = parse(&file, &good).unwrap();
+        let AuthConf::Certificate { key, chain, trust } = &c.connections[0].auth else {
+            panic!("{:?}", c.connections[0].auth)
+        };
+        assert_eq!(key.alg(), crypto::SignatureAlg::RsaPkcs1Sha256);
+        assert_eq!((chain.len(), trust.certreq_hashes().len()), (1, 1));
+        // The CA's own "EC PRIVATE KEY" as ours, anchors as one file and `certs` as a string.
+        let other = conf("key = \"ca.key\"\ncerts = \"me.pem\"", "cacerts = [\"x509ca/ca.pem\"]");
+        let c = parse(&file, &other).unwrap();
+        let AuthConf::Certificate { key, .. } = &c.connections[0].auth else { panic!() };
+        assert_eq!(key.alg(), crypto::SignatureAlg::EcdsaP256Sha256);
+        let field = |text: &str| parse(&file, text).unwrap_err().field().map(str::to_string);
+        let bad = [
+            (conf("key = \"me.key\"\ncerts = [\"me.pem\"]", ""), "remote.cacerts"),
+            (
+                conf("key = \"me.key\"\ncerts = [\"none.pem\"]", "cacerts = \"x509ca/\""),
+                "local.certs",
+            ),
+            (
+                conf("key = \"me.key\"\ncerts = [\"crl.pem\"]", "cacerts = \"x509ca/\""),
+                "local.certs",
+            ),
+            (
+                conf("key = \"me.key\"\ncerts = [\"me.pem\"]", "cacerts = \"me.key\""),
+                "remote.cacerts",
+            ),
+            (
+                conf(
+                    "key = \"me.key\"\ncerts = [\"me.pem\"]",
+                    "cacerts = \"x509ca/\"\ncrls = \"me.pem\"",
+                ),
+                "remote.crls",
+            ),
+            (conf("key = \"me.pem\"\ncerts = [\"me.pem\"]", "cacerts = \"x509ca/\""), "local.key"),
+        ];
+        for (text, want) in bad {
+            assert_eq!(field(&text).as_deref(), Some(want), "{text}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
