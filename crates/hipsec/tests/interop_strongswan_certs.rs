@@ -1,6 +1,6 @@
 //! X.509 certificate authentication (RFC 7296 §3.6–3.8, RFC 7427) between a hipsec node and
 //! strongSwan 5.9 (charon, kernel-libipsec) in two namespaces. strongSwan's `pki` makes, at test
-//! time, a CA, ECDSA P-256 and RSA-2048 end-entity certificates and a CRL; hipsec reads them
+//! time, a CA, ECDSA P-256/P-384, RSA-2048 and Ed25519 end-entity certificates and a CRL; hipsec reads them
 //! from `local.certs`, `remote.cacerts` (a directory, as swanctl's `x509ca/`) and
 //! `remote.crls`, charon from swanctl's `x509ca/`, `x509/`, `private/` and `x509crl/`.
 //! Certificates both ways with either side initiating, then ping and a TCP transfer through the
@@ -23,7 +23,8 @@ const REVOKED_SERIAL: &str = "1a2b3c";
 /// One test's certificates and expectations.
 #[derive(Clone, Copy)]
 struct Case {
-    /// Key type of hipsec's end-entity certificate, `pki --type`: "ecdsa" or "rsa".
+    /// Key type of hipsec's end-entity certificate: "ecdsa" (P-256), "ecdsa384", "rsa",
+    /// "ed25519".
     ours: &'static str,
     /// Key type of charon's.
     theirs: &'static str,
@@ -63,7 +64,12 @@ fn pki(dir: &Path, script: &str) {
 }
 
 fn key_args(ty: &str) -> &'static str {
-    if ty == "rsa" { "--type rsa --size 2048" } else { "--type ecdsa --size 256" }
+    match ty {
+        "rsa" => "--type rsa --size 2048",
+        "ecdsa384" => "--type ecdsa --size 384",
+        "ed25519" => "--type ed25519",
+        _ => "--type ecdsa --size 256",
+    }
 }
 
 /// The CA, both end entities' keys and certificates, the CRL, and both configs rewritten for
@@ -194,7 +200,12 @@ fn tunnel(c: Case) {
         logs(&p)
     );
     // RFC 7427 signature authentication (AUTH method 14) in both directions.
-    let scheme = if c.ours == "rsa" { "RSA_EMSA_PKCS1_SHA2_256" } else { "ECDSA_WITH_SHA256_DER" };
+    let scheme = match c.ours {
+        "rsa" => "RSA_EMSA_PKCS1_SHA2_256",
+        "ecdsa384" => "ECDSA_WITH_SHA384_DER",
+        "ed25519" => "ED25519",
+        _ => "ECDSA_WITH_SHA256_DER",
+    };
     let ok = format!("authentication of 'node1.example' with {scheme} successful");
     assert!(log.contains(&ok), "no {ok:?}\n{}", logs(&p));
 }
@@ -217,6 +228,16 @@ fn rsa_certificates_hipsec_initiates() {
 #[test]
 fn rsa_certificates_strongswan_initiates() {
     tunnel(Case { ours: "rsa", theirs: "rsa", hipsec_initiates: false, ..GOOD });
+}
+
+#[test]
+fn ecdsa_p384_certificates_both_ways() {
+    tunnel(Case { ours: "ecdsa384", theirs: "ecdsa384", ..GOOD });
+}
+
+#[test]
+fn ed25519_certificates_both_ways() {
+    tunnel(Case { ours: "ed25519", theirs: "ed25519", hipsec_initiates: false, ..GOOD });
 }
 
 /// No IKE SA comes up within `secs` on either side, and hipsec logged `want`.
