@@ -163,6 +163,41 @@ pub fn verify(
         .map_err(|_| CryptoError::Integrity)
 }
 
+/// The signatures of IKEv2's original AUTH methods (RFC 7296 §3.8, RFC 4754 §7), which a peer
+/// uses when it does not speak RFC 7427: method 1 (RSA PKCS#1 v1.5 with SHA-1) and methods 9,
+/// 10, 11 (ECDSA with SHA-256 on P-256, SHA-384 on P-384, SHA-512 on P-521, signature `r | s`
+/// of fixed length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassicAuth {
+    /// AUTH method 1. Public key: PKCS#1 `RSAPublicKey` DER.
+    RsaSha1,
+    /// AUTH method 9. Public key: the uncompressed point.
+    EcdsaP256Sha256,
+    /// AUTH method 10.
+    EcdsaP384Sha384,
+    /// AUTH method 11.
+    EcdsaP521Sha512,
+}
+
+/// Verifies a classic AUTH method's `sig` over `message` with `public_key` (the key inside a
+/// certificate's SubjectPublicKeyInfo BIT STRING). Any failure is `Integrity`.
+pub fn verify_classic(
+    alg: ClassicAuth,
+    public_key: &[u8],
+    message: &[u8],
+    sig: &[u8],
+) -> Result<(), CryptoError> {
+    let v: &'static dyn signature::VerificationAlgorithm = match alg {
+        ClassicAuth::RsaSha1 => &signature::RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY,
+        ClassicAuth::EcdsaP256Sha256 => &signature::ECDSA_P256_SHA256_FIXED,
+        ClassicAuth::EcdsaP384Sha384 => &signature::ECDSA_P384_SHA384_FIXED,
+        ClassicAuth::EcdsaP521Sha512 => &signature::ECDSA_P521_SHA512_FIXED,
+    };
+    signature::UnparsedPublicKey::new(v, public_key)
+        .verify(message, sig)
+        .map_err(|_| CryptoError::Integrity)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,9 @@ struct Case {
     their_id: &'static str,
     /// charon's certificate is on the CRL hipsec loads.
     their_revoked: bool,
+    /// charon without RFC 7427 (`signature_authentication = no`): it signs with the classic
+    /// AUTH methods, 1 (RSA) or 9 (ECDSA P-256).
+    classic: bool,
 }
 
 const GOOD: Case = Case {
@@ -45,6 +48,7 @@ const GOOD: Case = Case {
     our_san: "node1.example",
     their_id: "node2.example",
     their_revoked: false,
+    classic: false,
 };
 
 fn can_run() -> bool {
@@ -129,6 +133,13 @@ fn certificates(d: &Path, c: Case) {
     };
     // charon: pubkey with its certificate; trust anchors and the CRL from swanctl's folders.
     edit("strongswan.conf", " x509 pubkey ", " x509 pubkey constraints revocation ");
+    if c.classic {
+        edit(
+            "strongswan.conf",
+            "  install_routes = yes",
+            "  install_routes = yes\n  signature_authentication = no",
+        );
+    }
     // Every line on disk at once: the tests read the log while charon runs.
     edit("strongswan.conf", "time_add_ms = yes", "time_add_ms = yes\n      flush_line = yes");
     edit(
@@ -238,6 +249,25 @@ fn ecdsa_p384_certificates_both_ways() {
 #[test]
 fn ed25519_certificates_both_ways() {
     tunnel(Case { ours: "ed25519", theirs: "ed25519", hipsec_initiates: false, ..GOOD });
+}
+
+/// charon signs with AUTH method 9 (ECDSA P-256, RFC 4754) or 1 (RSA, RFC 7296 §3.8), which
+/// we verify with its certificate's key; we keep signing with method 14.
+#[test]
+fn classic_auth_methods_from_strongswan() {
+    for theirs in ["ecdsa", "rsa"] {
+        let c = Case { theirs, hipsec_initiates: false, classic: true, ..GOOD };
+        if !can_run() {
+            return;
+        }
+        let p = start(c);
+        p.wait_up(BIN);
+        assert_eq!(p.ping(3, "0.2"), 3, "pings lost\n{}", logs(&p));
+        let log = p.charon_log();
+        let method = if theirs == "rsa" { "RSA signature" } else { "ECDSA-256 signature" };
+        let ok = format!("authentication of 'node2.example' (myself) with {method}");
+        assert!(log.contains(&ok), "{theirs}: no {ok:?}\n{}", logs(&p));
+    }
 }
 
 /// No IKE SA comes up within `secs` on either side, and hipsec logged `want`.

@@ -144,12 +144,22 @@ pub fn verify_auth(
             }
             let now_unix = epoch_unix_s.saturating_add(peer.now_ms / 1000);
             trust.verify(&chain, now_unix, id).map_err(PeerMisbehaved::Certificate)?;
-            if got.method != AuthMethod::DIGITAL_SIGNATURE {
-                return Err(fail());
-            }
-            let (a, sig) = split_signature(&got.data).ok_or_else(fail)?;
             let octets = signed_octets(prf, real_message, peer_nonce, sk_p, id);
             let ee = chain.first().ok_or_else(fail)?;
+            if got.method != AuthMethod::DIGITAL_SIGNATURE {
+                // A peer that did not see our SIGNATURE_HASH_ALGORITHMS signs as §3.8 did
+                // before RFC 7427; the certificate's key type must fit the method.
+                return match crate::cert::verify_classic_signature(
+                    ee,
+                    got.method.0,
+                    &octets,
+                    &got.data,
+                ) {
+                    Some(Ok(())) => Ok(()),
+                    _ => Err(fail()),
+                };
+            }
+            let (a, sig) = split_signature(&got.data).ok_or_else(fail)?;
             crate::cert::verify_signature(ee, a, &octets, sig).map_err(|_| fail())
         }
     }

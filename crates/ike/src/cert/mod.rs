@@ -207,6 +207,36 @@ pub fn verify_signature(
     ))
 }
 
+/// Checks an AUTH payload of a classic method (RFC 7296 §3.8: 1, RSA PKCS#1 v1.5 with SHA-1;
+/// RFC 4754: 9, 10, 11, ECDSA on P-256/P-384/P-521) with the key of the certificate `ee_der`.
+/// `None` for another method.
+pub fn verify_classic_signature(
+    ee_der: &[u8],
+    method: u8,
+    message: &[u8],
+    signature: &[u8],
+) -> Option<Result<(), CertError>> {
+    use crypto::sign::ClassicAuth;
+    let alg = match method {
+        1 => ClassicAuth::RsaSha1,
+        9 => ClassicAuth::EcdsaP256Sha256,
+        10 => ClassicAuth::EcdsaP384Sha384,
+        11 => ClassicAuth::EcdsaP521Sha512,
+        _ => return None,
+    };
+    let bad = |reason: &str| CertError::Invalid { reason: reason.into() };
+    let der = CertificateDer::from(ee_der);
+    let Ok(ee) = EndEntityCert::try_from(&der) else { return Some(Err(bad("not a certificate"))) };
+    let spki = ee.subject_public_key_info();
+    let Some(key) = san::spki_key(spki.as_ref()) else {
+        return Some(Err(bad("SubjectPublicKeyInfo without a key")));
+    };
+    Some(
+        crypto::sign::verify_classic(alg, key, message, signature)
+            .map_err(|_| bad("AUTH signature does not verify")),
+    )
+}
+
 fn match_identity(ee: &EndEntityCert<'_>, der: &[u8], id: &Id) -> Result<(), CertError> {
     let mismatch = || CertError::IdentityMismatch { id: id_text(id) };
     let name = match id.id_type {

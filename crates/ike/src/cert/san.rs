@@ -1,10 +1,11 @@
 //! The rfc822Name entries of a certificate's subjectAltName (RFC 5280 §4.2.1.6), which webpki
-//! does not expose, for ID_RFC822_ADDR identities (RFC 4945 §3.1.4). A small DER walk over a
+//! does not expose, for ID_RFC822_ADDR identities (RFC 4945 §3.1.4), and the raw key inside a
+//! SubjectPublicKeyInfo for the classic AUTH methods. A small DER walk over a
 //! certificate webpki has already validated; it still never indexes out of bounds.
 
 /// One TLV at the start of `der` (definite lengths of up to four octets): tag, contents and
 /// what follows.
-fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub(super) fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = der.split_first()?;
     let (&first, rest) = rest.split_first()?;
     let (len, rest) = if first < 0x80 {
@@ -69,5 +70,17 @@ pub(super) fn rfc822_matches(name: &[u8], id: &[u8]) -> bool {
     match (split(name), split(id)) {
         (Some((nl, nd)), Some((il, id))) => nl == il && nd.eq_ignore_ascii_case(&id),
         _ => false,
+    }
+}
+
+/// The key inside a DER SubjectPublicKeyInfo (RFC 5280 §4.1.2.7): the BIT STRING's contents
+/// after its unused-bits octet, which must be zero.
+pub(super) fn spki_key(spki: &[u8]) -> Option<&[u8]> {
+    let (0x30, fields, _) = tlv(spki)? else { return None };
+    let (0x30, _, rest) = tlv(fields)? else { return None };
+    let (0x03, bits, _) = tlv(rest)? else { return None };
+    match bits.split_first()? {
+        (0, key) => Some(key),
+        _ => None,
     }
 }
