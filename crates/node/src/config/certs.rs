@@ -3,8 +3,12 @@
 //! directory such as swanctl's `x509ca/`, or a list of files) and `remote.crls` (CRL files).
 //! PEM ("CERTIFICATE", "X509 CRL") or DER, as `pki` and `openssl` write them.
 
+use super::error::{ConfigError, Ctx};
+use ike::cert::{CertError, TrustStore};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toml::Spanned;
 
 /// A field that is one path or a list of them (`cacerts = "x509ca/"` or `["a.pem", "b.pem"]`).
 #[derive(Deserialize, Debug, Clone)]
@@ -84,6 +88,32 @@ fn files(paths: &[PathBuf], tag: &str) -> Result<Vec<Vec<u8>>, String> {
         }
     }
     Ok(out)
+}
+
+/// Our chain (`local.certs`) and the trust store of `remote.cacerts` and `remote.crls`, paths
+/// relative to the config file; an error names the field.
+pub(super) fn load(
+    ctx: &Ctx<'_>,
+    certs: &Spanned<Paths>,
+    cacerts: &Spanned<Paths>,
+    crl_files: Option<&Spanned<Paths>>,
+) -> Result<(Vec<Vec<u8>>, Arc<TrustStore>), ConfigError> {
+    let base = Path::new(ctx.file).parent();
+    let chain = certificates(&certs.get_ref().resolve(base))
+        .map_err(|e| ctx.err(certs.span(), "local.certs", e))?;
+    let anchors = certificates(&cacerts.get_ref().resolve(base))
+        .map_err(|e| ctx.err(cacerts.span(), "remote.cacerts", e))?;
+    let crl_ders = match crl_files {
+        None => Vec::new(),
+        Some(c) => {
+            crls(&c.get_ref().resolve(base)).map_err(|e| ctx.err(c.span(), "remote.crls", e))?
+        }
+    };
+    let trust = TrustStore::new(&anchors, &crl_ders).map_err(|e| match (&e, crl_files) {
+        (CertError::BadCrl { .. }, Some(c)) => ctx.err(c.span(), "remote.crls", e),
+        _ => ctx.err(cacerts.span(), "remote.cacerts", e),
+    })?;
+    Ok((chain, Arc::new(trust)))
 }
 
 #[cfg(test)]

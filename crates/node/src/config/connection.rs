@@ -447,7 +447,19 @@ fn auth(
         ctx.err(r.name.span(), "local.key", "auth = \"pubkey\" needs our private key file")
     })?;
     if let Some(certs) = r.local.as_ref().and_then(|a| a.certs.as_ref()) {
-        return certificate_auth(ctx, r, key, certs);
+        let remote = r.remote.as_ref();
+        let cacerts = remote.and_then(|a| a.cacerts.as_ref()).ok_or_else(|| {
+            ctx.err(
+                r.name.span(),
+                "remote.cacerts",
+                "certificates need the trust anchors that the peer's chain must reach",
+            )
+        })?;
+        let sk = super::keys::private_key(&path(key))
+            .map_err(|e| ctx.err(key.span(), "local.key", e))?;
+        let crls = remote.and_then(|a| a.crls.as_ref());
+        let (chain, trust) = super::certs::load(ctx, certs, cacerts, crls)?;
+        return Ok(AuthConf::Certificate { key: std::sync::Arc::new(sk), chain, trust });
     }
     let pubkeys = r.remote.as_ref().and_then(|a| a.pubkeys.as_ref()).ok_or_else(|| {
         ctx.err(
@@ -461,45 +473,6 @@ fn auth(
     let (peer_alg, peer_public_key) = super::keys::public_key(&path(pubkeys))
         .map_err(|e| ctx.err(pubkeys.span(), "remote.pubkeys", e))?;
     Ok(AuthConf::Pubkey { key: std::sync::Arc::new(sk), peer_alg, peer_public_key })
-}
-
-/// `auth = "pubkey"` with `local.certs`: our key and chain, the peer's anchors and CRLs.
-fn certificate_auth(
-    ctx: &Ctx<'_>,
-    r: &RawConnection,
-    key: &Spanned<String>,
-    certs: &Spanned<super::certs::Paths>,
-) -> Result<AuthConf, ConfigError> {
-    let base = std::path::Path::new(ctx.file).parent();
-    let remote = r.remote.as_ref();
-    let cacerts = remote.and_then(|a| a.cacerts.as_ref()).ok_or_else(|| {
-        ctx.err(
-            r.name.span(),
-            "remote.cacerts",
-            "certificates need the trust anchors that the peer's chain must reach",
-        )
-    })?;
-    let sk = super::keys::private_key(&key_path(ctx, key))
-        .map_err(|e| ctx.err(key.span(), "local.key", e))?;
-    let chain = super::certs::certificates(&certs.get_ref().resolve(base))
-        .map_err(|e| ctx.err(certs.span(), "local.certs", e))?;
-    let crl_files = remote.and_then(|a| a.crls.as_ref());
-    let anchors = super::certs::certificates(&cacerts.get_ref().resolve(base))
-        .map_err(|e| ctx.err(cacerts.span(), "remote.cacerts", e))?;
-    let crls = match crl_files {
-        None => Vec::new(),
-        Some(c) => super::certs::crls(&c.get_ref().resolve(base))
-            .map_err(|e| ctx.err(c.span(), "remote.crls", e))?,
-    };
-    let trust = ike::cert::TrustStore::new(&anchors, &crls).map_err(|e| match (&e, crl_files) {
-        (ike::cert::CertError::BadCrl { .. }, Some(c)) => ctx.err(c.span(), "remote.crls", e),
-        _ => ctx.err(cacerts.span(), "remote.cacerts", e),
-    })?;
-    Ok(AuthConf::Certificate {
-        key: std::sync::Arc::new(sk),
-        chain,
-        trust: std::sync::Arc::new(trust),
-    })
 }
 
 /// A key file's path: relative paths are relative to the config file.
