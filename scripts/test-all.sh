@@ -15,7 +15,9 @@ step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "system packages"
 need_apt=()
-for tool in tshark:tshark tcpdump:tcpdump iperf3:iperf3 nft:nftables ip:iproute2 ping:iputils-ping chromium:chromium ffmpeg:ffmpeg; do
+# jq and xxd: the docs' and the help texts' examples pipe through them, and their tests run them.
+for tool in tshark:tshark tcpdump:tcpdump iperf3:iperf3 nft:nftables ip:iproute2 ping:iputils-ping chromium:chromium ffmpeg:ffmpeg \
+    jq:jq xxd:xxd; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)

@@ -32,6 +32,7 @@ fn config(local: &str, remote: &str) -> Config {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite { esp, esn: false, pfs: None }],
         local_ts: vec![TrafficSelector::any(false)],
         remote_ts: vec![TrafficSelector::any(false)],

@@ -154,6 +154,7 @@ fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
         local_ts: vec![ts(1)],
         remote_ts: vec![ts(2)],
         mode: ike::Mode::Tunnel,
+        more_children: Vec::new(),
     })
 }
 

@@ -166,6 +166,10 @@ fn two_hosts_reach_each_other_by_hit() {
     assert_eq!(a["hip"]["counters"]["established_initiator"], 1, "{a}");
     assert_eq!(b["hip"]["counters"]["established_responder"], 1, "{b}");
     assert_eq!(a["hip"]["counters"]["refused"], 0, "{a}");
+    // The pair the association installed is BEET between the HITs (RFC 7402), and says so.
+    let sas = a["sas"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sas.len(), 2, "{a}");
+    assert!(sas.iter().all(|s| s["mode"] == "beet"), "{a}");
     for t in ["base_exchange_us", "t2_us", "t4_us"] {
         assert!(assoc[t].as_u64().is_some_and(|v| v > 0), "{t}: {assoc}");
     }

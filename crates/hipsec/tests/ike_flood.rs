@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The driver's COOKIE_THRESHOLD (crates/node/src/keying/ike/mod.rs): at this many half-open
+/// The default `[ike] cookie_threshold` (crates/node/src/config/ike_limits.rs): at this many half-open
 /// IKE SAs the responder answers IKE_SA_INIT with a COOKIE instead of keeping state.
 const COOKIE_THRESHOLD: usize = 64;
 /// Half-open SAs we allow over the threshold: the check is `len >= threshold` before each new

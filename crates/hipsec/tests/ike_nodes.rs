@@ -233,3 +233,66 @@ fn soak(rekey_a: &str, rekey_b: &str) {
         }
     }
 }
+
+/// Both nodes rekey the IKE SA at the same instant, five times, under 100 pings a second.
+/// RFC 7296 §2.8.2: "If a redundant SA is created through a rekey collision, the SA with the
+/// lowest of the four nonces used in the two exchanges SHOULD be closed by the endpoint that
+/// created it." (quoted from memory). Each collision must end with one IKE SA left on each
+/// side, the same one on both, its CHILD SA moved to it, and not a ping lost.
+#[test]
+fn simultaneous_ike_rekeys_leave_one_ike_sa_and_lose_nothing() {
+    if !common::netns_ready(&[]) {
+        return;
+    }
+    let n = Nodes::start("1h", "0s", "1h");
+    let _ = n.ping(3, "0.2");
+    assert_eq!(n.ping(3, "0.1"), 3, "the tunnel is up after the trap\n{}", n.log(0));
+    let spis = |i: usize| -> Vec<(String, String, String)> {
+        n.status(i)["ike"]["ike_sas"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|s| {
+                        let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+                        (f("state"), f("spi_i"), f("spi_r"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = spis(0);
+    let rounds = 5;
+    let got = std::thread::scope(|s| {
+        let ping = s.spawn(|| n.ping(400, "0.01"));
+        for _ in 0..rounds {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let both: Vec<_> = (0..2)
+                .map(|i| {
+                    Command::new(BIN)
+                        .args(["rekey", "--ike"])
+                        .arg(n.sock(i))
+                        .arg("site")
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for mut c in both {
+                assert!(c.wait().unwrap().success());
+            }
+        }
+        ping.join().unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (a, b) = (spis(0), spis(1));
+    println!("IKE SAs before {first:?}; after {rounds} simultaneous rekeys: A {a:?}, B {b:?}");
+    assert_eq!(got, 400, "pings lost\n{}\n{}", n.log(0), n.log(1));
+    assert_eq!(a.len(), 1, "A holds {a:?}\n{}", n.log(0));
+    assert_eq!(b.len(), 1, "B holds {b:?}\n{}", n.log(1));
+    assert_eq!(a[0].0, "established");
+    assert_eq!((&a[0].1, &a[0].2), (&b[0].1, &b[0].2), "the two ends kept different IKE SAs");
+    assert_ne!((&a[0].1, &a[0].2), (&first[0].1, &first[0].2), "no rekey happened");
+    let children = n.status(0)["ike"]["ike_sas"][0]["children"].as_array().map_or(0, Vec::len);
+    assert!(children >= 1, "the CHILD SA did not move to the new IKE SA");
+    assert_eq!(n.ping(5, "0.1"), 5);
+}

@@ -88,9 +88,37 @@ pub struct Config {
     pub remote_ts: Vec<TrafficSelector>,
     /// Tunnel or transport.
     pub mode: Mode,
+    /// Further CHILD SAs of the connection, in the config's order: made with CREATE_CHILD_SA
+    /// after IKE_AUTH (§1.3.1) when we initiate, and picked by their selectors when the peer
+    /// asks for one.
+    pub more_children: Vec<ChildPolicy>,
+}
+
+/// A CHILD SA's selectors, mode and proposals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildPolicy {
+    /// Its proposals in our order of preference (with their PFS groups).
+    pub suites: Vec<ChildSuite>,
+    /// Traffic we protect on our side.
+    pub local_ts: Vec<TrafficSelector>,
+    /// Traffic we protect on the peer's side.
+    pub remote_ts: Vec<TrafficSelector>,
+    /// Tunnel or transport.
+    pub mode: Mode,
 }
 
 impl Config {
+    /// Every CHILD SA policy of the connection: the first (IKE_AUTH's), then the others.
+    pub fn child_policies(&self) -> Vec<ChildPolicy> {
+        let first = ChildPolicy {
+            suites: self.child_suites.clone(),
+            local_ts: self.local_ts.clone(),
+            remote_ts: self.remote_ts.clone(),
+            mode: self.mode,
+        };
+        std::iter::once(first).chain(self.more_children.iter().cloned()).collect()
+    }
+
     /// Checks the configuration once, before any exchange.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.ike_suites.is_empty() || self.child_suites.is_empty() {
@@ -104,6 +132,17 @@ impl Config {
         }
         if self.local_ts.is_empty() || self.remote_ts.is_empty() {
             return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
+        }
+        for c in &self.more_children {
+            if c.suites.is_empty() {
+                return Err(ConfigError::NoProposals);
+            }
+            for s in &c.suites {
+                s.to_proposal(1, 0x100)?;
+            }
+            if c.local_ts.is_empty() || c.remote_ts.is_empty() {
+                return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
+            }
         }
         Ok(())
     }

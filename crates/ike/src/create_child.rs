@@ -17,13 +17,33 @@ use crate::session::{
 };
 use crate::suite::ChildSuite;
 use crypto::{DhGroup, KeyExchange};
-use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, Ts};
+use wire::ikev2::{Ke, Notify, NotifyType, Payload, ProtocolId, Sa, TrafficSelector, Ts};
 
 impl Session {
-    /// The configured PFS group for a CHILD SA of `suite` (the initial CHILD SA never has one).
-    fn pfs_for(&self, suite: &ChildSuite) -> Option<DhGroup> {
-        let c = self.config.child_suites.iter().find(|s| s.esp == suite.esp && s.esn == suite.esn);
+    /// The configured PFS group for a CHILD SA of `suite` under policy `policy` (the initial
+    /// CHILD SA never has one).
+    fn pfs_for(&self, suite: &ChildSuite, policy: usize) -> Option<DhGroup> {
+        let suites = self.policy_suites(policy);
+        let c = suites.iter().find(|s| s.esp == suite.esp && s.esn == suite.esn);
         c.and_then(|s| s.pfs)
+    }
+
+    /// The proposals of CHILD SA policy `policy` (0: the first, IKE_AUTH's).
+    fn policy_suites(&self, policy: usize) -> &[ChildSuite] {
+        match policy.checked_sub(1) {
+            None => &self.config.child_suites,
+            Some(i) => self.config.more_children.get(i).map_or(&[], |c| c.suites.as_slice()),
+        }
+    }
+
+    /// The policy a pair with these selectors belongs to: the first whose selectors hold them
+    /// (each child of a connection has its own, §2.9), else the first.
+    pub(crate) fn policy_of(&self, local: &[TrafficSelector], remote: &[TrafficSelector]) -> usize {
+        self.config
+            .child_policies()
+            .iter()
+            .position(|p| ts_within(local, &p.local_ts) && ts_within(remote, &p.remote_ts))
+            .unwrap_or(0)
     }
 
     /// The group the peer asked for with INVALID_KE_PAYLOAD (§1.3: the responder "MUST reject
@@ -47,8 +67,7 @@ impl Session {
             return None;
         }
         let s = &req.suite;
-        self.config
-            .child_suites
+        self.policy_suites(req.policy)
             .iter()
             .any(|c| c.esp == s.esp && c.esn == s.esn && c.pfs == Some(g))
             .then_some(g)
@@ -62,21 +81,25 @@ impl Session {
         &mut self,
         rekeys: Option<u32>,
         group: Option<DhGroup>,
+        policy: usize,
     ) -> Result<Option<(Vec<Payload>, Pending)>, Error> {
-        let (suite, mode, local_ts, remote_ts) = match rekeys {
+        let (suite, mode, local_ts, remote_ts, policy) = match rekeys {
             Some(spi_in) => {
                 let Some(old) = self.children.iter().find(|c| c.spi_in == spi_in).cloned() else {
                     return Ok(None);
                 };
-                let suite = ChildSuite { pfs: self.pfs_for(&old.suite), ..old.suite };
-                (suite, old.mode, old.local_ts, old.remote_ts)
+                let policy = self.policy_of(&old.local_ts, &old.remote_ts);
+                let suite = ChildSuite { pfs: self.pfs_for(&old.suite, policy), ..old.suite };
+                (suite, old.mode, old.local_ts, old.remote_ts, policy)
             }
             None => {
-                let Some(suite) = self.config.child_suites.first().copied() else {
+                let Some(p) = self.config.child_policies().into_iter().nth(policy) else {
                     return Ok(None);
                 };
-                let c = &self.config;
-                (suite, c.mode, c.local_ts.clone(), c.remote_ts.clone())
+                let Some(suite) = p.suites.first().copied() else {
+                    return Ok(None);
+                };
+                (suite, p.mode, p.local_ts, p.remote_ts, policy)
             }
         };
         let suite = match group {
@@ -101,7 +124,7 @@ impl Session {
         // §1.3: the proposals name every group we allow for this ESP suite, the KE's first, so
         // that a responder preferring another one can say so with INVALID_KE_PAYLOAD.
         let mut offered = vec![suite];
-        for c in &self.config.child_suites {
+        for c in self.policy_suites(policy) {
             if c.esp == suite.esp && c.esn == suite.esn && !offered.contains(c) {
                 offered.push(*c);
             }
@@ -123,6 +146,7 @@ impl Session {
         let ke_retried = group.is_some();
         let req = ChildRequest {
             rekeys,
+            policy,
             new_spi_in,
             suite,
             offered,
@@ -146,11 +170,21 @@ impl Session {
         payloads: &[Payload],
         out: &mut Output,
     ) {
-        let ChildRequest { rekeys, new_spi_in, offered, mode, ni, ke, local_ts, remote_ts, .. } =
-            req;
+        let ChildRequest {
+            rekeys,
+            policy,
+            new_spi_in,
+            offered,
+            mode,
+            ni,
+            ke,
+            local_ts,
+            remote_ts,
+            ..
+        } = req;
         // The peer's rekey seen while this request was out, if any, belongs to this answer.
         let collision = self.collision.take();
-        let request = rekeys.map_or(Request::NewChild, Request::RekeyChild);
+        let request = rekeys.map_or(Request::NewChild(policy), Request::RekeyChild);
         let result = (|| {
             if let Some(ty) = crate::sa::error_notify(payloads) {
                 return Err(Error::from(PeerMisbehaved::ErrorNotify(ty)));
@@ -311,8 +345,24 @@ impl Session {
         // KE's group is preferred, so that a peer offering several groups we accept is not
         // sent back for another one (INVALID_KE_PAYLOAD only when the KE's group is not ours).
         let ke_group = ke_i.map(|k| k.dh_group);
+        // The child policy: a rekey keeps its pair's; a new pair takes the first of ours whose
+        // selectors meet the proposed ones (§2.9), as strongSwan picks a child config.
+        let policies = self.config.child_policies();
+        let policy = match &rekeyed {
+            Some(c) => self.policy_of(&c.local_ts, &c.remote_ts),
+            None => policies
+                .iter()
+                .position(|p| {
+                    !ts_narrow(&tsi.selectors, &p.remote_ts).is_empty()
+                        && !ts_narrow(&tsr.selectors, &p.local_ts).is_empty()
+                })
+                .unwrap_or(0),
+        };
+        let Some(pol) = policies.get(policy) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
+        };
         let Some((num, suite, spi_out)) =
-            ChildSuite::select_for_ke(&sa.proposals, &self.config.child_suites, ke_group)
+            ChildSuite::select_for_ke(&sa.proposals, &pol.suites, ke_group)
         else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN, Vec::new());
         };
@@ -321,8 +371,8 @@ impl Session {
                 return refuse(NotifyType::INVALID_KE_PAYLOAD, g.ike_id().to_be_bytes().to_vec());
             }
         }
-        let tsi_n = ts_narrow(&tsi.selectors, &self.config.remote_ts);
-        let tsr_n = ts_narrow(&tsr.selectors, &self.config.local_ts);
+        let tsi_n = ts_narrow(&tsi.selectors, &pol.remote_ts);
+        let tsr_n = ts_narrow(&tsr.selectors, &pol.local_ts);
         if tsi_n.is_empty() || tsr_n.is_empty() {
             return refuse(NotifyType::TS_UNACCEPTABLE, Vec::new());
         }
@@ -343,7 +393,7 @@ impl Session {
         let km =
             ChildKeyMat::derive(self.ike.suite.prf, &self.ike.keys.sk_d, &suite.esp, g, ni, &nr)?;
         let transport = find_notify(payloads, NotifyType::USE_TRANSPORT_MODE).is_some()
-            && self.config.mode == Mode::Transport;
+            && pol.mode == Mode::Transport;
         let mode = if transport { Mode::Transport } else { Mode::Tunnel };
         let mut inner = Vec::new();
         if transport {

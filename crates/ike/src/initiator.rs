@@ -345,6 +345,12 @@ impl InitiatorAuth {
         self.ike.nat
     }
 
+    /// The IKE SA's tshark `ikev2_decryption_table` line (its keys exist from IKE_SA_INIT on,
+    /// so a failed IKE_AUTH can be read too).
+    pub fn decryption_line(&self) -> Option<String> {
+        crate::wireshark::ikev2_decryption_line(&self.ike)
+    }
+
     /// The retransmission timer (§2.1).
     pub fn retransmit(&mut self) -> &mut Retransmit {
         &mut self.retransmit

@@ -48,7 +48,7 @@ pub mod suite;
 pub mod time;
 pub mod wireshark;
 
-pub use config::{AuthConfig, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
+pub use config::{AuthConfig, ChildPolicy, ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 pub use error::{ConfigError, Error, PeerMisbehaved};
 pub use initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 pub use keys::{ChildKeyMat, IkeSaKeys, Secret};

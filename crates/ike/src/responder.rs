@@ -288,6 +288,11 @@ impl ResponderAuth {
         self.ike.nat
     }
 
+    /// The half-open IKE SA's tshark `ikev2_decryption_table` line.
+    pub fn decryption_line(&self) -> Option<String> {
+        crate::wireshark::ikev2_decryption_line(&self.ike)
+    }
+
     /// Whether our IKE_AUTH response carries INITIAL_CONTACT (§2.4: "in the first IKE_AUTH
     /// request or response"): set it when we hold no other IKE SA with the peer.
     pub fn set_initial_contact(&mut self, on: bool) {

@@ -125,9 +125,10 @@ pub enum Request {
     RekeyChild(u32),
     /// Rekey the IKE SA itself (§1.3.2, §2.18); the CHILD SAs move to the new one.
     RekeyIke,
-    /// A further CHILD SA pair (§1.3.1) with the configured selectors, mode and first suite
-    /// (with its PFS group).
-    NewChild,
+    /// A further CHILD SA pair (§1.3.1) of child policy N (0: the first, as in IKE_AUTH; then
+    /// [`Config::more_children`](crate::Config) in order): its selectors, mode and first
+    /// suite (with its PFS group).
+    NewChild(usize),
 }
 
 /// Our outstanding request: what we asked, and what we must remember to read the answer.
@@ -143,6 +144,8 @@ pub(crate) enum Pending {
 pub(crate) struct ChildRequest {
     /// The pair it rekeys (its inbound SPI), or `None` for a new pair.
     pub(crate) rekeys: Option<u32>,
+    /// The child policy (index into `Config::child_policies`).
+    pub(crate) policy: usize,
     pub(crate) new_spi_in: u32,
     /// The suite of our KE (the first proposal).
     pub(crate) suite: ChildSuite,
@@ -335,7 +338,7 @@ impl Session {
                     let d = Delete { protocol_id: ProtocolId::IKE, spis: Vec::new() };
                     (ExchangeType::INFORMATIONAL, vec![Payload::Delete(d)], Pending::DeleteIke)
                 }
-                Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in), None)? {
+                Request::RekeyChild(spi_in) => match self.child_request(Some(spi_in), None, 0)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => {
                         // Deleted (or rekeyed away) while the request waited: say so, so that
@@ -347,7 +350,7 @@ impl Session {
                         continue;
                     }
                 },
-                Request::NewChild => match self.child_request(None, None)? {
+                Request::NewChild(policy) => match self.child_request(None, None, policy)? {
                     Some((inner, pending)) => (ExchangeType::CREATE_CHILD_SA, inner, pending),
                     None => continue,
                 },
@@ -495,7 +498,7 @@ impl Session {
                 // §1.3: "the initiator will probably retry the exchange with a Diffie-Hellman
                 // proposal and KE payload that the responder gave in the INVALID_KE_PAYLOAD";
                 // a new request (new message ID, nonce, SPI and key share).
-                Some(g) => match self.child_request(req.rekeys, Some(g))? {
+                Some(g) => match self.child_request(req.rekeys, Some(g), req.policy)? {
                     Some((inner, pending)) => {
                         let id = self.ike.next_request_id;
                         let bytes = self.seal(ExchangeType::CREATE_CHILD_SA, false, id, &inner)?;

@@ -51,35 +51,15 @@ pub fn ikev2_decryption_line(ike: &IkeSa) -> Option<String> {
     ))
 }
 
-/// The two `esp_sa` lines of a CHILD SA pair, inbound SA first:
-/// `"IPv4","src","dst","0xSPI","encryption","0xkey","integrity","0xkey"`.
+/// The two `esp_sa` lines of a CHILD SA pair, inbound SA first, in the words
+/// `crypto::wireshark` gives every key export of ours (Wireshark 4.0's column values); `local`
+/// and `remote` are the outer addresses. None for a suite Wireshark cannot decrypt.
 pub fn esp_sa_lines(child: &ChildSaKeys, local: IpAddr, remote: IpAddr) -> Option<[String; 2]> {
-    let (enc, integ) = match (child.suite.esp.encr, child.suite.esp.integ) {
-        (EncrAlg::Aead(AeadAlg::Aes128Gcm | AeadAlg::Aes256Gcm), IntegAlg::None) => {
-            ("AES-GCM [RFC4106]", "ANY 128 bit authentication [no checking]")
-        }
-        (EncrAlg::Cbc(CbcAlg::Aes128 | CbcAlg::Aes256), IntegAlg::Hmac(h)) => (
-            "AES-CBC [RFC3602]",
-            match h {
-                HmacAlg::Sha256_128 => "HMAC-SHA-256-128 [RFC4868]",
-                HmacAlg::Sha384_192 => "HMAC-SHA-384-192 [RFC4868]",
-                HmacAlg::Sha512_256 => "HMAC-SHA-512-256 [RFC4868]",
-                HmacAlg::Sha1_96 => "HMAC-SHA-1-96 [RFC2404]",
-            },
-        ),
-        _ => return None,
-    };
-    let family = if local.is_ipv4() { "IPv4" } else { "IPv6" };
-    let line = |src: IpAddr, dst: IpAddr, spi: u32, ek: &[u8], ak: &[u8]| {
-        format!(
-            "\"{family}\",\"{src}\",\"{dst}\",\"0x{spi:08x}\",\"{enc}\",\"0x{}\",\"{integ}\",\"0x{}\"",
-            hex(ek),
-            hex(ak)
-        )
-    };
+    let rec = crypto::wireshark::esp_sa_record;
+    let esp = child.suite.esp;
     Some([
-        line(remote, local, child.spi_in, &child.enc_key_in, &child.auth_key_in),
-        line(local, remote, child.spi_out, &child.enc_key_out, &child.auth_key_out),
+        rec(remote, local, child.spi_in, esp, &child.enc_key_in, &child.auth_key_in)?,
+        rec(local, remote, child.spi_out, esp, &child.enc_key_out, &child.auth_key_out)?,
     ])
 }
 
@@ -112,7 +92,7 @@ mod tests {
         assert_eq!(
             inb,
             format!(
-                "\"IPv4\",\"192.0.2.2\",\"192.0.2.1\",\"0xc0ffee01\",\"AES-GCM [RFC4106]\",\"0x{}\",\"ANY 128 bit authentication [no checking]\",\"0x\"",
+                "\"IPv4\",\"192.0.2.2\",\"192.0.2.1\",\"0xc0ffee01\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{}\",\"NULL\",\"\"",
                 "01".repeat(20)
             )
         );

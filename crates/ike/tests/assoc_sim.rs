@@ -207,3 +207,118 @@ fn terminate_child_keeps_the_ike_sa() {
         assert_eq!(side.ep.established(), 1);
     }
 }
+
+/// The responder's flood limits (RFC 7296 §2.6: "a responder SHOULD ... send a COOKIE
+/// notification when the number of half-open IKE SAs exceeds a threshold", quoted from memory):
+/// past `cookie_threshold` half-open SAs an IKE_SA_INIT without a cookie is answered with one
+/// and keeps no state; past `half_open_per_peer` from one address it is dropped unanswered.
+#[test]
+fn cookie_threshold_and_half_open_per_peer_are_operator_limits() {
+    let t = Timers::short();
+    let requests: Vec<Vec<u8>> = (0..3)
+        .map(|k| {
+            let mut a = endpoint(Time::ZERO, 0, true, &t, 100 + k);
+            a.poll_transmit().expect("IKE_SA_INIT").payload
+        })
+        .collect();
+    let mut b = endpoint(Time::ZERO, 1, false, &t, 7);
+    b.set_half_open_per_peer(2);
+    assert_eq!(b.limits(), (64, 2));
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[0]).is_ok());
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[1]).is_ok());
+    assert!(b.handle(Time::ZERO, sim::addr(0), &requests[2]).is_err());
+    assert_eq!((b.half_open(), b.stats().blocked), (2, 1));
+    assert_eq!(std::iter::from_fn(|| b.poll_transmit()).count(), 2, "the third got an answer");
+
+    let mut c = endpoint(Time::ZERO, 1, false, &t, 8);
+    c.set_cookie_threshold(1);
+    assert!(c.handle(Time::ZERO, sim::addr(0), &requests[0]).is_ok());
+    assert!(c.handle(Time::ZERO, sim::addr(0), &requests[1]).is_ok());
+    assert_eq!((c.half_open(), c.stats().cookies, c.stats().init_refused), (1, 1, 1));
+    let answers: Vec<_> = std::iter::from_fn(|| c.poll_transmit()).collect();
+    let cookie = wire::ikev2::Packet::new_checked(&answers[1].payload[..]).unwrap();
+    assert_eq!(cookie.spi_r(), 0, "a COOKIE answer keeps no state (no responder SPI)");
+}
+
+/// Two children on one connection, each with its own selectors (RFC 7296 §1.3.1: "A CHILD SA
+/// may be created by sending a CREATE_CHILD_SA request", quoted from memory): the first comes
+/// with IKE_AUTH, the second with CREATE_CHILD_SA right after; each is rekeyed and deleted on
+/// its own, and a rekey of one leaves the other's pair sending.
+#[test]
+fn two_children_each_with_its_own_selectors_rekeyed_and_deleted_alone() {
+    use ike::ChildPolicy;
+    use ike::assoc::ChildConfig;
+    use std::net::{IpAddr, Ipv4Addr};
+    use wire::ikev2::TrafficSelector;
+    let t = Timers::short();
+    let host = |a, b, c| TrafficSelector::host(IpAddr::V4(Ipv4Addr::new(10, a, b, c)));
+    let conn = |i: usize, start| {
+        let (me, peer) = (1 + i as u8, 2 - i as u8);
+        let mut c = sim::connection(i, start, &t);
+        c.ike.local_ts = vec![host(0, me, 1)];
+        c.ike.remote_ts = vec![host(0, peer, 1)];
+        c.ike.more_children = vec![ChildPolicy {
+            suites: c.ike.child_suites.clone(),
+            local_ts: vec![host(1, me, 1)],
+            remote_ts: vec![host(1, peer, 1)],
+            mode: ike::Mode::Tunnel,
+        }];
+        c.more_children = vec![ChildConfig { name: "second".into(), lifetimes: t.child }];
+        c
+    };
+    let a = sim::endpoint_with(Time::ZERO, 0, conn(0, true), 11);
+    let b = sim::endpoint_with(Time::ZERO, 1, conn(1, false), 12);
+    let mut eps = [a, b];
+    // A clean link with no delay: move every datagram until both are quiet.
+    let pump = |eps: &mut [ike::assoc::Endpoint; 2], now: Time| {
+        for _ in 0..50 {
+            let mut moved = false;
+            for i in 0..2 {
+                while let Some(t) = eps[i].poll_transmit() {
+                    let _ = eps[1 - i].handle(now, sim::addr(i), &t.payload);
+                    moved = true;
+                }
+                while eps[i].poll_event().is_some() {}
+            }
+            if !moved {
+                return;
+            }
+        }
+        panic!("the exchange does not settle");
+    };
+    let now = secs(1);
+    pump(&mut eps, now);
+    let kids = |ep: &ike::assoc::Endpoint| {
+        let mut v: Vec<(String, u32, u32, bool)> =
+            ep.children().into_iter().map(|c| (c.child, c.spi_in, c.spi_out, c.sending)).collect();
+        v.sort();
+        v
+    };
+    let (ka, kb) = (kids(&eps[0]), kids(&eps[1]));
+    let names: Vec<&str> = ka.iter().map(|k| k.0.as_str()).collect();
+    assert_eq!(names, [CHILD, "second"], "A: {ka:x?}");
+    assert_eq!(kb.len(), 2, "B: {kb:x?}");
+    for (x, y) in ka.iter().zip(&kb) {
+        assert_eq!((x.0.as_str(), x.1, x.2), (y.0.as_str(), y.2, y.1), "pairs not crossed");
+        assert!(x.3 && y.3, "each child sends on its pair");
+    }
+    // Rekey the second child only: its pair is new, the first child's is the same.
+    eps[1].rekey_child(now, CONN, "second").unwrap();
+    pump(&mut eps, now);
+    let after = kids(&eps[0]);
+    let sending: Vec<_> = after.iter().filter(|k| k.3).collect();
+    assert_eq!(sending.len(), 2, "{after:x?}");
+    assert!(
+        sending.iter().any(|k| k.0 == CHILD && k.1 == ka[0].1),
+        "first child moved: {after:x?}"
+    );
+    assert!(sending.iter().any(|k| k.0 == "second" && k.1 != ka[1].1), "not rekeyed: {after:x?}");
+    // Delete the second child: the first and the IKE SA stay.
+    eps[0].terminate(now, CONN, &Target::Child("second".into())).unwrap();
+    pump(&mut eps, now);
+    for ep in &eps {
+        let k = kids(ep);
+        assert!(k.iter().all(|k| k.0 == CHILD) && !k.is_empty(), "{k:x?}");
+        assert_eq!(ep.established(), 1);
+    }
+}

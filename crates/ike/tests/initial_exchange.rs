@@ -66,6 +66,7 @@ fn config(
         remote_id: Some(Id::fqdn(remote)),
         auth: AuthConfig::Psk(Zeroizing::new(psk.to_vec())),
         ike_suites: vec![GCM, CBC],
+        more_children: Vec::new(),
         child_suites: vec![child_gcm(), child_cbc()],
         local_ts: vec![local_ts],
         remote_ts: vec![remote_ts],

@@ -44,6 +44,7 @@ fn config(local: &str, remote: &str, groups: &[Option<DhGroup>]) -> Config {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: groups
             .iter()
             .map(|&pfs| ChildSuite { esp: esp(), esn: false, pfs })

@@ -109,6 +109,7 @@ fn config(
         remote_id: Some(Id::fqdn(remote)),
         auth,
         ike_suites: vec![suite],
+        more_children: Vec::new(),
         child_suites: vec![child],
         local_ts: vec![TrafficSelector::any(false)],
         remote_ts: vec![TrafficSelector::any(false)],

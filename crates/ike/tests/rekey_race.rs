@@ -45,6 +45,7 @@ fn config(local: &str, remote: &str) -> Config {
             prf: PrfAlg::HmacSha256,
             dh: crypto::DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128))
                 .unwrap(),

@@ -25,6 +25,7 @@ fn config(local: &str, remote: &str, pfs: Option<DhGroup>) -> Config {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128))
                 .unwrap(),
@@ -385,7 +386,7 @@ fn a_retransmitted_ike_auth_request_is_answered_from_the_cache() {
 
 /// One further CHILD SA pair started by `x` (§1.3.1).
 fn new_child(x: &mut Session, y: &mut Session) {
-    let req = x.request(0, Request::NewChild).unwrap();
+    let req = x.request(0, Request::NewChild(0)).unwrap();
     let resp = deliver(0, &req, y);
     let [(ky, None)] = installed(&resp)[..] else { panic!("{:?}", resp.events) };
     let ky = clone_keys(ky);

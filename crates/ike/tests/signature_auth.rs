@@ -25,6 +25,7 @@ fn config(local: &str, remote: &str, auth: AuthConfig) -> Config {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Ecp256,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::ChaCha20Poly1305), IntegAlg::None).unwrap(),
             esn: false,

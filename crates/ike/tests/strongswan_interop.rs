@@ -83,7 +83,7 @@ fn charon_accepts_our_initial_exchange_rekeys_and_delete() {
 
     note(&ev);
     // A second CHILD SA beside the first (§1.3.1).
-    let ev = ask(&sock, to, &mut s, Request::NewChild);
+    let ev = ask(&sock, to, &mut s, Request::NewChild(0));
     assert!(
         matches!(&ev[..], [Event::InstallChild { rekeys: None, .. }]),
         "{ev:?}\n{}",

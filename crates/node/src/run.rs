@@ -138,6 +138,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             .map_err(io_err(format!("IKE socket (UDP {IKE_PORT} on {local})")))?;
         let driver = IkeDriver::new(
             c.export_ike_keys,
+            c.ike,
             &c.connections,
             crypto::default_provider(),
             local,

@@ -61,7 +61,11 @@ const PAGES: &[(&str, &str, &str)] = &[
     ("bench hip", "", "docs/hip.md"),
     ("bench rekey", "", "docs/sa-file.md"),
     ("initiate", "hipsec initiate /run/hipsec-node.sock site-b", "docs/ike.md"),
-    ("terminate", "hipsec terminate /run/hipsec-node.sock site-b", "docs/ike.md"),
+    (
+        "terminate",
+        "hipsec terminate /run/hipsec-node.sock site-b                # IKE SA and CHILD SAs\n  hipsec terminate --child net /run/hipsec-node.sock site-b    # one CHILD SA",
+        "docs/ike.md",
+    ),
     (
         "rekey",
         "hipsec rekey /run/hipsec-node.sock site-b          # the CHILD SA\n  hipsec rekey --ike /run/hipsec-node.sock site-b    # the IKE SA",

@@ -1,6 +1,8 @@
 //! Test helpers: build IP packets and pcap/pcapng files byte by byte, run the `hipsec` binary.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod markdown;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -58,6 +58,9 @@ pub struct Setup {
     /// Public-key authentication (RFC 7427): our Ed25519 key, charon's ECDSA P-256 key, raw
     /// public keys on both sides (made with openssl); else the PSK.
     pub pubkey: bool,
+    /// A second child `net2` on both sides: 10.0.3.0/24 (ours) ↔ 10.0.4.0/24 (charon's), with
+    /// the same proposals and timers as `net`.
+    pub second_child: bool,
 }
 
 impl Default for Setup {
@@ -74,6 +77,7 @@ impl Default for Setup {
             hipsec_extra: "",
             export_keys: false,
             pubkey: false,
+            second_child: false,
         }
     }
 }
@@ -117,18 +121,7 @@ impl Pair {
         };
         p.topology();
         p.write_configs();
-        let log = std::fs::File::create(p.dir.join("hipsec.log")).unwrap();
-        p.hipsec = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &p.a, bin, "run", "-c"])
-                .arg(p.dir.join("a.toml"))
-                .args(p.setup.export_keys.then_some("--debug-export-ike-keys"))
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
-        p.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+        p.spawn_hipsec(bin);
         p.spawn_charon();
         p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
         let o =
@@ -175,6 +168,7 @@ impl Pair {
             sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
         }
         sh(&["ip", "-n", b, "addr", "add", "10.0.2.1/32", "dev", "lo"]);
+        sh(&["ip", "-n", b, "addr", "add", "10.0.4.1/32", "dev", "lo"]);
     }
 
     /// openssl: a private key (PKCS#8 PEM) and its public key (SubjectPublicKeyInfo PEM).
@@ -229,6 +223,28 @@ impl Pair {
         let (ours, theirs) = (self.outer(1), self.outer(2));
         let ss_start = if s.hipsec_initiates { "none" } else { "start" };
         let hs_start = if s.hipsec_initiates { "start" } else { "none" };
+        let ss_second = if s.second_child {
+            format!(
+                "      net2 {{\n        mode = tunnel\n        local_ts = 10.0.4.0/24\n        remote_ts = 10.0.3.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        life_time = 2h\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n",
+                esp = s.esp,
+                rk = s.child_rekey,
+                rand = s.child_rand,
+            )
+        } else {
+            String::new()
+        };
+        let hs_second = if s.second_child {
+            format!(
+                "[connection.children.net2]\nlocal_ts = [\"10.0.3.0/24\"]\nremote_ts = [\"10.0.4.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n",
+                esp = s.esp,
+                rk = s.hipsec_child_rekey.unwrap_or(s.child_rekey),
+                rand = s.child_rand,
+            )
+        } else {
+            String::new()
+        };
+        let inner =
+            if s.second_child { "\"10.0.1.1/24\", \"10.0.3.1/24\"" } else { "\"10.0.1.1/24\"" };
         let strongswan = format!(
             "charon {{\n  load_modular = no\n  load = random nonce openssl aes sha1 sha2 hmac gcm kdf pem pkcs1 pkcs8 x509 pubkey curve25519 kernel-libipsec kernel-netlink socket-default vici updown\n  install_routes = yes\n  port = 500\n  port_nat_t = 4500\n  retransmit_timeout = 1\n  plugins {{\n    vici {{\n      socket = unix://{vici}\n    }}\n  }}\n  filelog {{\n    log {{\n      path = {log}\n      time_format = %T\n      time_add_ms = yes\n      default = 1\n      ike = 2\n    }}\n  }}\n}}\nswanctl {{\n  socket = unix://{vici}\n}}\n",
             vici = d.join("charon.vici").display(),
@@ -240,7 +256,7 @@ impl Pair {
         // to the rekey time itself, so charon let CHILD SAs expire and deleted IKE SAs (then
         // recreated them) instead of rekeying: one lost ping in the tshark test.
         let swanctl = format!(
-            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    over_time = 1h\n    encap = yes\n    local {{\n      {ss_local}\n      id = node2.example\n    }}\n    remote {{\n      {ss_remote}\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        life_time = 2h\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
+            "connections {{\n  site {{\n    version = 2\n    local_addrs = {theirs}\n    remote_addrs = {ours}\n    proposals = {prop}\n    rekey_time = {ike_rk}\n    over_time = 1h\n    encap = yes\n    local {{\n      {ss_local}\n      id = node2.example\n    }}\n    remote {{\n      {ss_remote}\n      id = node1.example\n    }}\n    children {{\n      net {{\n        mode = tunnel\n        local_ts = 10.0.2.0/24\n        remote_ts = 10.0.1.0/24\n        esp_proposals = {esp}\n        rekey_time = {rk}\n        life_time = 2h\n        rand_time = {rand}\n        start_action = {ss_start}\n      }}\n{ss_second}    }}\n  }}\n}}\nsecrets {{\n  ike-1 {{\n    id-1 = node1.example\n    id-2 = node2.example\n    secret = \"correct horse battery staple\"\n  }}\n}}\n",
             prop = s.proposal,
             esp = s.esp,
             rk = s.child_rekey,
@@ -252,7 +268,7 @@ impl Pair {
         std::fs::write(d.join("swanctl.conf"), swanctl).unwrap();
         let local = if s.v6 { format!("[{ours}]:4500") } else { format!("{ours}:4500") };
         let node = format!(
-            "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.1.1/24\"]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nrekey_time = \"{ike_rk}\"\nencap = true\n{extra}\n[connection.local]\n{hs_local}\nid = \"node1.example\"\n[connection.remote]\n{hs_remote}\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
+            "[interface]\nname = \"hipsec0\"\naddresses = [{inner}]\n[network]\nlocal = \"{local}\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"{theirs}\"\nproposals = [\"{prop}\"]\nrekey_time = \"{ike_rk}\"\nencap = true\n{extra}\n[connection.local]\n{hs_local}\nid = \"node1.example\"\n[connection.remote]\n{hs_remote}\nid = \"node2.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.1.0/24\"]\nremote_ts = [\"10.0.2.0/24\"]\nesp_proposals = [\"{esp}\"]\nrekey_time = \"{rk}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{hs_start}\"\n{hs_second}[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"correct horse battery staple\"\n",
             sock = d.join("a.sock").display(),
             prop = s.proposal,
             esp = s.esp,
@@ -305,10 +321,20 @@ impl Pair {
         let _ = Command::new("ip")
             .args(["-n", &self.a, "route", "replace", "10.0.2.0/24", "dev", "hipsec0"])
             .status();
+        if self.setup.second_child {
+            let _ = Command::new("ip")
+                .args(["-n", &self.a, "route", "replace", "10.0.4.0/24", "dev", "hipsec0"])
+                .status();
+        }
     }
 
     /// `ping -c N` from our inner address to the peer's; returns how many answers came.
     pub fn ping(&self, count: u32, interval: &str) -> u32 {
+        self.ping_between("10.0.1.1", "10.0.2.1", count, interval)
+    }
+
+    /// `ping -c N` from our inner address `from` to the peer's `to`.
+    pub fn ping_between(&self, from: &str, to: &str, count: u32, interval: &str) -> u32 {
         let out = Command::new("ip")
             .args([
                 "netns",
@@ -323,8 +349,8 @@ impl Pair {
                 "-W",
                 "1",
                 "-I",
-                "10.0.1.1",
-                "10.0.2.1",
+                from,
+                to,
             ])
             .output()
             .unwrap();
@@ -396,6 +422,36 @@ impl Pair {
             &self.dir.join("swanctl.conf").display().to_string(),
         ]);
         assert!(o.status.success(), "swanctl --load-all: {}", String::from_utf8_lossy(&o.stdout));
+    }
+
+    fn spawn_hipsec(&mut self, bin: &str) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("hipsec.log"))
+            .unwrap();
+        self.hipsec = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &self.a, bin, "run", "-c"])
+                .arg(self.dir.join("a.toml"))
+                .args(self.setup.export_keys.then_some("--debug-export-ike-keys"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+        self.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+    }
+
+    /// Stops the hipsec node (SIGKILL: no DELETE reaches charon, and nothing of its state
+    /// survives but the fail-closed guard) and starts it again with the same config.
+    pub fn restart_hipsec(&mut self, bin: &str) {
+        if let Some(mut c) = self.hipsec.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(self.dir.join("a.sock"));
+        self.spawn_hipsec(bin);
     }
 
     fn spawn_charon(&mut self) {

@@ -3,6 +3,7 @@
 //! retries, hard lifetimes, DPD) and the make-before-break translation of its events for the
 //! data path (RFC 7296 §1.3, §2.4, §2.8).
 
+use super::endpoint::Stats;
 use super::schedule::Jitter;
 use super::{AssocId, ConnectionConfig, DownReason, Event, Transmit};
 use crate::config::ChildSaKeys;
@@ -14,7 +15,7 @@ use crate::session::{self, Output, Request, Session};
 use crate::sk::Role;
 use crate::time::Time;
 use crypto::Provider;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use wire::ikev2::Id;
 
@@ -23,8 +24,22 @@ pub(crate) struct Sink<'a> {
     pub(crate) transmits: &'a mut VecDeque<Transmit>,
     pub(crate) events: &'a mut VecDeque<Event>,
     pub(crate) rng: &'a mut Jitter,
-    pub(crate) hard_expired: &'a mut u64,
-    pub(crate) rekeys_failed: &'a mut u64,
+    pub(crate) stats: &'a mut Stats,
+    /// Queue [`Event::DecryptionKeys`] for every IKE SA's keys.
+    pub(crate) export_keys: bool,
+}
+
+impl Sink<'_> {
+    pub(crate) fn keys(&mut self, assoc: AssocId, line: Option<String>) {
+        if let (true, Some(line)) = (self.export_keys, line) {
+            self.events.push_back(Event::DecryptionKeys { assoc, line });
+        }
+    }
+}
+
+/// Whether an IKE message is a response (its R flag, RFC 7296 §3.1).
+fn is_response(b: &[u8]) -> bool {
+    wire::ikev2::Packet::new_checked(b).is_ok_and(|p| p.flags().response)
 }
 
 pub(crate) enum State {
@@ -41,19 +56,22 @@ pub(crate) enum State {
 pub(crate) struct Pair {
     pub(crate) spi_in: u32,
     pub(crate) spi_out: u32,
-    rekey_at: Option<Time>,
-    expires: Option<Time>,
-    rekey_failures: u32,
+    pub(crate) rekey_at: Option<Time>,
+    pub(crate) expires: Option<Time>,
+    pub(crate) rekey_failures: u32,
     /// A successor exists (our rekey or the peer's completed).
-    replaced: bool,
+    pub(crate) replaced: bool,
     /// The peer's rekey made this pair: outbound moves here when the old pair goes.
-    awaiting_switch: bool,
+    pub(crate) awaiting_switch: bool,
+    /// Its child (0: the first, IKE_AUTH's; then `more_children` in order).
+    pub(crate) child: usize,
 }
 
 pub(crate) struct Up {
     pub(crate) session: Session,
     pub(crate) pairs: Vec<Pair>,
-    pub(crate) active_out: Option<u32>,
+    /// Per child, the pair its traffic is sent on.
+    pub(crate) active_out: HashMap<usize, u32>,
     rekeying: HashSet<u32>,
     ike_rekey_at: Option<Time>,
     ike_rekey_failures: u32,
@@ -71,6 +89,8 @@ pub(crate) struct Association {
     pub(crate) peer_id: Option<Id>,
     /// We started it (a setup failure counts against the connection's retry chain).
     pub(crate) initiated: bool,
+    /// When it was made.
+    pub(crate) created: Time,
 }
 
 /// What a step of an association tells the endpoint.
@@ -105,15 +125,18 @@ impl Association {
         if let State::Up(up) = &mut self.state {
             // The sending pair goes last: traffic never points at a pair already removed.
             let mut pairs = std::mem::take(&mut up.pairs);
-            pairs.sort_by_key(|p| up.active_out == Some(p.spi_in));
+            pairs.sort_by_key(|p| up.sending(p));
             for p in pairs {
                 sink.events.push_back(Event::RemoveChild {
                     assoc: self.id,
-                    child: cfg.child.name.clone(),
+                    child: cfg.child_name(p.child),
                     spi_in: p.spi_in,
                     spi_out: p.spi_out,
                 });
             }
+        }
+        if matches!(reason, DownReason::SetupFailed(_) | DownReason::HalfOpenExpired) {
+            sink.stats.failed += 1;
         }
         let again = match &reason {
             DownReason::SetupFailed(_) => self.initiated,
@@ -125,10 +148,13 @@ impl Association {
         Step { ended: Some(again), ..Step::default() }
     }
 
-    /// A datagram for this association.
+    /// A datagram for this association, from `from` to our `local` (when the driver knows
+    /// which of its addresses it came to).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle(
         &mut self,
         now: Time,
+        (local, from): (Option<SocketAddr>, SocketAddr),
         bytes: &[u8],
         cfg: &ConnectionConfig,
         provider: &'static dyn Provider,
@@ -143,6 +169,16 @@ impl Association {
                     Ok(Step::default())
                 }
                 Ok(SaInitNext::Auth(st, b)) => {
+                    // §2.23: "If NAT-T is used, the initiator ... MUST switch to port 4500"
+                    // from IKE_AUTH on (quoted from memory); `encap` moves whatever was found.
+                    let n = st.nat();
+                    if let Some(port) = cfg.natt_port {
+                        if cfg.encap || n.local_behind_nat || n.remote_behind_nat {
+                            self.local.set_port(port);
+                            self.peer.set_port(port);
+                        }
+                    }
+                    sink.keys(self.id, st.decryption_line());
                     self.state = State::AuthSent(Box::new(st));
                     self.send(sink, b);
                     Ok(Step::default())
@@ -154,7 +190,10 @@ impl Association {
                 Err(Rejected::Failed(e)) => Ok(self.down(cfg, sink, DownReason::SetupFailed(e))),
             },
             State::AuthSent(st) => match st.handle(bytes) {
-                Ok(est) => Ok(self.establish(now, est, cfg, provider, sink)),
+                Ok(est) => {
+                    self.peer = from;
+                    Ok(self.establish(now, est, cfg, provider, sink))
+                }
                 Err(Rejected::Dropped { state, error }) => {
                     self.state = State::AuthSent(state);
                     Err(error)
@@ -163,6 +202,11 @@ impl Association {
             },
             State::HalfOpen(mut st) => {
                 st.set_initial_contact(initial_contact);
+                // The IKE_AUTH request's source, which moved to port 4500 behind a NAT (§2.23).
+                self.peer = from;
+                if let Some(l) = local {
+                    self.local = l;
+                }
                 match st.handle(bytes) {
                     Ok(AuthOutcome::Established(est, reply)) => {
                         self.send(sink, reply);
@@ -193,6 +237,14 @@ impl Association {
                 // Heard from the peer: the liveness check waits again (§2.4).
                 up.dpd_at = (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay);
                 self.state = State::Up(up);
+                // §2.11: a response goes "to the IP address and port from whence" the request
+                // came (a mobile node asks from its new care-of address); our own requests go
+                // to the peer we know.
+                let mut out = out;
+                for b in std::mem::take(&mut out.send) {
+                    let to = if is_response(&b) { from } else { self.peer };
+                    sink.transmits.push_back(Transmit { from: self.local, to, payload: b });
+                }
                 let mut step = self.apply(now, out, cfg, sink);
                 if step.ended.is_none() && self.session_closed() {
                     let reason = if self.terminating() {
@@ -226,6 +278,7 @@ impl Association {
         sink: &mut Sink<'_>,
     ) -> Step {
         let initial_contact = est.initial_contact;
+        sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
         let (session, first) = Session::new(cfg.ike.clone(), provider, est);
         let ike = session.ike();
@@ -234,7 +287,7 @@ impl Association {
         let mut up = Up {
             session,
             pairs: Vec::new(),
-            active_out: None,
+            active_out: HashMap::new(),
             rekeying: HashSet::new(),
             ike_rekey_at: cfg.ike_lifetimes.rekey_at(now, sink.rng),
             ike_rekey_failures: 0,
@@ -249,8 +302,22 @@ impl Association {
             spi_r,
         });
         up.install(self.id, now, first, None, cfg, sink);
+        // The other children, in the config's order, each by its own CREATE_CHILD_SA (§1.3.1;
+        // the session queues them behind one another, §2.3) — as initiator only: the
+        // initiator of the IKE SA asks for every child, as strongSwan does.
+        let mut more = Output::default();
+        if self.initiated {
+            for i in 1..=cfg.more_children.len() {
+                let o = up.ask(now, Request::NewChild(i), cfg);
+                more.send.extend(o.send);
+                more.events.extend(o.events);
+            }
+        }
         self.state = State::Up(Box::new(up));
-        Step { initial_contact, new_spis: vec![local_spi], ended: None }
+        let mut step = self.apply(now, more, cfg, sink);
+        step.initial_contact = initial_contact;
+        step.new_spis.push(local_spi);
+        step
     }
 
     /// Acts on a session's output.
@@ -275,6 +342,7 @@ impl Association {
                 session::Event::RemoveChild { spi_in, .. } => up.remove(id, spi_in, cfg, sink),
                 session::Event::PeerAlive => {}
                 session::Event::IkeRekeyed { spi_i, spi_r } => {
+                    sink.keys(id, crate::wireshark::ikev2_decryption_line(up.session.ike()));
                     up.ike_rekey_at = cfg.ike_lifetimes.rekey_at(now, sink.rng);
                     up.ike_rekey_failures = 0;
                     let ours = up.session.ike().role == Role::Initiator;
@@ -285,7 +353,7 @@ impl Association {
                     let superseded = matches!(error, Error::Superseded(_));
                     if !superseded && matches!(request, Request::RekeyChild(_) | Request::RekeyIke)
                     {
-                        *sink.rekeys_failed += 1;
+                        sink.stats.rekeys_failed += 1;
                     }
                     up.request_failed(now, request, superseded, cfg);
                 }
@@ -372,16 +440,18 @@ impl Association {
                 if let Some(p) = up.pairs.iter_mut().find(|p| p.spi_in == s) {
                     p.rekey_at = None;
                 }
+                let c = up.pairs.iter().find(|p| p.spi_in == s).map_or(0, |p| p.child);
+                let child = cfg.child_name(c);
+                sink.events.push_back(Event::RekeyStarted { assoc: self.id, child, spi_in: s });
             }
             Request::DeleteIke => {
                 // Traffic stops now, not when the peer answers (or its 63 s of silence end):
                 // the pairs leave the data path, the DELETE exchange follows (§1.4.1).
                 up.terminating = true;
-                let sending_last = up.pairs.iter().position(|p| up.active_out == Some(p.spi_in));
-                if let Some(i) = sending_last {
-                    let p = up.pairs.remove(i);
-                    up.pairs.push(p);
-                }
+                let (mut pairs, sending): (Vec<Pair>, Vec<Pair>) =
+                    std::mem::take(&mut up.pairs).into_iter().partition(|p| !up.sending(p));
+                pairs.extend(sending);
+                up.pairs = pairs;
                 let spis: Vec<u32> = up.pairs.iter().map(|p| p.spi_in).collect();
                 for s in spis {
                     up.remove(self.id, s, cfg, sink);
@@ -403,22 +473,68 @@ impl Association {
         self.down(cfg, sink, why);
     }
 
-    /// The pair an operator's rekey goes to: the newest one without a successor.
-    pub(crate) fn rekey_target(&self) -> Option<u32> {
+    /// The pair of child `child` an operator's rekey goes to: its newest without a successor.
+    pub(crate) fn rekey_target(&self, child: usize) -> Option<u32> {
         let State::Up(up) = &self.state else { return None };
-        up.pairs.iter().rev().find(|p| !p.replaced).map(|p| p.spi_in)
+        up.pairs.iter().rev().find(|p| p.child == child && !p.replaced).map(|p| p.spi_in)
     }
 
-    /// The pairs in the data path, and which one sends.
-    pub(crate) fn pairs(&self) -> (&[Pair], Option<u32>) {
+    /// Whether our rekey of the pair with inbound SPI `spi_in` is under way.
+    pub(crate) fn rekeying(&self, spi_in: u32) -> bool {
+        matches!(&self.state, State::Up(up) if up.rekeying.contains(&spi_in))
+    }
+
+    /// Its state's name, as `swanctl --list-sas` would put it.
+    pub(crate) fn state_name(&self) -> &'static str {
         match &self.state {
-            State::Up(up) => (&up.pairs, up.active_out),
-            _ => (&[], None),
+            State::InitSent(_) => "IKE_SA_INIT sent",
+            State::AuthSent(_) => "IKE_AUTH sent",
+            State::HalfOpen(_) => "half-open",
+            State::Up(up) if up.terminating => "deleting",
+            State::Up(_) => "established",
+            State::Gone => "gone",
+        }
+    }
+
+    /// The established IKE SA.
+    pub(crate) fn ike_sa(&self) -> Option<&crate::sa::IkeSa> {
+        match &self.state {
+            State::Up(up) => Some(up.session.ike()),
+            _ => None,
+        }
+    }
+
+    /// The pairs in the data path, each with whether its child's traffic is sent on it.
+    pub(crate) fn pairs(&self) -> Vec<(&Pair, bool)> {
+        match &self.state {
+            State::Up(up) => up.pairs.iter().map(|p| (p, up.sending(p))).collect(),
+            _ => Vec::new(),
         }
     }
 }
 
 impl Up {
+    /// Whether `p`'s child sends on it.
+    fn sending(&self, p: &Pair) -> bool {
+        self.active_out.get(&p.child) == Some(&p.spi_in)
+    }
+
+    /// The child a new pair belongs to: a rekey's, its predecessor's; else the first whose
+    /// selectors hold the negotiated ones (§2.9; each child has its own).
+    fn child_of(&self, keys: &ChildSaKeys, rekeys: Option<u32>, cfg: &ConnectionConfig) -> usize {
+        if let Some(p) = rekeys.and_then(|o| self.pairs.iter().find(|p| p.spi_in == o)) {
+            return p.child;
+        }
+        let within = crate::auth::ts_within;
+        cfg.ike
+            .child_policies()
+            .iter()
+            .position(|c| {
+                within(&keys.local_ts, &c.local_ts) && within(&keys.remote_ts, &c.remote_ts)
+            })
+            .unwrap_or(0)
+    }
+
     /// Sends `req`, or reports it failed as the session would.
     fn ask(&mut self, now: Time, req: Request, cfg: &ConnectionConfig) -> Output {
         match self.session.request(ms(now), req) {
@@ -472,9 +588,10 @@ impl Up {
         sink: &mut Sink<'_>,
     ) {
         let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
-        let switch = self.pairs.is_empty() || ours;
+        let c = self.child_of(&keys, rekeys, cfg);
+        let switch = !self.pairs.iter().any(|p| p.child == c) || ours;
         let (spi_in, spi_out) = (keys.spi_in, keys.spi_out);
-        let child = cfg.child.name.clone();
+        let child = cfg.child_name(c);
         sink.events.push_back(Event::InstallChild {
             assoc: id,
             child: child.clone(),
@@ -492,7 +609,7 @@ impl Up {
                 spi_in,
             });
         }
-        let l = &cfg.child.lifetimes;
+        let l = cfg.lifetimes(c);
         self.pairs.push(Pair {
             spi_in,
             spi_out,
@@ -501,9 +618,10 @@ impl Up {
             rekey_failures: 0,
             replaced: false,
             awaiting_switch: rekeys.is_some() && !ours,
+            child: c,
         });
         if switch {
-            self.active_out = Some(spi_in);
+            self.active_out.insert(c, spi_in);
             sink.events.push_back(Event::SwitchOutbound { assoc: id, child, spi_in, spi_out });
         }
     }
@@ -514,12 +632,14 @@ impl Up {
         let Some(i) = self.pairs.iter().position(|p| p.spi_in == spi_in) else { return };
         let old = self.pairs.remove(i);
         self.rekeying.remove(&spi_in);
-        let child = cfg.child.name.clone();
-        if self.active_out == Some(spi_in) {
-            self.active_out = None;
-            let next = self.pairs.iter().rev().find(|p| p.awaiting_switch).or(self.pairs.last());
+        let c = old.child;
+        let child = cfg.child_name(c);
+        if self.active_out.get(&c) == Some(&spi_in) {
+            self.active_out.remove(&c);
+            let mine = || self.pairs.iter().rev().filter(|p| p.child == c);
+            let next = mine().find(|p| p.awaiting_switch).or_else(|| mine().next());
             if let Some(n) = next {
-                self.active_out = Some(n.spi_in);
+                self.active_out.insert(c, n.spi_in);
                 sink.events.push_back(Event::SwitchOutbound {
                     assoc: id,
                     child: child.clone(),
@@ -528,7 +648,7 @@ impl Up {
                 });
             }
         }
-        for p in &mut self.pairs {
+        for p in self.pairs.iter_mut().filter(|p| p.child == c) {
             p.awaiting_switch = false;
         }
         sink.events.push_back(Event::RemoveChild {
@@ -563,7 +683,7 @@ impl Up {
         for (spi_in, replaced) in expired {
             // The hard lifetime: the pair goes now, and the peer is told (§1.4.1).
             if !replaced {
-                *sink.hard_expired += 1;
+                sink.stats.hard_expired += 1;
             }
             self.remove(id, spi_in, cfg, sink);
             reqs.push(Request::DeleteChild(spi_in));
@@ -574,6 +694,11 @@ impl Up {
                 // Already under way when an operator asked first.
                 if self.rekeying.insert(p.spi_in) {
                     reqs.push(Request::RekeyChild(p.spi_in));
+                    sink.events.push_back(Event::RekeyStarted {
+                        assoc: id,
+                        child: cfg.child_name(p.child),
+                        spi_in: p.spi_in,
+                    });
                 }
             }
         }

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use wire::ikev2::{ExchangeType, Id, Packet};
 
-/// Half-open responder SAs beyond which IKE_SA_INIT must bring a cookie (§2.6).
+/// Half-open responder SAs beyond which IKE_SA_INIT must bring a cookie (§2.6), unless
+/// [`Endpoint::set_cookie_threshold`] says otherwise.
 const COOKIE_THRESHOLD: usize = 64;
 
 /// A connection and its retry chain.
@@ -42,6 +43,20 @@ pub struct Stats {
     pub setups: u64,
     /// CHILD or IKE rekeys of ours the peer refused or botched (each is retried).
     pub rekeys_failed: u64,
+    /// IKE SAs that came up.
+    pub established: u64,
+    /// Setups that failed (refused, bad answer, no answer, half-open expiry).
+    pub failed: u64,
+    /// IKE_SA_INIT requests answered again from the half-open SA (§2.1).
+    pub resent: u64,
+    /// IKE_SA_INIT requests answered without keeping state: COOKIE (§2.6),
+    /// INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN.
+    pub init_refused: u64,
+    /// Of those, COOKIE requests.
+    pub cookies: u64,
+    /// IKE_SA_INIT requests dropped because their address already had
+    /// [`Endpoint::set_half_open_per_peer`] half-open SAs.
+    pub blocked: u64,
 }
 
 /// A CHILD SA pair as the endpoint holds it.
@@ -51,12 +66,45 @@ pub struct ChildView {
     pub assoc: AssocId,
     /// Its connection.
     pub conn: String,
+    /// Its child's name.
+    pub child: String,
     /// Inbound SPI.
     pub spi_in: u32,
     /// Outbound SPI.
     pub spi_out: u32,
     /// Whether the child's traffic is sent on it.
     pub sending: bool,
+    /// When it is rekeyed next (none: never, or it has a successor).
+    pub rekey_at: Option<Time>,
+    /// Its hard lifetime.
+    pub expires: Option<Time>,
+    /// Our rekeys of it that failed in a row (each is retried with back-off).
+    pub rekey_failures: u32,
+    /// Our rekey of it is under way.
+    pub rekeying: bool,
+    /// The peer rekeyed its predecessor; outbound moves here when the peer deletes that.
+    pub awaiting_switch: bool,
+}
+
+/// An association as the endpoint holds it (never its keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssocView {
+    /// Its handle.
+    pub assoc: AssocId,
+    /// Its connection.
+    pub conn: String,
+    /// Our address.
+    pub local: SocketAddr,
+    /// The peer's address.
+    pub peer: SocketAddr,
+    /// Its state's name.
+    pub state: &'static str,
+    /// We initiated it.
+    pub initiated: bool,
+    /// When it was made.
+    pub created: Time,
+    /// Once established: initiator and responder SPI, and the negotiated suite.
+    pub ike: Option<(u64, u64, crate::suite::IkeSuite)>,
 }
 
 /// Every connection and association of one IKE daemon.
@@ -71,6 +119,9 @@ pub struct Endpoint {
     events: VecDeque<Event>,
     rng: Jitter,
     stats: Stats,
+    export_keys: bool,
+    cookie_threshold: usize,
+    half_open_per_peer: usize,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -102,6 +153,9 @@ impl Endpoint {
             events: VecDeque::new(),
             rng: Jitter::new(seed),
             stats: Stats::default(),
+            export_keys: false,
+            cookie_threshold: COOKIE_THRESHOLD,
+            half_open_per_peer: 0,
         };
         for cfg in conns {
             let responder = Responder::new(cfg.ike.clone(), provider, cookie.clone())?;
@@ -122,6 +176,33 @@ impl Endpoint {
         for c in &mut self.conns {
             c.responder.rotate_cookie(next.clone());
         }
+    }
+
+    /// Queue [`Event::DecryptionKeys`] for every IKE SA from now on (a debugging switch: the
+    /// lines hold keys).
+    pub fn export_keys(&mut self, on: bool) {
+        self.export_keys = on;
+    }
+
+    /// Half-open responder SAs beyond which IKE_SA_INIT must bring a cookie (§2.6).
+    pub fn set_cookie_threshold(&mut self, n: usize) {
+        self.cookie_threshold = n;
+    }
+
+    /// Half-open responder SAs one address may hold (strongSwan's `block_threshold`); further
+    /// IKE_SA_INITs from it are dropped before any work is done. Zero: no limit.
+    pub fn set_half_open_per_peer(&mut self, n: usize) {
+        self.half_open_per_peer = n;
+    }
+
+    /// The two limits: (cookie threshold, half-open per peer).
+    pub fn limits(&self) -> (usize, usize) {
+        (self.cookie_threshold, self.half_open_per_peer)
+    }
+
+    /// Half-open responder SAs now.
+    pub fn half_open(&self) -> usize {
+        self.assocs.values().filter(|a| matches!(a.state, State::HalfOpen(_))).count()
     }
 
     /// The next datagram to send.
@@ -150,18 +231,41 @@ impl Endpoint {
     pub fn children(&self) -> Vec<ChildView> {
         let mut v = Vec::new();
         for a in self.assocs.values() {
-            let (pairs, active) = a.pairs();
-            for p in pairs {
+            for (p, sending) in a.pairs() {
+                let cfg = &self.conns[a.conn].cfg;
                 v.push(ChildView {
                     assoc: a.id,
-                    conn: self.conns[a.conn].cfg.name.clone(),
+                    conn: cfg.name.clone(),
+                    child: cfg.child_name(p.child),
                     spi_in: p.spi_in,
                     spi_out: p.spi_out,
-                    sending: active == Some(p.spi_in),
+                    sending,
+                    rekey_at: p.rekey_at,
+                    expires: p.expires,
+                    rekey_failures: p.rekey_failures,
+                    rekeying: a.rekeying(p.spi_in),
+                    awaiting_switch: p.awaiting_switch,
                 });
             }
         }
         v
+    }
+
+    /// Every association, oldest first.
+    pub fn views(&self) -> Vec<AssocView> {
+        self.assocs
+            .values()
+            .map(|a| AssocView {
+                assoc: a.id,
+                conn: self.conns[a.conn].cfg.name.clone(),
+                local: a.local,
+                peer: a.peer,
+                state: a.state_name(),
+                initiated: a.initiated,
+                created: a.created,
+                ike: a.ike_sa().map(|s| (s.spi_i, s.spi_r, s.suite)),
+            })
+            .collect()
     }
 
     /// Associations of any state (half-open and setting up included).
@@ -191,8 +295,8 @@ impl Endpoint {
                 transmits: &mut self.transmits,
                 events: &mut self.events,
                 rng: &mut self.rng,
-                hard_expired: &mut self.stats.hard_expired,
-                rekeys_failed: &mut self.stats.rekeys_failed,
+                stats: &mut self.stats,
+                export_keys: self.export_keys,
             },
             &mut self.assocs,
             &self.conns,
@@ -202,11 +306,17 @@ impl Endpoint {
     fn start_setup(&mut self, now: Time, conn: usize) {
         let c = &mut self.conns[conn];
         c.retry_at = None;
+        if c.cfg.any_peer {
+            // Nobody to initiate to.
+            return;
+        }
         let cfg = c.cfg.clone();
         let ep = Endpoints { local: cfg.local, remote: cfg.remote };
         // §2.4: INITIAL_CONTACT when we hold no IKE SA with this peer.
         let holds = self.holds_sa_with(cfg.ike.remote_id.as_ref(), cfg.remote, None);
         self.stats.setups += 1;
+        let failures = self.conns[conn].failures;
+        self.events.push_back(Event::Initiating { conn: cfg.name.clone(), failures });
         match initiator::start(cfg.ike.clone(), self.provider, ep, now.as_millis()) {
             Ok((mut st, first)) => {
                 st.set_initial_contact(!holds);
@@ -226,6 +336,7 @@ impl Endpoint {
                     state: State::InitSent(Box::new(st)),
                     peer_id: None,
                     initiated: true,
+                    created: now,
                 };
                 self.assocs.insert(id, a);
             }
@@ -241,7 +352,7 @@ impl Endpoint {
                 && a.is_up()
                 && match id {
                     Some(id) => a.peer_id.as_ref() == Some(id),
-                    None => a.peer == addr,
+                    None => a.peer.ip() == addr.ip(),
                 }
         })
     }
@@ -301,18 +412,36 @@ impl Endpoint {
     /// A datagram from `from`. Anything not for us, malformed or failing to verify is dropped
     /// and counted; the `Err` says why.
     pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
-        let r = self.route(now, from, datagram);
+        self.handle_at(now, None, from, datagram)
+    }
+
+    /// [`Endpoint::handle`] for a datagram that came to our address `local` (its port says
+    /// whether the peer moved to the NAT-T port, RFC 7296 §2.23).
+    pub fn handle_at(
+        &mut self,
+        now: Time,
+        local: Option<SocketAddr>,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Error> {
+        let r = self.route(now, local, from, datagram);
         if r.is_err() {
             self.stats.dropped += 1;
         }
         r
     }
 
-    fn route(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
+    fn route(
+        &mut self,
+        now: Time,
+        local: Option<SocketAddr>,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Error> {
         let p = Packet::new_checked(datagram).map_err(Error::InvalidMessage)?;
         let not_ours = || crate::error::PeerMisbehaved::UnexpectedMessage("no IKE SA for this SPI");
         if p.exchange_type() == ExchangeType::IKE_SA_INIT && !p.flags().response && p.spi_r() == 0 {
-            return self.init_request(now, from, datagram);
+            return self.init_request(now, local, from, datagram);
         }
         // The sender's initiator flag says whose SPI is ours (§3.1).
         let ours = if p.flags().initiator { p.spi_r() } else { p.spi_i() };
@@ -327,14 +456,58 @@ impl Endpoint {
             },
             _ => false,
         };
+        self.pick_by_identity(id, from, datagram);
         let (mut sink, assocs, conns) = self.sink();
         let a = assocs.get_mut(&id).ok_or_else(not_ours)?;
-        let step = a.handle(now, datagram, &conns[a.conn].cfg, provider, contact, &mut sink)?;
+        let at = (local, from);
+        let step = a.handle(now, at, datagram, &conns[a.conn].cfg, provider, contact, &mut sink)?;
         self.after(now, id, step);
         Ok(())
     }
 
-    fn init_request(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) -> Result<(), Error> {
+    /// IKE_SA_INIT carries no identity, so it was answered with the first connection open to
+    /// this peer. When several are (a home agent's `%any` connection per mobile node), the
+    /// IKE_AUTH request's IDi picks the one whose `remote_id` it is, as strongSwan picks its
+    /// config; the exchange goes on under that connection's credentials and CHILD SA policy.
+    fn pick_by_identity(&mut self, id: AssocId, from: SocketAddr, datagram: &[u8]) {
+        let open_to = |c: &Conn| c.cfg.any_peer || c.cfg.remote.ip() == from.ip();
+        if self.conns.iter().filter(|c| open_to(c)).count() < 2 {
+            return;
+        }
+        let Some(a) = self.assocs.get_mut(&id) else { return };
+        let State::HalfOpen(h) = &mut a.state else { return };
+        let Some(claimed) = h.peer_id(datagram) else { return };
+        let by_id = |c: &Conn| open_to(c) && c.cfg.ike.remote_id.as_ref() == Some(&claimed);
+        // A connection for this very address first, then one open to any peer.
+        let found = self
+            .conns
+            .iter()
+            .position(|c| by_id(c) && !c.cfg.any_peer)
+            .or_else(|| self.conns.iter().position(by_id));
+        let Some(ci) = found.filter(|&ci| ci != a.conn) else { return };
+        if h.reconfigure(self.conns[ci].cfg.ike.clone()).is_ok() {
+            a.conn = ci;
+        }
+    }
+
+    /// The connection that answers IKE_SA_INIT from `from`: the one for its address, else one
+    /// open to any peer, else the only one (a peer behind a NAT, or one that moved, is
+    /// still answered; IKE_AUTH then proves who it is, and `remote_id` decides).
+    fn conn_for(&self, from: SocketAddr) -> Option<usize> {
+        let c = &self.conns;
+        c.iter()
+            .position(|c| !c.cfg.any_peer && c.cfg.remote.ip() == from.ip())
+            .or_else(|| c.iter().position(|c| c.cfg.any_peer))
+            .or((c.len() == 1).then_some(0))
+    }
+
+    fn init_request(
+        &mut self,
+        now: Time,
+        at: Option<SocketAddr>,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Error> {
         // A retransmitted request gets the same answer (§2.1).
         for a in self.assocs.values() {
             if let State::HalfOpen(h) = &a.state {
@@ -342,26 +515,45 @@ impl Endpoint {
                     if let Some(reply) = h.retransmitted_init(datagram) {
                         let t = Transmit { from: a.local, to: from, payload: reply.to_vec() };
                         self.transmits.push_back(t);
+                        self.stats.resent += 1;
                         return Ok(());
                     }
                 }
             }
         }
-        let conn = self.conns.iter().position(|c| c.cfg.remote.ip() == from.ip()).ok_or(
-            crate::error::PeerMisbehaved::UnexpectedMessage("no connection for this peer"),
-        )?;
-        let half_open =
-            self.assocs.values().filter(|a| matches!(a.state, State::HalfOpen(_))).count();
-        let local = self.conns[conn].cfg.local;
+        let conn = self.conn_for(from).ok_or(crate::error::PeerMisbehaved::UnexpectedMessage(
+            "no connection for this peer",
+        ))?;
+        let half_open = self.half_open();
+        if self.half_open_per_peer > 0 {
+            let mine = self
+                .assocs
+                .values()
+                .filter(|a| matches!(a.state, State::HalfOpen(_)) && a.peer.ip() == from.ip())
+                .count();
+            if mine >= self.half_open_per_peer {
+                self.stats.blocked += 1;
+                return Err(crate::error::PeerMisbehaved::UnexpectedMessage(
+                    "too many half-open IKE SAs from this address",
+                )
+                .into());
+            }
+        }
+        let local = at.unwrap_or(self.conns[conn].cfg.local);
         let ep = Endpoints { local, remote: from };
         let outcome = self.conns[conn].responder.handle_init(
             now.as_millis(),
             ep,
             datagram,
-            half_open >= COOKIE_THRESHOLD,
+            half_open >= self.cookie_threshold,
         );
         match outcome {
-            InitOutcome::Reply(bytes, _) => {
+            InitOutcome::Reply(bytes, why) => {
+                self.stats.init_refused += 1;
+                let cookie = crate::error::PeerMisbehaved::UnexpectedMessage("cookie required");
+                if matches!(why, Error::PeerMisbehaved(ref m) if *m == cookie) {
+                    self.stats.cookies += 1;
+                }
                 self.transmits.push_back(Transmit { from: local, to: from, payload: bytes });
                 Ok(())
             }
@@ -379,7 +571,12 @@ impl Endpoint {
                     state: State::HalfOpen(st),
                     peer_id: None,
                     initiated: false,
+                    created: now,
                 };
+                let (mut sink, _, _) = self.sink();
+                if let State::HalfOpen(h) = &a.state {
+                    sink.keys(id, h.decryption_line());
+                }
                 self.assocs.insert(id, a);
                 Ok(())
             }
@@ -453,10 +650,11 @@ impl Endpoint {
     /// Rekeys the child's newest pair now (§1.3.3; one the peer has just rekeyed is left alone).
     pub fn rekey_child(&mut self, now: Time, conn: &str, child: &str) -> Result<(), CommandError> {
         let i = self.conn_index(conn)?;
-        if self.conns[i].cfg.child.name != child {
-            return Err(CommandError::NoChild(child.to_owned()));
-        }
-        self.ask(now, conn, |a| a.rekey_target().map(Request::RekeyChild))
+        let c = self.conns[i]
+            .cfg
+            .child_index(child)
+            .ok_or_else(|| CommandError::NoChild(child.to_owned()))?;
+        self.ask(now, conn, |a| a.rekey_target(c).map(Request::RekeyChild))
     }
 
     /// Rekeys the IKE SA now (§1.3.2).
@@ -499,9 +697,10 @@ impl Endpoint {
                 Ok(())
             }
             Target::Child(name) => {
-                if self.conns[i].cfg.child.name != *name {
-                    return Err(CommandError::NoChild(name.clone()));
-                }
+                let c = self.conns[i]
+                    .cfg
+                    .child_index(name)
+                    .ok_or_else(|| CommandError::NoChild(name.clone()))?;
                 let i_up = self.up_assoc(i);
                 let Some(id) = i_up else {
                     return Err(CommandError::NotEstablished(conn.to_owned()));
@@ -509,7 +708,13 @@ impl Endpoint {
                 let spis: Vec<u32> = self
                     .assocs
                     .get(&id)
-                    .map(|a| a.pairs().0.iter().map(|p| p.spi_in).collect())
+                    .map(|a| {
+                        a.pairs()
+                            .iter()
+                            .filter(|(p, _)| p.child == c)
+                            .map(|(p, _)| p.spi_in)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 for s in spis {
                     self.ask(now, conn, |_| Some(Request::DeleteChild(s)))?;

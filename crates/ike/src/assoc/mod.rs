@@ -25,7 +25,7 @@ mod association;
 mod endpoint;
 mod schedule;
 
-pub use endpoint::{ChildView, Endpoint, Stats};
+pub use endpoint::{AssocView, ChildView, Endpoint, Stats};
 pub use schedule::{Backoff, Lifetimes};
 
 use crate::config::{ChildSaKeys, Config};
@@ -52,12 +52,25 @@ pub struct ConnectionConfig {
     pub name: String,
     /// Identities, credentials, proposals and the child's selectors.
     pub ike: Config,
-    /// The child.
+    /// The first child (made in IKE_AUTH; its selectors and proposals are `ike`'s).
     pub child: ChildConfig,
+    /// Further children, index-aligned with `ike.more_children`: each made by CREATE_CHILD_SA
+    /// once the IKE SA is up (§1.3.1), in this order, and rekeyed on its own timers.
+    pub more_children: Vec<ChildConfig>,
     /// Our address for this connection.
     pub local: SocketAddr,
     /// The peer's address (IKE_SA_INIT from this IP is answered with this connection).
     pub remote: SocketAddr,
+    /// Answer IKE_SA_INIT from any address (swanctl's `remote_addrs = %any`); such a
+    /// connection never initiates. Among several open to one peer, the IKE_AUTH request's
+    /// IDi picks the one whose `remote_id` it is.
+    pub any_peer: bool,
+    /// NAT traversal (RFC 7296 §2.23): the port IKE moves to from IKE_AUTH on when a NAT is
+    /// detected or `encap` is set; `None` never moves.
+    pub natt_port: Option<u16>,
+    /// Act as if behind a NAT (swanctl's `encap`): move to `natt_port` whatever NAT detection
+    /// found, so ESP goes in UDP.
+    pub encap: bool,
     /// Initiate when the endpoint is made, and again whenever the IKE SA is lost (not when
     /// deleted by the peer or replaced after INITIAL_CONTACT).
     pub start: bool,
@@ -69,6 +82,28 @@ pub struct ConnectionConfig {
     pub setup_retry: Backoff,
     /// Waits between failed rekeys of a CHILD SA or the IKE SA.
     pub rekey_retry: Backoff,
+}
+
+impl ConnectionConfig {
+    /// Child `i`'s name (0: the first).
+    pub fn child_name(&self, i: usize) -> String {
+        self.child_config(i).name.clone()
+    }
+
+    /// Child `i`'s lifetimes.
+    pub fn lifetimes(&self, i: usize) -> &Lifetimes {
+        &self.child_config(i).lifetimes
+    }
+
+    /// Child `i` (the first for an index out of range).
+    pub fn child_config(&self, i: usize) -> &ChildConfig {
+        i.checked_sub(1).and_then(|k| self.more_children.get(k)).unwrap_or(&self.child)
+    }
+
+    /// The index of the child named `name`.
+    pub fn child_index(&self, name: &str) -> Option<usize> {
+        std::iter::once(&self.child).chain(&self.more_children).position(|c| c.name == name)
+    }
 }
 
 /// A datagram to send.
@@ -102,6 +137,32 @@ pub enum DownReason {
 /// What the driver acts on besides sending datagrams.
 #[derive(Debug)]
 pub enum Event {
+    /// Keys of an IKE SA just derived (setup, or a rekey), as tshark's
+    /// `ikev2_decryption_table` line; only when [`Endpoint::export_keys`] was asked for, so
+    /// a setup that fails later can be decrypted too.
+    DecryptionKeys {
+        /// The association.
+        assoc: AssocId,
+        /// `SPIi,SPIr,SK_ei,SK_er,"encryption",SK_ai,SK_ar,"integrity"`.
+        line: String,
+    },
+    /// A setup of this connection starts (its IKE_SA_INIT is queued).
+    Initiating {
+        /// The connection.
+        conn: String,
+        /// Setups of it that failed in a row before this one (0: a first try).
+        failures: u32,
+    },
+    /// We asked for a rekey of this pair (our CREATE_CHILD_SA goes out now or after the
+    /// outstanding exchange, §2.3).
+    RekeyStarted {
+        /// The association.
+        assoc: AssocId,
+        /// The child's name.
+        child: String,
+        /// The pair's inbound SPI.
+        spi_in: u32,
+    },
     /// An IKE SA and its first CHILD SA are up.
     Established {
         /// The association.

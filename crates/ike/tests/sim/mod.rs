@@ -43,6 +43,7 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None)
                 .expect("AES-GCM is an ESP suite"),
@@ -57,8 +58,12 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
         name: CONN.into(),
         ike,
         child: ChildConfig { name: CHILD.into(), lifetimes: timers.child },
+        more_children: Vec::new(),
         local: addr(i),
         remote: addr(1 - i),
+        any_peer: false,
+        natt_port: None,
+        encap: false,
         start,
         ike_lifetimes: timers.ike,
         dpd_delay: timers.dpd,
@@ -147,6 +152,11 @@ thread_local! {
 
 /// Side `i`'s endpoint; `seed` drives its timer jitter and its SPIs and nonces.
 pub fn endpoint(now: Time, i: usize, start: bool, timers: &Timers, seed: u64) -> Endpoint {
+    endpoint_with(now, i, connection(i, start, timers), seed)
+}
+
+/// Side `i`'s endpoint with connection `conn`.
+pub fn endpoint_with(now: Time, i: usize, conn: ConnectionConfig, seed: u64) -> Endpoint {
     let cookie = CookieSecret { version: 1, key: Zeroizing::new([i as u8; 32]) };
     // The endpoint wants a provider for the program's life: one per side and thread, made once
     // and reseeded here (a new one per run would leak a little each run, which the fuzzer's
@@ -155,8 +165,7 @@ pub fn endpoint(now: Time, i: usize, start: bool, timers: &Timers, seed: u64) ->
     if let Ok(mut rng) = provider.rng.lock() {
         rng.seed(seed ^ 0x9e37_79b9);
     }
-    Endpoint::new(now, vec![connection(i, start, timers)], provider, cookie, seed)
-        .expect("a valid configuration")
+    Endpoint::new(now, vec![conn], provider, cookie, seed).expect("a valid configuration")
 }
 
 /// The link's behaviour.
@@ -231,6 +240,9 @@ impl DataPath {
             Event::ChildRekeyed { .. } => self.child_rekeys += 1,
             Event::IkeRekeyed { .. } => self.ike_rekeys += 1,
             Event::Established { .. } => self.established += 1,
+            Event::RekeyStarted { .. }
+            | Event::DecryptionKeys { .. }
+            | Event::Initiating { .. } => {}
         }
         Ok(())
     }

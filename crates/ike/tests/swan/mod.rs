@@ -220,6 +220,7 @@ pub fn config() -> Config {
             prf: PrfAlg::HmacSha256,
             dh: DhGroup::Curve25519,
         }],
+        more_children: Vec::new(),
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).unwrap(),
             esn: false,

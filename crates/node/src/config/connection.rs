@@ -374,8 +374,12 @@ fn connection(
         }
         AuthConf::Psk(_) => None,
     };
+    // In the order written (the first is made in IKE_AUTH, the others after it, in turn),
+    // not the table's alphabetical one.
+    let mut written: Vec<(&String, &Spanned<RawChild>)> = r.children.iter().collect();
+    written.sort_by_key(|(_, c)| c.span().start);
     let mut children = Vec::new();
-    for (cname, c) in &r.children {
+    for (cname, c) in written {
         children.push(child(ctx, cname, c)?);
     }
     if children.is_empty() {

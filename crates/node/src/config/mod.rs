@@ -11,6 +11,7 @@ pub mod guard;
 pub mod hip;
 pub mod home_agent;
 pub mod host_identity;
+pub mod ike_limits;
 pub mod keys;
 pub mod mip6_sa;
 pub mod mobile_node;
@@ -61,6 +62,8 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// The IKE responder's flood limits (`[ike]`).
+    pub ike: ike_limits::IkeLimits,
     /// The file has `[secrets.*]` (PSKs), used or not: it must be private.
     pub has_secrets: bool,
     /// HIP (`[hip]`): our identity file and the peers we know.
@@ -190,6 +193,7 @@ struct RawFile {
     #[serde(rename = "mobile-node")]
     mobile_node: Option<Spanned<mobile_node::RawMobileNode>>,
     guard: Option<guard::RawGuard>,
+    ike: Option<ike_limits::RawIke>,
     state: Option<guard::RawState>,
 }
 
@@ -438,6 +442,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         scheduling,
         connections,
         guard: guard::parse(raw.guard.as_ref()),
+        ike: ike_limits::parse(&ctx, raw.ike.as_ref())?,
         sequence_state: guard::state_file(&ctx, raw.state.as_ref())?,
         reset_sequence: false,
         has_secrets: !raw.secrets.is_empty(),

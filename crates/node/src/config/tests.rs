@@ -401,3 +401,16 @@ fn data_path_scheduling() {
     let t = edited("scheduling = \"fifo\"", "priority = 5");
     assert!(err_of(&t).to_string().contains("priority"));
 }
+
+#[test]
+fn ike_limits_default_and_bad_values_are_named() {
+    let c = parse("example.toml", EXAMPLE).unwrap();
+    assert_eq!(c.ike, ike_limits::IkeLimits { cookie_threshold: 64, half_open_per_peer: 0 });
+    let text = format!("{EXAMPLE}\n[ike]\ncookie_threshold = 8\nhalf_open_per_peer = 5\n");
+    let c = parse("t.toml", &text).unwrap();
+    assert_eq!(c.ike, ike_limits::IkeLimits { cookie_threshold: 8, half_open_per_peer: 5 });
+    let text = format!("{EXAMPLE}\n[ike]\nhalf_open_per_peer = -1\n");
+    let e = err_of(&text).to_string();
+    assert!(e.contains("half_open_per_peer") && e.contains("want a count"), "{e}");
+    assert!(e.contains(&format!(":{}", line_of(&text, "half_open_per_peer = -1"))), "{e}");
+}

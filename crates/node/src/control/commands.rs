@@ -110,11 +110,15 @@ pub enum Request {
     Terminate {
         /// Its name.
         connection: String,
+        /// Only this CHILD SA (the IKE SA stays).
+        child: Option<String>,
     },
     /// Rekey an IKE connection's CHILD SA (or IKE SA) now.
     Rekey {
         /// Its name.
         connection: String,
+        /// This CHILD SA (default: the connection's first).
+        child: Option<String>,
         /// The IKE SA rather than the CHILD SA.
         ike: bool,
     },
@@ -165,9 +169,10 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
     let allowed: &[&str] = match op {
         "status" | "reload-filter" | "monitor" | "sa-list" | "policy-list" | "ike-keys"
         | "hip-keys" => &[],
-        "initiate" | "terminate" => &["connection"],
+        "initiate" => &["connection"],
+        "terminate" => &["connection", "child"],
         "hip-close" | "hip-rekey" => &["hit"],
-        "rekey" => &["connection", "ike"],
+        "rekey" => &["connection", "child", "ike"],
         "sa-add" => &["sas", "succeeds"],
         "sa-update" | "sa-del" => &["sas"],
         "sa-switch" => &["old", "sa"],
@@ -204,15 +209,30 @@ pub fn parse(line: &[u8]) -> Result<Request, CommandError> {
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| err("connection", "want a connection name"))?
                 .to_string();
+            let child = match o.get("child") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_str()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| err("child", "want a CHILD SA name"))?
+                        .to_string(),
+                ),
+            };
             match op {
                 "initiate" => Request::Initiate { connection },
-                "terminate" => Request::Terminate { connection },
+                "terminate" => Request::Terminate { connection, child },
                 _ => {
                     let ike = match o.get("ike") {
                         None => false,
                         Some(v) => v.as_bool().ok_or_else(|| err("ike", "want true or false"))?,
                     };
-                    Request::Rekey { connection, ike }
+                    if ike && child.is_some() {
+                        return Err(err(
+                            "child",
+                            "not with \"ike\": true (the IKE SA has no child name)",
+                        ));
+                    }
+                    Request::Rekey { connection, child, ike }
                 }
             }
         }

@@ -230,12 +230,31 @@ impl<'a> ControlThread<'a> {
         Time(self.start.elapsed().as_micros() as u64)
     }
 
+    /// The engine runs a BEET SA (HIP's, RFC 7402) as transport mode and the workers know
+    /// only the config's BEET SAs; the control plane's records know every one, those a HIP
+    /// association installs at run time too, so `status` names their mode from the records.
+    fn name_beet_sas(&self, v: &mut Value) {
+        let inbound = self.plane.inbound().values().map(|r| ("in", r));
+        let outbound = self.plane.outbound().values().map(|r| ("out", r));
+        let beet: Vec<(&str, String)> = inbound
+            .chain(outbound)
+            .filter(|(_, r)| r.mode == "beet")
+            .map(|(dir, r)| (dir, r.spi.to_string()))
+            .collect();
+        for sa in v["sas"].as_array_mut().into_iter().flatten() {
+            if beet.iter().any(|(dir, spi)| sa["direction"] == *dir && sa["spi"] == *spi) {
+                sa["mode"] = json!("beet");
+            }
+        }
+    }
+
     fn status_value(&self) -> Value {
         // Idle workers look at the board between polls (100 ms): wake them, so a status (or a
         // metrics scrape) holds this thread — which also reads IKE — for well under a
         // millisecond, not up to 100 ms (an IKE_SA_INIT flood test showed the stall).
         let snaps = self.board.collect_waking(|| self.plane.wake_workers());
         let mut v = status::status_value(&snaps, self.now());
+        self.name_beet_sas(&mut v);
         let s = self.plane.stats;
         v["control"] = json!({
             "installed": s.installed, "removed": s.removed, "rekeys": s.rekeys,
@@ -269,7 +288,7 @@ impl<'a> ControlThread<'a> {
                 continue;
             }
             if let (Event::Acquire { policy, .. }, Some(ike)) = (&e, &mut self.ike) {
-                ike.acquire(*policy);
+                ike.acquire(&mut self.plane, *policy);
             }
             if let (Event::Acquire { policy, .. }, Some(hip)) = (&e, &mut self.hip) {
                 hip.acquire(*policy);
@@ -341,21 +360,23 @@ impl<'a> ControlThread<'a> {
                 },
                 None => json!({ "error": "this node has no [filter]" }),
             },
-            Request::Initiate { connection } => self.ike_op(|ike, _| {
-                ike.initiate(&connection).map(|()| json!({ "ok": true, "initiated": connection }))
+            Request::Initiate { connection } => self.ike_op(|ike, plane| {
+                ike.initiate(plane, &connection)
+                    .map(|()| json!({ "ok": true, "initiated": connection }))
             }),
-            Request::Terminate { connection } => self.ike_op(|ike, plane| {
-                ike.terminate(plane, &connection)
-                    .map(|n| json!({ "ok": true, "terminated": connection, "ike_sas": n }))
+            Request::Terminate { connection, child } => self.ike_op(|ike, plane| {
+                ike.terminate(plane, &connection, child.as_deref()).map(|n| {
+                    json!({ "ok": true, "terminated": connection, "child": child, "ike_sas": n })
+                })
             }),
-            Request::Rekey { connection, ike: whole } => self.ike_op(|ike, plane| {
-                ike.rekey(plane, &connection, whole).map(
-                    |n| json!({ "ok": true, "rekeying": connection, "ike": whole, "ike_sas": n }),
-                )
+            Request::Rekey { connection, child, ike: whole } => self.ike_op(|ike, plane| {
+                ike.rekey(plane, &connection, child.as_deref(), whole).map(|n| {
+                    json!({ "ok": true, "rekeying": connection, "child": child, "ike": whole, "ike_sas": n })
+                })
             }),
             Request::IkeKeys => self.ike_op(|ike, _| {
                 ike.wireshark_keys()
-                    .map(|lines| json!({ "ok": true, "ikev2_decryption_table": lines }))
+                    .map(|k| json!({ "ok": true, "ikev2_decryption_table": k.ike, "esp_sa": k.esp }))
                     .ok_or_else(|| {
                         "this node was not started with --debug-export-ike-keys".to_string()
                     })
