@@ -172,6 +172,7 @@ fn config(local: &str, remote: Option<&str>, auth: AuthConfig) -> Config {
         local_ts: vec![TrafficSelector::any(false)],
         remote_ts: vec![TrafficSelector::any(false)],
         mode: Mode::Tunnel,
+        more_children: Vec::new(),
     }
 }
 
