@@ -26,6 +26,8 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 [ -x /usr/lib/ipsec/charon ] && command -v swanctl >/dev/null 2>&1 || need_apt+=(strongswan-charon
   strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   libstrongswan-extra-plugins)
+# Its `pki` CA tool makes the certificates of the certificate interop tests.
+command -v pki >/dev/null 2>&1 || need_apt+=(strongswan-pki)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

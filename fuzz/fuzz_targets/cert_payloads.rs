@@ -2,7 +2,8 @@
 //! encoding: nothing may panic; a CERTREQ that yields hashes re-emits to the same body; an
 //! X.509 CERT's DER view is the whole body. The same bytes as a peer's certificate, a trust
 //! anchor and a CRL for `ike::cert::TrustStore` (webpki's X.509 and CRL parsers): refused
-//! without a panic, and never accepted against an empty trust store.
+//! without a panic, and never accepted against an empty trust store; and as an end entity,
+//! AUTH AlgorithmIdentifier and signature for the certificate AUTH check.
 #![no_main]
 
 use ike::cert::TrustStore;
@@ -14,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(empty) = TrustStore::new(&[], &[]) {
         assert!(empty.verify(&[data], 1_700_000_000, &id).is_err());
     }
+    let _ = ike::cert::verify_signature(data, data, b"signed octets", data);
     if let Ok(store) = TrustStore::new(&[data.to_vec()], &[data.to_vec()]) {
         let _ = store.verify(&[data, data], 1_700_000_000, &id);
     }

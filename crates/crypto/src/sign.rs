@@ -1,6 +1,7 @@
 //! Signatures for IKEv2 public-key authentication (RFC 7427 "Digital Signature" auth method):
-//! Ed25519 (RFC 8032, RFC 8420 for its use in IKEv2) and ECDSA P-256 with SHA-256 (DER
-//! `ECDSA-Sig-Value`, as RFC 7427 §3 carries it), from aws-lc-rs. The RFC 7427
+//! Ed25519 (RFC 8032, RFC 8420 for its use in IKEv2), ECDSA P-256 with SHA-256 and P-384 with
+//! SHA-384 (DER `ECDSA-Sig-Value`, as RFC 7427 §3 carries it), and RSA with SHA-256 as
+//! PKCS#1 v1.5 or PSS (RFC 7427 Appendix A.2, RFC 4055), from aws-lc-rs. The RFC 7427
 //! AlgorithmIdentifier byte strings live in the `ike` crate beside the AUTH computation.
 
 use crate::provider::CryptoError;
@@ -14,6 +15,14 @@ pub enum SignatureAlg {
     Ed25519,
     /// ECDSA on P-256 with SHA-256; DER signature. Public key: 65-byte uncompressed point.
     EcdsaP256Sha256,
+    /// ECDSA on P-384 with SHA-384; DER signature. Public key: 97-byte uncompressed point.
+    EcdsaP384Sha384,
+    /// RSA PKCS#1 v1.5 with SHA-256 (`sha256WithRSAEncryption`). Public key: PKCS#1
+    /// `RSAPublicKey` DER.
+    RsaPkcs1Sha256,
+    /// RSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt (RFC 4055 §3.1). Public key as
+    /// for PKCS#1 v1.5.
+    RsaPssSha256,
 }
 
 impl SignatureAlg {
@@ -21,6 +30,17 @@ impl SignatureAlg {
         match self {
             SignatureAlg::Ed25519 => &signature::ED25519,
             SignatureAlg::EcdsaP256Sha256 => &signature::ECDSA_P256_SHA256_ASN1,
+            SignatureAlg::EcdsaP384Sha384 => &signature::ECDSA_P384_SHA384_ASN1,
+            SignatureAlg::RsaPkcs1Sha256 => &signature::RSA_PKCS1_2048_8192_SHA256,
+            SignatureAlg::RsaPssSha256 => &signature::RSA_PSS_2048_8192_SHA256,
+        }
+    }
+
+    fn ecdsa_signing(self) -> Option<&'static signature::EcdsaSigningAlgorithm> {
+        match self {
+            SignatureAlg::EcdsaP256Sha256 => Some(&signature::ECDSA_P256_SHA256_ASN1_SIGNING),
+            SignatureAlg::EcdsaP384Sha384 => Some(&signature::ECDSA_P384_SHA384_ASN1_SIGNING),
+            _ => None,
         }
     }
 }
@@ -28,6 +48,7 @@ impl SignatureAlg {
 enum Inner {
     Ed25519(signature::Ed25519KeyPair),
     Ecdsa(signature::EcdsaKeyPair),
+    Rsa(signature::RsaKeyPair),
 }
 
 /// A private signing key (held inside AWS-LC, which clears it when freed).
@@ -49,27 +70,37 @@ impl SigningKey {
             SignatureAlg::Ed25519 => Inner::Ed25519(
                 signature::Ed25519KeyPair::generate().map_err(|_| CryptoError::Library)?,
             ),
-            SignatureAlg::EcdsaP256Sha256 => Inner::Ecdsa(
-                signature::EcdsaKeyPair::generate(&signature::ECDSA_P256_SHA256_ASN1_SIGNING)
+            SignatureAlg::EcdsaP256Sha256 | SignatureAlg::EcdsaP384Sha384 => {
+                let a = alg.ecdsa_signing().ok_or(CryptoError::Library)?;
+                Inner::Ecdsa(
+                    signature::EcdsaKeyPair::generate(a).map_err(|_| CryptoError::Library)?,
+                )
+            }
+            SignatureAlg::RsaPkcs1Sha256 | SignatureAlg::RsaPssSha256 => Inner::Rsa(
+                signature::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048)
                     .map_err(|_| CryptoError::Library)?,
             ),
         };
         Ok(SigningKey { alg, inner })
     }
 
-    /// A key from a PKCS#8 document (what `openssl genpkey` writes, DER).
+    /// A key from a PKCS#8 document (what `openssl genpkey` writes, DER), or for ECDSA and
+    /// RSA from the key type's own DER (RFC 5915 `ECPrivateKey`, PKCS#1 `RSAPrivateKey`: what
+    /// strongSwan's `pki --gen` writes).
     pub fn from_pkcs8(alg: SignatureAlg, der: &[u8]) -> Result<SigningKey, CryptoError> {
         let bad = |_| CryptoError::KeyLength { got: der.len(), want: 0 };
         let inner = match alg {
             SignatureAlg::Ed25519 => Inner::Ed25519(
                 signature::Ed25519KeyPair::from_pkcs8_maybe_unchecked(der).map_err(bad)?,
             ),
-            SignatureAlg::EcdsaP256Sha256 => Inner::Ecdsa(
-                signature::EcdsaKeyPair::from_pkcs8(
-                    &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
-                    der,
-                )
-                .map_err(bad)?,
+            SignatureAlg::EcdsaP256Sha256 | SignatureAlg::EcdsaP384Sha384 => {
+                let a = alg.ecdsa_signing().ok_or(CryptoError::Library)?;
+                Inner::Ecdsa(signature::EcdsaKeyPair::from_private_key_der(a, der).map_err(bad)?)
+            }
+            SignatureAlg::RsaPkcs1Sha256 | SignatureAlg::RsaPssSha256 => Inner::Rsa(
+                signature::RsaKeyPair::from_pkcs8(der)
+                    .or_else(|_| signature::RsaKeyPair::from_der(der))
+                    .map_err(bad)?,
             ),
         };
         Ok(SigningKey { alg, inner })
@@ -93,12 +124,23 @@ impl SigningKey {
         match &self.inner {
             Inner::Ed25519(k) => k.public_key().as_ref().to_vec(),
             Inner::Ecdsa(k) => k.public_key().as_ref().to_vec(),
+            Inner::Rsa(k) => k.public_key().as_ref().to_vec(),
         }
     }
 
-    /// Signs `message` (Ed25519 signs it whole; ECDSA hashes it with SHA-256).
+    /// Signs `message` (Ed25519 signs it whole; ECDSA and RSA hash it with their SHA-2).
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, CryptoError> {
         match &self.inner {
+            Inner::Rsa(k) => {
+                let pad: &'static dyn signature::RsaEncoding = match self.alg {
+                    SignatureAlg::RsaPssSha256 => &signature::RSA_PSS_SHA256,
+                    _ => &signature::RSA_PKCS1_SHA256,
+                };
+                let mut sig = vec![0u8; k.public_modulus_len()];
+                k.sign(pad, &SystemRandom::new(), message, &mut sig)
+                    .map_err(|_| CryptoError::Library)?;
+                Ok(sig)
+            }
             Inner::Ed25519(k) => Ok(k.sign(message).as_ref().to_vec()),
             Inner::Ecdsa(k) => k
                 .sign(&SystemRandom::new(), message)
@@ -117,6 +159,41 @@ pub fn verify(
     sig: &[u8],
 ) -> Result<(), CryptoError> {
     signature::UnparsedPublicKey::new(alg.verification(), public_key)
+        .verify(message, sig)
+        .map_err(|_| CryptoError::Integrity)
+}
+
+/// The signatures of IKEv2's original AUTH methods (RFC 7296 §3.8, RFC 4754 §7), which a peer
+/// uses when it does not speak RFC 7427: method 1 (RSA PKCS#1 v1.5 with SHA-1) and methods 9,
+/// 10, 11 (ECDSA with SHA-256 on P-256, SHA-384 on P-384, SHA-512 on P-521, signature `r | s`
+/// of fixed length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassicAuth {
+    /// AUTH method 1. Public key: PKCS#1 `RSAPublicKey` DER.
+    RsaSha1,
+    /// AUTH method 9. Public key: the uncompressed point.
+    EcdsaP256Sha256,
+    /// AUTH method 10.
+    EcdsaP384Sha384,
+    /// AUTH method 11.
+    EcdsaP521Sha512,
+}
+
+/// Verifies a classic AUTH method's `sig` over `message` with `public_key` (the key inside a
+/// certificate's SubjectPublicKeyInfo BIT STRING). Any failure is `Integrity`.
+pub fn verify_classic(
+    alg: ClassicAuth,
+    public_key: &[u8],
+    message: &[u8],
+    sig: &[u8],
+) -> Result<(), CryptoError> {
+    let v: &'static dyn signature::VerificationAlgorithm = match alg {
+        ClassicAuth::RsaSha1 => &signature::RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY,
+        ClassicAuth::EcdsaP256Sha256 => &signature::ECDSA_P256_SHA256_FIXED,
+        ClassicAuth::EcdsaP384Sha384 => &signature::ECDSA_P384_SHA384_FIXED,
+        ClassicAuth::EcdsaP521Sha512 => &signature::ECDSA_P521_SHA512_FIXED,
+    };
+    signature::UnparsedPublicKey::new(v, public_key)
         .verify(message, sig)
         .map_err(|_| CryptoError::Integrity)
 }
@@ -154,7 +231,13 @@ mod tests {
 
     #[test]
     fn sign_verify_and_tamper() {
-        for alg in [SignatureAlg::Ed25519, SignatureAlg::EcdsaP256Sha256] {
+        for alg in [
+            SignatureAlg::Ed25519,
+            SignatureAlg::EcdsaP256Sha256,
+            SignatureAlg::EcdsaP384Sha384,
+            SignatureAlg::RsaPkcs1Sha256,
+            SignatureAlg::RsaPssSha256,
+        ] {
             let k = SigningKey::generate(alg).unwrap();
             let pk = k.public_key();
             let sig = k.sign(b"IKE_SA_INIT bytes | Nr | prf(SK_pi, IDi')").unwrap();

@@ -1,13 +1,15 @@
 //! Authentication and anti-DoS values of the initial exchanges: the AUTH payload with a PSK
-//! (RFC 7296 §2.15) or a digital signature (RFC 7427 §3, RFC 8420 for Ed25519), NAT detection
+//! (RFC 7296 §2.15) or a digital signature (RFC 7427 §3, RFC 8420 for Ed25519) by a raw key or
+//! an X.509 certificate's key (§3.6–3.8, [`crate::cert`]), NAT detection
 //! hashes (§2.23), stateless cookies (§2.6), and traffic-selector narrowing (§2.9).
 
 use crate::config::AuthConfig;
 use crate::error::{Error, PeerMisbehaved};
 use crate::keys::Secret;
 use crypto::{Prf, PrfAlg, SignatureAlg, digest::sha1};
+use rustls_pki_types::alg_id;
 use std::net::{IpAddr, SocketAddr};
-use wire::ikev2::{Auth, AuthMethod, Id, TrafficSelector};
+use wire::ikev2::{Auth, AuthMethod, Cert, Id, TrafficSelector};
 use zeroize::Zeroizing;
 
 /// AlgorithmIdentifier of Ed25519 (RFC 8420 §3, OID 1.3.101.112 without parameters).
@@ -15,14 +17,44 @@ pub const ALG_ID_ED25519: &[u8] = &[0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70];
 /// AlgorithmIdentifier of ecdsa-with-SHA256 (RFC 7427 Appendix A.3.1, OID 1.2.840.10045.4.3.2).
 pub const ALG_ID_ECDSA_SHA256: &[u8] =
     &[0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
-/// SIGNATURE_HASH_ALGORITHMS data we send (RFC 7427 §4): SHA2-256 (2) and Identity (5, RFC 8420).
-pub const SIGNATURE_HASH_ALGORITHMS: &[u8] = &[0, 2, 0, 5];
+/// SIGNATURE_HASH_ALGORITHMS data we send (RFC 7427 §4): SHA2-256 (2), SHA2-384 (3),
+/// SHA2-512 (4) and Identity (5, RFC 8420).
+pub const SIGNATURE_HASH_ALGORITHMS: &[u8] = &[0, 2, 0, 3, 0, 4, 0, 5];
 
-fn alg_id(alg: SignatureAlg) -> &'static [u8] {
-    match alg {
-        SignatureAlg::Ed25519 => ALG_ID_ED25519,
-        SignatureAlg::EcdsaP256Sha256 => ALG_ID_ECDSA_SHA256,
-    }
+/// The AlgorithmIdentifier SEQUENCE (RFC 7427 §3, Appendix A) naming `alg`.
+fn alg_id(alg: SignatureAlg) -> Vec<u8> {
+    let contents = match alg {
+        SignatureAlg::Ed25519 => return ALG_ID_ED25519.to_vec(),
+        SignatureAlg::EcdsaP256Sha256 => return ALG_ID_ECDSA_SHA256.to_vec(),
+        SignatureAlg::EcdsaP384Sha384 => alg_id::ECDSA_SHA384,
+        SignatureAlg::RsaPkcs1Sha256 => alg_id::RSA_PKCS1_SHA256,
+        SignatureAlg::RsaPssSha256 => alg_id::RSA_PSS_SHA256,
+    };
+    let c = contents.as_ref();
+    // Every AlgorithmIdentifier above is shorter than 128 octets: one length octet.
+    let mut v = Vec::with_capacity(2 + c.len());
+    v.push(0x30);
+    v.push(c.len() as u8);
+    v.extend_from_slice(c);
+    v
+}
+
+/// Splits RFC 7427 §3's AUTH data, `ASN.1 Length (1 octet) | AlgorithmIdentifier | Signature
+/// Value`, into the AlgorithmIdentifier and the signature.
+fn split_signature(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&len, rest) = data.split_first()?;
+    rest.split_at_checked(usize::from(len))
+}
+
+/// Whom the peer's AUTH must come from, when it is more than the configuration: the CERT
+/// payloads it sent and the time to validate them at.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerCredentials<'a> {
+    /// The peer's CERT payloads, in the order sent (end entity first, §3.6).
+    pub certs: &'a [&'a Cert],
+    /// When the exchange ran, in the driver's milliseconds (its epoch is
+    /// `AuthConfig::Certificate::epoch_unix_s` in Unix seconds).
+    pub now_ms: u64,
 }
 
 /// `SignedOctets = RealMessage | Nonce of the peer | prf(SK_p, RestOfIDPayload)` (§2.15).
@@ -56,20 +88,22 @@ pub fn make_auth(
             method: AuthMethod::SHARED_KEY_MIC,
             data: psk_auth(prf, psk, real_message, peer_nonce, sk_p, id).to_vec(),
         },
-        AuthConfig::Signature { key, .. } => {
+        AuthConfig::Signature { key, .. } | AuthConfig::Certificate { key, .. } => {
             let sig = key.sign(&signed_octets(prf, real_message, peer_nonce, sk_p, id))?;
             // RFC 7427 §3: ASN.1 Length (1 octet) | AlgorithmIdentifier | Signature Value.
             let a = alg_id(key.alg());
             let mut data = Vec::with_capacity(1 + a.len() + sig.len());
             data.push(a.len() as u8);
-            data.extend_from_slice(a);
+            data.extend_from_slice(&a);
             data.extend_from_slice(&sig);
             Auth { method: AuthMethod::DIGITAL_SIGNATURE, data }
         }
     })
 }
 
-/// Checks the peer's AUTH payload (arguments as for [`make_auth`], from the peer's side).
+/// Checks the peer's AUTH payload (arguments as for [`make_auth`], from the peer's side; with
+/// certificates, `peer` holds the peer's CERT payloads, validated before the signature).
+#[allow(clippy::too_many_arguments)]
 pub fn verify_auth(
     auth: &AuthConfig,
     prf: PrfAlg,
@@ -78,6 +112,7 @@ pub fn verify_auth(
     sk_p: &[u8],
     id: &Id,
     got: &Auth,
+    peer: PeerCredentials<'_>,
 ) -> Result<(), Error> {
     let fail = || Error::from(PeerMisbehaved::AuthenticationFailed(got.method.0));
     match auth {
@@ -91,15 +126,68 @@ pub fn verify_auth(
             if got.method != AuthMethod::DIGITAL_SIGNATURE {
                 return Err(fail());
             }
-            let (&len, rest) = got.data.split_first().ok_or_else(fail)?;
-            let (a, sig) = rest.split_at_checked(usize::from(len)).ok_or_else(fail)?;
+            let (a, sig) = split_signature(&got.data).ok_or_else(fail)?;
             if a != alg_id(*peer_alg) {
                 return Err(fail());
             }
             let octets = signed_octets(prf, real_message, peer_nonce, sk_p, id);
             crypto::sign::verify(*peer_alg, peer_public_key, &octets, sig).map_err(|_| fail())
         }
+        AuthConfig::Certificate { trust, epoch_unix_s, .. } => {
+            // RFC 7296 §3.8: the AUTH is checked with "the public key associated with the
+            // certificate" — so the chain first, then the signature with its end entity's key.
+            let mut chain = Vec::with_capacity(peer.certs.len());
+            for c in peer.certs {
+                if let Ok(Some(der)) = c.x509_der() {
+                    chain.push(der);
+                }
+            }
+            let now_unix = epoch_unix_s.saturating_add(peer.now_ms / 1000);
+            trust.verify(&chain, now_unix, id).map_err(PeerMisbehaved::Certificate)?;
+            let octets = signed_octets(prf, real_message, peer_nonce, sk_p, id);
+            let ee = chain.first().ok_or_else(fail)?;
+            if got.method != AuthMethod::DIGITAL_SIGNATURE {
+                // A peer that did not see our SIGNATURE_HASH_ALGORITHMS signs as §3.8 did
+                // before RFC 7427; the certificate's key type must fit the method.
+                return match crate::cert::verify_classic_signature(
+                    ee,
+                    got.method.0,
+                    &octets,
+                    &got.data,
+                ) {
+                    Some(Ok(())) => Ok(()),
+                    _ => Err(fail()),
+                };
+            }
+            let (a, sig) = split_signature(&got.data).ok_or_else(fail)?;
+            crate::cert::verify_signature(ee, a, &octets, sig).map_err(|_| fail())
+        }
     }
+}
+
+/// Our CERT payloads (§3.6: one per certificate of our chain, end entity first) and, if we
+/// validate certificates, the CERTREQ naming our trust anchors (§3.7), for IKE_AUTH.
+pub fn cert_payloads(auth: &AuthConfig) -> Vec<wire::ikev2::Payload> {
+    let AuthConfig::Certificate { chain, trust, .. } = auth else { return Vec::new() };
+    let mut v: Vec<_> = chain.iter().map(|c| wire::ikev2::Payload::Cert(Cert::x509(c))).collect();
+    v.push(certreq(trust));
+    v
+}
+
+/// A CERTREQ for X.509 certificates naming `trust`'s anchors (§3.7).
+pub fn certreq(trust: &crate::cert::TrustStore) -> wire::ikev2::Payload {
+    wire::ikev2::Payload::CertReq(Cert::x509_request(trust.certreq_hashes()))
+}
+
+/// The peer's CERT payloads in `payloads`, in order.
+pub fn peer_certs(payloads: &[wire::ikev2::Payload]) -> Vec<&Cert> {
+    payloads
+        .iter()
+        .filter_map(|p| match p {
+            wire::ikev2::Payload::Cert(c) => Some(c),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The constant §2.15 mixes into the pre-shared key.

@@ -2,6 +2,7 @@
 //! addresses) and what it gets back when an IKE SA with its first CHILD SA is up: the install
 //! request for the data path. Modelled on swanctl.conf's connection/children sections.
 
+use crate::cert::TrustStore;
 use crate::error::ConfigError;
 use crate::keys::Secret;
 use crate::suite::{ChildSuite, IkeSuite};
@@ -25,6 +26,20 @@ pub enum AuthConfig {
         /// The algorithm the peer signs with.
         peer_alg: SignatureAlg,
     },
+    /// X.509 certificates (RFC 7296 §3.6–3.8): our key signs AUTH (method 14, RFC 7427) and
+    /// our chain goes in CERT payloads; the peer's chain must validate to one of `trust`'s
+    /// anchors, name the peer's identity, and its end entity's key must verify the peer's AUTH.
+    Certificate {
+        /// Our signing key (the one our end-entity certificate certifies).
+        key: Arc<SigningKey>,
+        /// Our chain, DER, end entity first, then intermediates (not the root).
+        chain: Vec<Vec<u8>>,
+        /// Trust anchors and CRLs for the peer's chain.
+        trust: Arc<TrustStore>,
+        /// The Unix time, in seconds, of the driver's time zero: certificate validity is
+        /// checked at this plus the exchange's time.
+        epoch_unix_s: u64,
+    },
 }
 
 impl std::fmt::Debug for AuthConfig {
@@ -35,6 +50,11 @@ impl std::fmt::Debug for AuthConfig {
                 .debug_struct("Signature")
                 .field("alg", &key.alg())
                 .field("peer_alg", peer_alg)
+                .finish_non_exhaustive(),
+            AuthConfig::Certificate { key, chain, .. } => f
+                .debug_struct("Certificate")
+                .field("alg", &key.alg())
+                .field("chain_len", &chain.len())
                 .finish_non_exhaustive(),
         }
     }

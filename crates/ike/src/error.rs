@@ -46,6 +46,10 @@ pub enum PeerMisbehaved {
     /// The AUTH payload did not verify (§2.15).
     #[error("auth: the peer's AUTH payload does not verify (method {0})")]
     AuthenticationFailed(u8),
+    /// The peer's certificate chain was refused (expired, unknown issuer, revoked serial,
+    /// identity not in the certificate, ...).
+    #[error("certificate: {0}")]
+    Certificate(crate::cert::CertError),
     /// The peer's identity is not the one configured.
     #[error("id: peer identity does not match the configured remote id")]
     UnexpectedIdentity,

@@ -4,7 +4,10 @@
 //! Each state is a type; `handle` consumes it and one message and returns the next state, or
 //! gives it back untouched with the reason the message was dropped.
 
-use crate::auth::{SIGNATURE_HASH_ALGORITHMS, make_auth, nat_hash, ts_within, verify_auth};
+use crate::auth::{
+    PeerCredentials, SIGNATURE_HASH_ALGORITHMS, cert_payloads, make_auth, nat_hash, peer_certs,
+    ts_within, verify_auth,
+};
 use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
@@ -60,6 +63,8 @@ pub struct InitiatorAuth {
     msg2: Vec<u8>,
     spi_in: u32,
     retransmit: Retransmit,
+    /// When the IKE_SA_INIT response came: the time the peer's certificates are checked at.
+    init_ms: u64,
 }
 
 impl std::fmt::Debug for InitiatorAuth {
@@ -281,6 +286,7 @@ impl InitiatorSaInit {
             msg2: msg2.to_vec(),
             spi_in,
             retransmit: Retransmit::new(Vec::new(), now_ms),
+            init_ms: now_ms,
         };
         let req = st.request(provider, &msg1, initial_contact)?;
         st.retransmit = Retransmit::new(req.clone(), now_ms);
@@ -289,8 +295,8 @@ impl InitiatorSaInit {
 }
 
 impl InitiatorAuth {
-    /// The IKE_AUTH request (§1.2): SK {IDi, [N(INITIAL_CONTACT),] [IDr,] AUTH,
-    /// [N(USE_TRANSPORT_MODE),] SA, TSi, TSr}.
+    /// The IKE_AUTH request (§1.2): SK {IDi, [CERT,] [CERTREQ,] [N(INITIAL_CONTACT),] [IDr,]
+    /// AUTH, [N(USE_TRANSPORT_MODE),] SA, TSi, TSr}.
     fn request(
         &mut self,
         provider: &dyn Provider,
@@ -301,6 +307,10 @@ impl InitiatorAuth {
         let prf = self.ike.suite.prf;
         let auth = make_auth(&c.auth, prf, msg1, &self.nr, &self.ike.keys.sk_pi, &c.local_id)?;
         let mut inner = vec![Payload::IdI(c.local_id.clone())];
+        // §1.2: "The initiator ... MAY send its certificate(s) in CERT payload(s) and a list
+        // of its trust anchors in CERTREQ payload(s)." We always send the chain (swanctl's
+        // send_cert = always), so a peer without our certificate configured can check it.
+        inner.extend(cert_payloads(&c.auth));
         if initial_contact {
             inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
         }
@@ -388,7 +398,9 @@ impl InitiatorAuth {
             return Err(PeerMisbehaved::UnexpectedIdentity.into());
         }
         let prf = self.ike.suite.prf;
-        verify_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, idr, auth)?;
+        let certs = peer_certs(payloads);
+        let peer = PeerCredentials { certs: &certs, now_ms: self.init_ms };
+        verify_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, idr, auth, peer)?;
         let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
         // §2.21.3: the responder authenticated but refused the CHILD SA (IDr, AUTH and an error
         // notify, no SA): the IKE SA stands without it.

@@ -12,8 +12,9 @@
 //! IKE_AUTH. Both ends finish with an [`Established`]: the IKE SA and a [`ChildSaKeys`] install
 //! request. Times are milliseconds the driver passes in ([`Retransmit`] for §2.1 back-off).
 //!
-//! Authentication: PSK (§2.15) or RFC 7427 signatures (Ed25519, ECDSA P-256) with configured raw
-//! public keys. Once up, [`Session::new`] takes the IKE SA: the driver passes it datagrams
+//! Authentication: PSK (§2.15), or RFC 7427 signatures with configured raw public keys
+//! (Ed25519, ECDSA P-256) or with X.509 certificates (§3.6–3.8: CERT and CERTREQ payloads, the
+//! peer's chain validated by [`cert::TrustStore`] and its identity matched to the certificate). Once up, [`Session::new`] takes the IKE SA: the driver passes it datagrams
 //! ([`Session::handle`]), deadlines ([`Session::on_timeout`]) and [`Request`]s (liveness,
 //! DELETE, a new CHILD SA, CHILD SA rekey with optional PFS, IKE SA rekey) and acts on its
 //! [`Event`]s (install/remove CHILD SA pairs make-before-break, new IKE SPIs after a rekey).
@@ -25,7 +26,7 @@
 //! clock is [`Time`], microseconds since an epoch the caller owns. `tests/sim/` is the simulated
 //! network that tests it over thousands of seeds.
 //!
-//! Not here yet: certificates, simultaneous IKE SA rekeys (§2.8.2), message-ID windows above
+//! Not here yet: simultaneous IKE SA rekeys (§2.8.2), message-ID windows above
 //! one, and keeping the IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole
 //! exchange fails).
 #![forbid(unsafe_code)]

@@ -4,8 +4,10 @@
 //! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered.
 
 use crate::auth::{
-    CookieSecret, SIGNATURE_HASH_ALGORITHMS, make_auth, nat_hash, ts_narrow, verify_auth,
+    CookieSecret, PeerCredentials, SIGNATURE_HASH_ALGORITHMS, cert_payloads, certreq, make_auth,
+    nat_hash, peer_certs, ts_narrow, verify_auth,
 };
+use crate::config::AuthConfig;
 use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 use crate::error::{ConfigError, Error, PeerMisbehaved};
 use crate::keys::{ChildKeyMat, IkeSaKeys, skeyseed};
@@ -53,6 +55,8 @@ pub struct ResponderAuth {
     msg1: Vec<u8>,
     msg2: Vec<u8>,
     expires_ms: u64,
+    /// When IKE_SA_INIT came: the time the peer's certificates are checked at.
+    init_ms: u64,
     provider: &'static dyn Provider,
     initial_contact: bool,
 }
@@ -228,6 +232,11 @@ impl Responder {
             let hashes = SIGNATURE_HASH_ALGORITHMS.to_vec();
             payloads.push(notify(NotifyType::SIGNATURE_HASH_ALGORITHMS, hashes));
         }
+        // §1.2: HDR, SAr1, KEr, Nr, [CERTREQ]: the anchors we will validate the initiator's
+        // certificate against (§3.7).
+        if let AuthConfig::Certificate { trust, .. } = &self.config.auth {
+            payloads.push(certreq(trust));
+        }
         let h = header(spi_i, spi_r, ExchangeType::IKE_SA_INIT, Role::Responder, true, 0);
         let msg2 = emit(&Message { header: h, payloads })?;
         let ike = IkeSa {
@@ -250,6 +259,7 @@ impl Responder {
             msg1: msg1.to_vec(),
             msg2: msg2.clone(),
             expires_ms: now_ms.saturating_add(HALF_OPEN_TIMEOUT_MS),
+            init_ms: now_ms,
             provider: p,
             initial_contact: false,
         };
@@ -367,17 +377,18 @@ impl ResponderAuth {
         let c = &self.config;
         let prf = self.ike.suite.prf;
         let id_ok = c.remote_id.as_ref().is_none_or(|r| r == idi);
-        let auth_ok =
-            verify_auth(&c.auth, prf, &self.msg1, &self.nr, &self.ike.keys.sk_pi, idi, auth)
-                .is_ok();
-        if !id_ok || !auth_ok {
+        let certs = peer_certs(&payloads);
+        let peer = PeerCredentials { certs: &certs, now_ms: self.init_ms };
+        let auth_res =
+            verify_auth(&c.auth, prf, &self.msg1, &self.nr, &self.ike.keys.sk_pi, idi, auth, peer);
+        if !id_ok || auth_res.is_err() {
             // §2.21.2: the answer is AUTHENTICATION_FAILED, whichever of the two failed.
-            let why = if id_ok {
-                PeerMisbehaved::AuthenticationFailed(auth.method.0)
-            } else {
-                PeerMisbehaved::UnexpectedIdentity
+            let why = match auth_res {
+                _ if !id_ok => PeerMisbehaved::UnexpectedIdentity.into(),
+                Err(e @ Error::PeerMisbehaved(_)) => e,
+                _ => PeerMisbehaved::AuthenticationFailed(auth.method.0).into(),
             };
-            return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why.into());
+            return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why);
         }
         // §2.21.3: a CHILD SA refused in IKE_AUTH (NO_PROPOSAL_CHOSEN, TS_UNACCEPTABLE) leaves
         // the IKE SA up: the response carries IDr and AUTH and the notify instead of SA, TSi
@@ -394,6 +405,11 @@ impl ResponderAuth {
             let my_auth =
                 make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
             let mut inner = vec![Payload::IdR(c.local_id.clone())];
+            // §1.2: the responder "MAY send its certificate(s) in CERT payload(s)"; the
+            // CERTREQ was in IKE_SA_INIT, so only the chain goes here.
+            inner.extend(
+                cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))),
+            );
             if self.initial_contact {
                 inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
             }

@@ -192,7 +192,7 @@ fn chains_of_every_key_type_validate_and_name_the_identity() {
 }
 
 /// A certificate that does not name the identity is refused: another FQDN, another address,
-/// and an RFC 822 identity (which this validator cannot match).
+/// another RFC 822 address; one that does is taken.
 #[test]
 fn a_wrong_identity_is_refused() {
     let Some(d) = dir("ident") else { return };
@@ -205,8 +205,18 @@ fn a_wrong_identity_is_refused() {
     assert_eq!(r, Err(CertError::IdentityMismatch { id: "other.example".into() }));
     let r = store.verify(&[&chain], now(), &Id::ip("192.0.2.9".parse().unwrap()));
     assert_eq!(r, Err(CertError::IdentityMismatch { id: "192.0.2.9".into() }));
-    let r = store.verify(&[&chain], now(), &Id::rfc822("gw@example.com"));
-    assert_eq!(r, Err(CertError::IdentityType { id_type: 3 }));
+    // RFC 822 identities against the rfc822Name (email:gw@example.com): the domain in any
+    // case, the local part exactly.
+    assert!(store.verify(&[&chain], now(), &Id::rfc822("gw@example.com")).is_ok());
+    assert!(store.verify(&[&chain], now(), &Id::rfc822("gw@EXAMPLE.com")).is_ok());
+    for other in ["GW@example.com", "ops@example.com", "gw@example.org", "gw.example"] {
+        let r = store.verify(&[&chain], now(), &Id::rfc822(other));
+        assert_eq!(r, Err(CertError::IdentityMismatch { id: other.into() }), "{other}");
+    }
+    // A key ID cannot be matched against a certificate.
+    let key_id = Id { id_type: IdType::ID_KEY_ID, data: b"k".to_vec() };
+    let r = store.verify(&[&chain], now(), &key_id);
+    assert_eq!(r, Err(CertError::IdentityType { id_type: 11 }));
 }
 
 /// A CRL from the CA that lists the certificate: refused, naming its serial.

@@ -64,7 +64,9 @@ fn run(a: AuthConfig, b: AuthConfig) -> (Outcome, Vec<u8>) {
     .unwrap();
     let InitOutcome::HalfOpen(half, msg2) = r.handle_init(0, eb, &msg1, false) else { panic!() };
     let m2 = wire::ikev2::Message::parse(&msg2).unwrap();
-    assert_eq!(m2.notify(NotifyType::SIGNATURE_HASH_ALGORITHMS).unwrap().data, vec![0, 2, 0, 5]);
+    // RFC 7427 §4: SHA2-256, SHA2-384, SHA2-512 and Identity (RFC 8420).
+    let hashes = m2.notify(NotifyType::SIGNATURE_HASH_ALGORITHMS).unwrap().data.clone();
+    assert_eq!(hashes, vec![0, 2, 0, 3, 0, 4, 0, 5]);
     let SaInitNext::Auth(auth, msg3) = st.handle(0, &msg2).unwrap() else { panic!() };
     let outcome = half.handle(&msg3).unwrap();
     let reply = match &outcome {

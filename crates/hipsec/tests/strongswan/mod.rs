@@ -506,3 +506,56 @@ impl Drop for Pair {
         }
     }
 }
+
+impl Pair {
+    /// As [`Pair::start`], with `edit` run on the written configs (and the directory, to add
+    /// credential files) before hipsec and charon start: for authentication other than the
+    /// PSK and raw keys `Setup` knows, such as certificates.
+    pub fn start_edited(bin: &str, setup: Setup, edit: impl FnOnce(&Path)) -> Pair {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let base = format!("hss-{}-{n}", std::process::id());
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&base);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("run")).unwrap();
+        let mut p = Pair {
+            a: format!("{base}-a"),
+            b: format!("{base}-b"),
+            dir,
+            setup,
+            hipsec: None,
+            charon: None,
+        };
+        p.topology();
+        p.write_configs();
+        edit(&p.dir);
+        let log = std::fs::File::create(p.dir.join("hipsec.log")).unwrap();
+        p.hipsec = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &p.a, bin, "run", "-c"])
+                .arg(p.dir.join("a.toml"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+        p.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+        p.spawn_charon();
+        p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
+        let o =
+            p.swanctl(&["--load-all", "--file", &p.dir.join("swanctl.conf").display().to_string()]);
+        assert!(o.status.success(), "swanctl --load-all: {}", String::from_utf8_lossy(&o.stdout));
+        p
+    }
+
+    /// Waits up to `secs` for `ok`; false if it never held.
+    pub fn wait_until(&self, secs: u64, ok: impl Fn(&Pair) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !ok(self) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        true
+    }
+}

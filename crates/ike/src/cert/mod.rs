@@ -7,6 +7,8 @@
 //! algorithms come from [`crypto::x509_algs`]. Sans-IO: certificates and CRLs arrive as DER
 //! bytes, the time as an argument.
 
+mod san;
+
 use rustls_pki_types::{CertificateDer, ServerName, TrustAnchor, UnixTime};
 use webpki::{
     CertRevocationList, EndEntityCert, KeyUsage, OwnedCertRevocationList, RevocationCheckDepth,
@@ -122,7 +124,7 @@ impl TrustStore {
 
     /// Validates `chain` (the peer's CERT payloads in order: end entity first, then
     /// intermediates, RFC 7296 §3.6) at `now_unix` seconds, checks it against the CRLs and
-    /// matches `id` against the end entity: FQDN and IP identities against its
+    /// matches `id` against the end entity: FQDN, RFC 822 and IP identities against its
     /// subjectAltName (RFC 4945 §3.1), a DER_ASN1_DN identity against its subject.
     pub fn verify(&self, chain: &[&[u8]], now_unix: u64, id: &Id) -> Result<Verified, CertError> {
         let (ee_der, rest) = chain.split_first().ok_or(CertError::NoCertificate)?;
@@ -166,7 +168,7 @@ impl TrustStore {
         if let Some(e) = last {
             return Err(invalid(e));
         }
-        match_identity(&ee, id)?;
+        match_identity(&ee, ee_der.as_ref(), id)?;
         Ok(Verified {
             spki: ee.subject_public_key_info().as_ref().to_vec(),
             serial: ee.serial().to_vec(),
@@ -174,9 +176,74 @@ impl TrustStore {
     }
 }
 
-fn match_identity(ee: &EndEntityCert<'_>, id: &Id) -> Result<(), CertError> {
+/// Checks an AUTH signature (RFC 7427 §3) made by the key of the certificate `ee_der`:
+/// `alg_id` is the AlgorithmIdentifier SEQUENCE from the AUTH payload, whose contents must
+/// name one of [`crypto::x509_algs::ALL`] for the certificate's key type.
+pub fn verify_signature(
+    ee_der: &[u8],
+    alg_id: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), CertError> {
+    let invalid = |e: webpki::Error| CertError::Invalid { reason: e.to_string() };
+    let der = CertificateDer::from(ee_der);
+    let ee = EndEntityCert::try_from(&der).map_err(invalid)?;
+    let contents = der_contents(alg_id).ok_or(CertError::Invalid {
+        reason: "AUTH AlgorithmIdentifier is not one DER SEQUENCE".into(),
+    })?;
+    let mut last = None;
+    for alg in crypto::x509_algs::ALL {
+        if alg.signature_alg_id().as_ref() != contents {
+            continue;
+        }
+        match ee.verify_signature(*alg, message, signature) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.map_or_else(
+        || CertError::Invalid { reason: "AUTH signature algorithm not supported".into() },
+        invalid,
+    ))
+}
+
+/// Checks an AUTH payload of a classic method (RFC 7296 §3.8: 1, RSA PKCS#1 v1.5 with SHA-1;
+/// RFC 4754: 9, 10, 11, ECDSA on P-256/P-384/P-521) with the key of the certificate `ee_der`.
+/// `None` for another method.
+pub fn verify_classic_signature(
+    ee_der: &[u8],
+    method: u8,
+    message: &[u8],
+    signature: &[u8],
+) -> Option<Result<(), CertError>> {
+    use crypto::sign::ClassicAuth;
+    let alg = match method {
+        1 => ClassicAuth::RsaSha1,
+        9 => ClassicAuth::EcdsaP256Sha256,
+        10 => ClassicAuth::EcdsaP384Sha384,
+        11 => ClassicAuth::EcdsaP521Sha512,
+        _ => return None,
+    };
+    let bad = |reason: &str| CertError::Invalid { reason: reason.into() };
+    let der = CertificateDer::from(ee_der);
+    let Ok(ee) = EndEntityCert::try_from(&der) else { return Some(Err(bad("not a certificate"))) };
+    let spki = ee.subject_public_key_info();
+    let Some(key) = san::spki_key(spki.as_ref()) else {
+        return Some(Err(bad("SubjectPublicKeyInfo without a key")));
+    };
+    Some(
+        crypto::sign::verify_classic(alg, key, message, signature)
+            .map_err(|_| bad("AUTH signature does not verify")),
+    )
+}
+
+fn match_identity(ee: &EndEntityCert<'_>, der: &[u8], id: &Id) -> Result<(), CertError> {
     let mismatch = || CertError::IdentityMismatch { id: id_text(id) };
     let name = match id.id_type {
+        IdType::ID_RFC822_ADDR => {
+            let found = san::rfc822_names(der).iter().any(|n| san::rfc822_matches(n, &id.data));
+            return if found { Ok(()) } else { Err(mismatch()) };
+        }
         IdType::ID_FQDN => {
             let s = std::str::from_utf8(&id.data).map_err(|_| mismatch())?;
             ServerName::try_from(s.to_string()).map_err(|_| mismatch())?

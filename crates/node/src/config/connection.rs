@@ -70,6 +70,17 @@ pub enum AuthConf {
         /// The peer's raw public key.
         peer_public_key: Vec<u8>,
     },
+    /// `auth = "pubkey"` with `local.certs`: X.509 certificates (RFC 7296 §3.6–3.8). Our
+    /// private key `local.key`, our chain `local.certs`, the peer's trust anchors
+    /// `remote.cacerts` and CRLs `remote.crls`.
+    Certificate {
+        /// Ours.
+        key: std::sync::Arc<crypto::SigningKey>,
+        /// Our chain, DER, end entity first.
+        chain: Vec<Vec<u8>>,
+        /// Anchors and CRLs.
+        trust: std::sync::Arc<ike::cert::TrustStore>,
+    },
 }
 
 /// One IKE peer (swanctl `connections.NAME`).
@@ -130,6 +141,12 @@ struct RawAuth {
     key: Option<Spanned<String>>,
     /// `remote`: the peer's public key file (SubjectPublicKeyInfo), swanctl's name.
     pubkeys: Option<Spanned<String>>,
+    /// `local`: our certificate chain files, end entity first.
+    certs: Option<Spanned<super::certs::Paths>>,
+    /// `remote`: trust anchors, a directory (swanctl's `x509ca/`) or files.
+    cacerts: Option<Spanned<super::certs::Paths>>,
+    /// `remote`: CRL files (swanctl's `x509crl/`), a directory or files.
+    crls: Option<Spanned<super::certs::Paths>>,
 }
 
 #[derive(Deserialize)]
@@ -352,7 +369,7 @@ fn connection(
     let remote_id = id(&r.remote, "remote.id")?;
     let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr)?;
     let local_key_file = match &auth {
-        AuthConf::Pubkey { .. } => {
+        AuthConf::Pubkey { .. } | AuthConf::Certificate { .. } => {
             r.local.as_ref().and_then(|a| a.key.as_ref()).map(|k| key_path(ctx, k))
         }
         AuthConf::Psk(_) => None,
@@ -433,6 +450,21 @@ fn auth(
     let key = r.local.as_ref().and_then(|a| a.key.as_ref()).ok_or_else(|| {
         ctx.err(r.name.span(), "local.key", "auth = \"pubkey\" needs our private key file")
     })?;
+    if let Some(certs) = r.local.as_ref().and_then(|a| a.certs.as_ref()) {
+        let remote = r.remote.as_ref();
+        let cacerts = remote.and_then(|a| a.cacerts.as_ref()).ok_or_else(|| {
+            ctx.err(
+                r.name.span(),
+                "remote.cacerts",
+                "certificates need the trust anchors that the peer's chain must reach",
+            )
+        })?;
+        let sk = super::keys::private_key(&path(key))
+            .map_err(|e| ctx.err(key.span(), "local.key", e))?;
+        let crls = remote.and_then(|a| a.crls.as_ref());
+        let (chain, trust) = super::certs::load(ctx, certs, cacerts, crls)?;
+        return Ok(AuthConf::Certificate { key: std::sync::Arc::new(sk), chain, trust });
+    }
     let pubkeys = r.remote.as_ref().and_then(|a| a.pubkeys.as_ref()).ok_or_else(|| {
         ctx.err(
             r.name.span(),

@@ -1,7 +1,9 @@
 //! Key files for IKE public-key authentication (RFC 7427): our private key as PKCS#8
 //! (RFC 5208 / RFC 8410, what `openssl genpkey` and `pki --gen` write) and the peer's public
 //! key as SubjectPublicKeyInfo (RFC 5280 §4.1.2.7, what `openssl pkey -pubout` writes and
-//! swanctl's `pubkeys` reads), PEM or DER. Ed25519 and ECDSA P-256.
+//! swanctl's `pubkeys` reads), PEM or DER. Ed25519 and ECDSA P-256 raw public keys; with
+//! certificates also ECDSA P-384 and RSA private keys, and the key types' own formats
+//! (PEM "EC PRIVATE KEY", RFC 5915; "RSA PRIVATE KEY", PKCS#1) that `pki --gen` writes.
 
 use crypto::{SignatureAlg, SigningKey};
 use std::path::Path;
@@ -10,6 +12,8 @@ use std::path::Path;
 const OID_ED25519: &[u8] = &[0x06, 0x03, 0x2b, 0x65, 0x70];
 const OID_EC_PUBLIC_KEY: &[u8] = &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
 const OID_P256: &[u8] = &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+const OID_P384: &[u8] = &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
+const OID_RSA: &[u8] = &[0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
@@ -22,6 +26,21 @@ fn algorithm(der: &[u8]) -> Result<SignatureAlg, String> {
         Ok(SignatureAlg::EcdsaP256Sha256)
     } else {
         Err("not an Ed25519 or ECDSA P-256 key".into())
+    }
+}
+
+/// A private key's algorithm: also P-384 and RSA (PKCS#1 v1.5 with SHA-256, RFC 7427
+/// Appendix A.2.1, the signature strongSwan makes by default). `pkcs1` is a PEM "RSA PRIVATE
+/// KEY", which names no OID.
+fn private_algorithm(der: &[u8], pkcs1: bool) -> Result<SignatureAlg, String> {
+    if pkcs1 || contains(der, OID_RSA) {
+        Ok(SignatureAlg::RsaPkcs1Sha256)
+    } else if contains(der, OID_P384) {
+        Ok(SignatureAlg::EcdsaP384Sha384)
+    } else if contains(der, OID_P256) {
+        Ok(SignatureAlg::EcdsaP256Sha256)
+    } else {
+        algorithm(der).map_err(|_| "not an Ed25519, ECDSA P-256/P-384 or RSA key".into())
     }
 }
 
@@ -41,14 +60,21 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Our private key (PKCS#8, PEM "PRIVATE KEY" or DER).
+/// Our private key (PKCS#8, PEM "PRIVATE KEY" or DER; or PEM "EC PRIVATE KEY" / "RSA PRIVATE
+/// KEY").
 pub fn private_key(path: &Path) -> Result<SigningKey, String> {
     let at = |e: String| format!("{}: {e}", path.display());
+    let bytes = zeroize::Zeroizing::new(read(path)?);
+    let pkcs1 = bytes.starts_with(b"-----BEGIN RSA PRIVATE KEY");
     let d = zeroize::Zeroizing::new(
-        der(&read(path)?, &["PRIVATE KEY"], "PKCS#8; convert with `openssl pkcs8 -topk8 -nocrypt`")
-            .map_err(at)?,
+        der(
+            &bytes,
+            &["PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY"],
+            "PKCS#8; convert with `openssl pkcs8 -topk8 -nocrypt`",
+        )
+        .map_err(at)?,
     );
-    let alg = algorithm(&d).map_err(at)?;
+    let alg = private_algorithm(&d, pkcs1).map_err(at)?;
     SigningKey::from_pkcs8(alg, &d).map_err(|e| at(format!("not a usable PKCS#8 key: {e}")))
 }
 
@@ -64,6 +90,7 @@ pub fn public_key(path: &Path) -> Result<(SignatureAlg, Vec<u8>), String> {
     let (n, lead) = match alg {
         SignatureAlg::Ed25519 => (32, [0x03, 0x21, 0x00]),
         SignatureAlg::EcdsaP256Sha256 => (65, [0x03, 0x42, 0x00]),
+        _ => return Err(at("a raw public key must be Ed25519 or ECDSA P-256".into())),
     };
     let k = d
         .len()

@@ -3,6 +3,7 @@
 //! sections `[metrics]` and `[log]`. Example: docs/node-example.toml.
 //! Every error names the file, line, column and field; the node refuses to start on any of them.
 
+pub mod certs;
 pub mod connection;
 pub mod error;
 pub mod filter;

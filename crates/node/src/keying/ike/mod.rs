@@ -111,6 +111,16 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
                 peer_public_key: peer_public_key.clone(),
                 peer_alg: *peer_alg,
             },
+            AuthConf::Certificate { key, chain, trust } => AuthConfig::Certificate {
+                key: key.clone(),
+                chain: chain.clone(),
+                trust: trust.clone(),
+                // The driver's clock counts from about now; validity is checked at the
+                // exchange's time on it plus this.
+                epoch_unix_s: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            },
         },
         ike_suites: c.proposals.clone(),
         // With their PFS groups: the `ike` crate leaves the group out of what IKE_AUTH offers
