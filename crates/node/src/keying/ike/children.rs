@@ -274,7 +274,15 @@ impl ChildPath {
             if let Err(e) = cx.plane.remove(&[], &[old.out_key]) {
                 warn("child-sa-remove-failed", &self.name, e);
             }
-            cx.plane.retire_after(old.in_key, REKEY_GRACE);
+            // The grace ends before the SA's own hard lifetime would (the data path would
+            // drop it then anyway, and report a hard expiry for an SA that was replaced).
+            let life = match u64::try_from(cx.child.life_time.as_millis()) {
+                Ok(0) | Err(_) => u64::MAX,
+                Ok(ms) => ms,
+            };
+            let left = (old.up_ms.saturating_add(life)).saturating_sub(cx.now_ms);
+            let grace = REKEY_GRACE.min(Duration::from_millis(left.saturating_sub(100)));
+            cx.plane.retire_after(old.in_key, grace);
         }
         if self.pairs.is_empty() {
             log_event!(Level::Info, "child-sa-down", "child" => self.name, "spi_in" => format!("{spi_in:08x}"));
