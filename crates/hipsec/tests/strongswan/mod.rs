@@ -106,28 +106,7 @@ impl Pair {
     /// Builds the namespaces and both configs, starts hipsec, then charon, loads swanctl's
     /// config (which initiates when strongSwan is the initiator).
     pub fn start(bin: &str, setup: Setup) -> Pair {
-        let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let base = format!("hss-{}-{n}", std::process::id());
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&base);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("run")).unwrap();
-        let mut p = Pair {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
-            dir,
-            setup,
-            hipsec: None,
-            charon: None,
-        };
-        p.topology();
-        p.write_configs();
-        p.spawn_hipsec(bin);
-        p.spawn_charon();
-        p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
-        let o =
-            p.swanctl(&["--load-all", "--file", &p.dir.join("swanctl.conf").display().to_string()]);
-        assert!(o.status.success(), "swanctl --load-all: {}", String::from_utf8_lossy(&o.stdout));
-        p
+        Pair::start_edited(bin, setup, |_| {})
     }
 
     fn wait_for(&self, ok: impl Fn(&Pair) -> bool, what: &str) {
@@ -528,17 +507,7 @@ impl Pair {
         p.topology();
         p.write_configs();
         edit(&p.dir);
-        let log = std::fs::File::create(p.dir.join("hipsec.log")).unwrap();
-        p.hipsec = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &p.a, bin, "run", "-c"])
-                .arg(p.dir.join("a.toml"))
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
-        p.wait_for(|p| p.dir.join("a.sock").exists(), "hipsec's control socket");
+        p.spawn_hipsec(bin);
         p.spawn_charon();
         p.wait_for(|p| p.dir.join("charon.vici").exists(), "charon's vici socket");
         let o =
