@@ -118,6 +118,20 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
                 None,
             )],
         };
+    // ESP as IP protocol 50 beside ESP in UDP, for the SAs not in UDP (RFC 7296 §2.23: an
+    // IKE CHILD SA goes in UDP only when a NAT was found or `encap` is set). Lane 0 only: IKE
+    // runs with one lane, and raw sockets on several lanes would each get every packet.
+    let raw_beside = match &c.transport {
+        Transport::Udp { local, .. } if needs_raw_esp(c) => {
+            let t = Transport::Raw { local: local.ip(), peer: None };
+            let r = carrier::Carrier::open(&t).map_err(io_err(
+                "raw ESP sockets (protocol 50, needs CAP_NET_RAW; with `encap = true` on every \
+                 connection ESP goes in UDP only)",
+            ))?;
+            Some(Arc::new(r))
+        }
+        _ => None,
+    };
     // IKE shares the ESP-in-UDP port (RFC 3948): the control thread sends on a clone of the
     // first lane's socket; port 500 is a socket of its own, bound before anything is set up.
     let ike = if c.connections.is_empty() {
@@ -207,6 +221,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
                 carrier::force_buffers(tx, tuning.socket_buffer);
             }
         }
+        if let Some(r) = &raw_beside {
+            r.force_buffers(tuning.socket_buffer);
+        }
     }
     // Bound before the TUN device is made: an address in use stops the node with nothing to undo.
     let metrics = c
@@ -293,6 +310,13 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         };
         inb.filter = filter.clone();
         inb.lane = lane;
+        let carrier_fds = match raw_beside.as_ref().filter(|_| lane == 0) {
+            Some(r) => {
+                out.raw = Some(Arc::clone(r));
+                inb.with_raw(Arc::clone(r))
+            }
+            None => carrier_fds,
+        };
         let slot = workers.len();
         if tuning.workers >= 2 {
             workers.push(Worker::new(Some((out, tun_fd)), None, lane, slot, start));
@@ -328,6 +352,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         "mmsg" => mmsg,
         "udp_gso" => gso,
         "udp_gro" => gro,
+        "raw_esp_beside_udp" => raw_beside.is_some(),
         "tun_offload" => offload,
         "metrics" => metrics
             .as_ref()
@@ -490,4 +515,10 @@ fn guard(c: &NodeConfig) -> Result<(), NodeError> {
         "rules" => g.rules.len()
     );
     Ok(())
+}
+
+/// Whether some SA of this node may carry ESP as IP protocol 50 beside a UDP carrier: an IKE
+/// connection without `encap` (its CHILD SAs go in UDP only behind a NAT).
+fn needs_raw_esp(c: &NodeConfig) -> bool {
+    c.connections.iter().any(|k| !k.encap)
 }

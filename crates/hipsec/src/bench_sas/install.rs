@@ -61,7 +61,14 @@ pub(crate) fn install(sas: usize) -> Result<(f64, f64), String> {
         Instant::now(),
         EndpointDefaults { udp_port: Some(4500), peer: None },
     );
-    let spec = |p: SaParams| SaSpec { params: p, lane: 0, endpoint: None, beet: false, name: None };
+    let spec = |p: SaParams| SaSpec {
+        params: p,
+        lane: 0,
+        endpoint: None,
+        beet: false,
+        raw_ip: false,
+        name: None,
+    };
     let ins: Vec<SaSpec> = (0..peers)
         .map(|p| {
             spec(params(0x2000_0000 + p as u32, peer_addr(p), LOCAL, crypto::AeadAlg::Aes128Gcm))

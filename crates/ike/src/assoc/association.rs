@@ -605,10 +605,12 @@ impl Up {
         let switch = !self.pairs.iter().any(|p| p.child == c) || ours;
         let (spi_in, spi_out) = (keys.spi_in, keys.spi_out);
         let child = cfg.child_name(c);
+        let nat = self.session.ike().nat;
         sink.events.push_back(Event::InstallChild {
             assoc: id,
             child: child.clone(),
             keys: Box::new(keys),
+            udp_encap: cfg.encap || nat.local_behind_nat || nat.remote_behind_nat,
         });
         if let Some(old) = rekeys {
             if let Some(p) = self.pairs.iter_mut().find(|p| p.spi_in == old) {

@@ -195,6 +195,10 @@ pub enum Event {
         child: String,
         /// SPIs, keys, selectors.
         keys: Box<ChildSaKeys>,
+        /// ESP in UDP (RFC 3948) for this pair: NAT detection found a NAT on either side, or
+        /// the connection has `encap` set. Otherwise plain ESP, IP protocol 50 (RFC 7296
+        /// §2.23: UDP encapsulation is for NAT traversal).
+        udp_encap: bool,
     },
     /// Send the child's traffic on this pair from now on.
     SwitchOutbound {

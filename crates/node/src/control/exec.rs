@@ -28,6 +28,7 @@ fn spec(s: &SaConf) -> SaSpec {
         lane: s.lane,
         endpoint: s.peer,
         beet: s.beet,
+        raw_ip: false,
         name: s.name.clone(),
     }
 }

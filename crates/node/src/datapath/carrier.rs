@@ -325,23 +325,17 @@ impl Carrier {
                 st.unsendable += 1;
                 continue;
             };
-            let dest = match (sa_to, *peer) {
-                (Some(a), _) if hdrincl.is_none() => a,
-                (_, Some(p)) => p,
+            let Some(dest) = destination(sa_to, *peer, hdrincl.is_some()) else {
                 // Nowhere to send it: counted, never guessed.
-                (_, None) => {
-                    st.unsendable += 1;
-                    continue;
-                }
+                st.unsendable += 1;
+                continue;
             };
             let ((f, h), bytes) = match hdrincl {
                 // AH: the engine's header, as it is.
-                Some(s) if Some(dst) == *peer && protocol == proto::AH => {
-                    ((s.as_raw_fd(), None), p)
-                }
+                Some(s) if dst == dest && protocol == proto::AH => ((s.as_raw_fd(), None), p),
                 // ESP: the kernel writes a header like the engine's (`p` is IPv4: there is
                 // an IP_HDRINCL socket).
-                Some(_) if Some(dst) == *peer => match v4_header(p) {
+                Some(_) if dst == dest => match v4_header(p) {
                     Some(h) => ((esp.as_raw_fd(), Some(h)), &p[hdr_len..]),
                     None => {
                         st.unsendable += 1;
@@ -387,21 +381,35 @@ impl Carrier {
                 }
                 sock.send_to(&p[hdr_len..], to)
             }
-            Carrier::Raw { esp, ah, hdrincl, peer, .. } => match hdrincl {
-                // The engine's header, as it is: AH's ICV covers it.
-                Some(s) if Some(dst) == *peer => s.send_to(p, SocketAddr::new(dst, 0)),
-                // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes the
-                // carrier's header in front of the ESP packet, to the SA's own endpoint if it
-                // has one (IPv6 only), else to the peer.
-                _ => {
-                    let s = if protocol == proto::AH { ah } else { esp };
-                    let dest = to.filter(|_| hdrincl.is_none()).map(|t| t.ip()).or(*peer);
-                    let Some(dest) = dest else { return Ok(false) };
-                    s.send_to(&p[hdr_len..], SocketAddr::new(dest, 0))
+            Carrier::Raw { esp, ah, hdrincl, peer, .. } => {
+                let Some(dest) = destination(to.map(|t| t.ip()), *peer, hdrincl.is_some()) else {
+                    return Ok(false);
+                };
+                match hdrincl {
+                    // The engine's header, as it is: AH's ICV covers it.
+                    Some(s) if dst == dest => s.send_to(p, SocketAddr::new(dst, 0)),
+                    // IPv6, or a BEET SA's inner addresses (RFC 7402 §5): the kernel writes
+                    // the carrier's header in front of the ESP packet.
+                    _ => {
+                        let s = if protocol == proto::AH { ah } else { esp };
+                        s.send_to(&p[hdr_len..], SocketAddr::new(dest, 0))
+                    }
                 }
-            },
+            }
         };
         r.map(|_| true)
+    }
+}
+
+/// Where a raw-IP packet goes: its SA's endpoint (`sa_to`) if it has one, else the carrier's
+/// peer. An IPv4 carrier (`v4`) with a fixed peer (`[network] peer`: a manual pair) sends
+/// there whatever endpoint an SA names; with none (a node keyed by IKE or HIP, many peers)
+/// each SA's endpoint decides.
+fn destination(sa_to: Option<IpAddr>, peer: Option<IpAddr>, v4: bool) -> Option<IpAddr> {
+    match (sa_to, peer) {
+        (Some(a), Some(_)) if !v4 => Some(a),
+        (_, Some(p)) => Some(p),
+        (a, None) => a,
     }
 }
 

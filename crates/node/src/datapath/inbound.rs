@@ -17,6 +17,7 @@ use ipsec::{DropReason, Engine, PacketBuf, Processed, Time};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use tun_rs::SyncDevice;
 use wire::proto;
@@ -42,6 +43,9 @@ pub struct Inbound {
     tun: Arc<SyncDevice>,
     carrier: Arc<Carrier>,
     udp: Option<UdpBatch>,
+    /// Raw-IP sockets beside a UDP carrier (ESP as protocol 50 for SAs that are not in UDP);
+    /// their descriptors follow the carrier's in `on_readable`'s numbering.
+    raw: Option<Arc<Carrier>>,
     /// Inbound SAs' header addresses and peer endpoints, and the policies by SA key.
     pub(crate) tables: InTables,
     /// Last (SPI, addresses) looked up in `in_addrs`.
@@ -88,6 +92,7 @@ impl Inbound {
             tun,
             carrier,
             udp,
+            raw: None,
             events: Vec::with_capacity(MAX_EVENTS),
             lane: 0,
             last_addrs: None,
@@ -109,24 +114,49 @@ impl Inbound {
         self.tables.apply(&mut self.engine, u)
     }
 
-    /// Reads what carrier socket `which` has, opens it and writes it to the TUN device.
+    /// Adds raw-IP sockets beside the UDP carrier; returns the descriptors to poll, the
+    /// carrier's first, numbered as `on_readable` takes them.
+    pub fn with_raw(&mut self, raw: Arc<Carrier>) -> Vec<RawFd> {
+        self.raw = Some(raw);
+        self.fds()
+    }
+
+    /// The descriptors to poll: the carrier's, then the raw-IP ones beside it.
+    pub fn fds(&self) -> Vec<RawFd> {
+        let mut v = self.carrier.fds();
+        v.extend(self.raw.iter().flat_map(|r| r.fds()));
+        v
+    }
+
+    /// Reads what socket `which` of [`Inbound::fds`] has, opens it and writes it to the TUN
+    /// device.
     pub fn on_readable(&mut self, which: usize, now: Time) -> io::Result<()> {
+        let main = self.carrier.fds().len();
+        if which >= main {
+            let Some(raw) = self.raw.clone() else { return Ok(()) };
+            return if raw.raw_batched() {
+                self.recv_raw(&raw, which - main, now)
+            } else {
+                self.recv_single(&raw, which - main, now)
+            };
+        }
+        let carrier = Arc::clone(&self.carrier);
         if self.udp.is_some() {
             self.recv_batched(now)
-        } else if self.carrier.raw_batched() {
-            self.recv_raw(which, now)
+        } else if carrier.raw_batched() {
+            self.recv_raw(&carrier, which, now)
         } else {
-            self.recv_single(which, now)
+            self.recv_single(&carrier, which, now)
         }
     }
 
     /// Raw IP: one recvmmsg(2) of up to [`IN_BUFS`] packets straight into the buffers, then
     /// one engine batch (as many packets per wakeup as [`Inbound::recv_single`] takes, with
     /// one system call instead of one per packet).
-    fn recv_raw(&mut self, which: usize, now: Time) -> io::Result<()> {
+    fn recv_raw(&mut self, carrier: &Carrier, which: usize, now: Time) -> io::Result<()> {
         let peers = &self.tables.peers;
         let lookup = |spi: u32, p: u8| peers.get(&(spi, p)).map(|a| (a.src, a.dst));
-        let r = self.carrier.recv_batch(which, &mut self.bufs, &lookup)?;
+        let r = carrier.recv_batch(which, &mut self.bufs, &lookup)?;
         self.counters.recv_syscalls += 1;
         self.counters.net_rx += r.received as u64;
         self.counters.runts += r.runts as u64;
@@ -215,12 +245,12 @@ impl Inbound {
         Ok(())
     }
 
-    fn recv_single(&mut self, which: usize, now: Time) -> io::Result<()> {
+    fn recv_single(&mut self, carrier: &Carrier, which: usize, now: Time) -> io::Result<()> {
         let peers = &self.tables.peers;
         let lookup = |spi: u32, p: u8| peers.get(&(spi, p)).map(|a| (a.src, a.dst));
         let mut n = 0;
         while n < IN_BUFS {
-            let rx = self.carrier.recv(which, &mut self.bufs[n], &lookup)?;
+            let rx = carrier.recv(which, &mut self.bufs[n], &lookup)?;
             self.counters.recv_syscalls += 1;
             match rx {
                 Rx::Empty => break,

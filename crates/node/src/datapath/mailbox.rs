@@ -91,6 +91,9 @@ pub enum Update {
         sa: Box<SecurityAssociation>,
         /// Where its packets go (ESP in UDP); `None`: the node's default peer.
         endpoint: Option<SocketAddr>,
+        /// Over raw IP to the endpoint's address although the lane's carrier is UDP (the
+        /// lane's raw carrier, `super::outbound::Outbound::raw`).
+        raw_ip: bool,
     },
     /// Remove an outbound SA (its policies drop and raise acquires until repointed).
     DelOutbound {

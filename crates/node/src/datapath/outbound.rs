@@ -42,6 +42,12 @@ pub struct Outbound {
     send_at: Vec<usize>,
     /// Where each sealed packet goes (ESP in UDP: its SA's endpoint).
     dests: Vec<Option<SocketAddr>>,
+    /// Per sealed packet: it goes on `raw`, not on the carrier.
+    raw_at: Vec<bool>,
+    /// Raw-IP sockets beside a UDP carrier, for the SAs whose ESP goes as protocol 50 (an IKE
+    /// CHILD SA without NAT or `encap`, a HIP association: `mailbox::Update::AddOutbound`'s
+    /// `raw_ip`).
+    pub(crate) raw: Option<Arc<Carrier>>,
     results: Vec<Result<Processed, DropReason>>,
     /// Raw read buffer: virtio-net header + a 64 KB super-packet.
     super_buf: Box<[u8]>,
@@ -84,6 +90,8 @@ impl Outbound {
             udp,
             default_peer,
             dests: vec![None; OUT_BUFS],
+            raw_at: vec![false; OUT_BUFS],
+            raw: None,
             bufs: (0..OUT_BUFS).map(|_| PacketBuf::new(head + tun_mtu + TAILROOM, head)).collect(),
             sizes: vec![0; OUT_BUFS],
             send_at: vec![0; OUT_BUFS],
@@ -146,6 +154,7 @@ impl Outbound {
         );
         for i in 0..n {
             self.send_at[i] = 0;
+            self.raw_at[i] = false;
             if released && matches!(self.results[i], Ok(Processed::Protected { .. })) {
                 self.counters.held_sent += 1;
             }
@@ -159,13 +168,17 @@ impl Outbound {
                 }
                 Ok(Processed::Protected { sa }) => {
                     let to = self.tables.endpoint(sa).or(self.default_peer);
+                    let raw = self.raw.as_ref().filter(|_| self.tables.raw_ip(sa));
+                    let carrier = raw.unwrap_or(&self.carrier);
                     match super::encap::outer_info(self.bufs[i].as_slice()) {
                         // Over UDP a packet needs an endpoint; raw IP goes by its header.
                         Some((hdr_len, p, _))
-                            if self.carrier.can_send(p) && (to.is_some() || self.udp.is_none()) =>
+                            if carrier.can_send(p)
+                                && (to.is_some() || self.udp.is_none() || raw.is_some()) =>
                         {
                             self.send_at[i] = hdr_len;
                             self.dests[i] = to;
+                            self.raw_at[i] = raw.is_some();
                         }
                         _ => self.counters.unsendable += 1,
                     }
@@ -180,6 +193,7 @@ impl Outbound {
                 Ok(Processed::Decapsulated { .. }) | Err(_) => {}
             }
         }
+        self.send_raw_beside(n);
         let (bufs, send_at, dests) = (&self.bufs[..n], &self.send_at[..n], &self.dests[..n]);
         if let Some(udp) = &mut self.udp {
             // One send per run of packets to the same peer (a GSO run has one destination).
@@ -225,6 +239,38 @@ impl Outbound {
                     Ok(false) => self.counters.unsendable += 1,
                     Err(_) => self.counters.send_errors += 1,
                 }
+            }
+        }
+    }
+
+    /// Sends the sealed packets of `bufs[..n]` that go over raw IP beside the UDP carrier
+    /// (`raw_at`), in one sendmmsg(2) per run, and takes them off the carrier's list.
+    fn send_raw_beside(&mut self, n: usize) {
+        let Some(raw) = &self.raw else { return };
+        if !self.raw_at[..n].contains(&true) {
+            return;
+        }
+        let picked = (0..n).filter(|&i| self.raw_at[i] && self.send_at[i] > 0);
+        if raw.raw_batched() {
+            let packets = picked.map(|i| (self.bufs[i].as_slice(), self.dests[i].map(|d| d.ip())));
+            let st = raw.send_batch(packets);
+            self.counters.net_tx += st.sent;
+            self.counters.send_errors += st.errors;
+            self.counters.unsendable += st.unsendable;
+            self.counters.send_syscalls += st.syscalls;
+        } else {
+            for i in picked {
+                self.counters.send_syscalls += 1;
+                match raw.send(&self.bufs[i], self.dests[i]) {
+                    Ok(true) => self.counters.net_tx += 1,
+                    Ok(false) => self.counters.unsendable += 1,
+                    Err(_) => self.counters.send_errors += 1,
+                }
+            }
+        }
+        for i in 0..n {
+            if self.raw_at[i] {
+                self.send_at[i] = 0;
             }
         }
     }

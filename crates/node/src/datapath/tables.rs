@@ -24,6 +24,8 @@ pub struct OutTables {
     handles: HashMap<OutKey, SaHandle>,
     /// Per handle: where its packets go (ESP in UDP); `None`: the default peer.
     endpoints: Vec<Option<SocketAddr>>,
+    /// Per handle: sent over the lane's raw-IP carrier beside its UDP one.
+    raw_ip: Vec<bool>,
     policies: HashMap<PolicyId, PolicySpec>,
     /// Which policies name each key.
     users: HashMap<OutKey, Vec<PolicyId>>,
@@ -90,6 +92,18 @@ impl OutTables {
         self.endpoints[h.0] = ep;
     }
 
+    fn set_raw_ip(&mut self, h: SaHandle, raw: bool) {
+        if self.raw_ip.len() <= h.0 {
+            self.raw_ip.resize(h.0 + 1, false);
+        }
+        self.raw_ip[h.0] = raw;
+    }
+
+    /// Whether outbound SA `h` goes over raw IP beside a UDP carrier.
+    pub fn raw_ip(&self, h: SaHandle) -> bool {
+        self.raw_ip.get(h.0).copied().unwrap_or(false)
+    }
+
     /// Where the packets of outbound SA `h` go; `None`: the default peer.
     pub fn endpoint(&self, h: SaHandle) -> Option<SocketAddr> {
         self.endpoints.get(h.0).copied().flatten()
@@ -144,13 +158,14 @@ impl OutTables {
         default_peer: &mut Option<SocketAddr>,
     ) -> Result<(), String> {
         match u {
-            Update::AddOutbound { key, sa, endpoint } => {
+            Update::AddOutbound { key, sa, endpoint, raw_ip } => {
                 if let Some(old) = self.handles.remove(&key) {
                     e.remove_outbound(old);
                 }
                 let h = e.insert_outbound(*sa);
                 self.handles.insert(key, h);
                 self.set_endpoint(h, endpoint);
+                self.set_raw_ip(h, raw_ip);
                 self.refresh(e, &key)
             }
             Update::DelOutbound { key } => {

@@ -19,7 +19,12 @@ fn set_endpoint_moves_one_sa_and_keeps_its_sequence_numbers() {
     let mut default_peer = None;
     let sa = out_sa();
     let key = out_key(&sa);
-    t.apply(&mut e, Update::AddOutbound { key, sa, endpoint: None }, &mut default_peer).unwrap();
+    t.apply(
+        &mut e,
+        Update::AddOutbound { key, sa, endpoint: None, raw_ip: false },
+        &mut default_peer,
+    )
+    .unwrap();
     let h = t.handle(&key).unwrap();
     assert_eq!(t.endpoint(h), None);
     // One packet sealed: sequence number 1 used.

@@ -175,6 +175,7 @@ pub fn adopt(c: &NodeConfig, plane: &mut ControlPlane) {
             lane: s.lane,
             endpoint,
             beet: s.beet,
+            raw_ip: false,
             name: s.name.clone(),
         };
         let rec = record(&spec);

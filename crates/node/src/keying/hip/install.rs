@@ -47,6 +47,7 @@ pub fn pair(
         lane: 0,
         endpoint: Some(peer),
         beet: true,
+        raw_ip: false,
         name: name("in"),
     };
     let outbound = SaSpec {
@@ -54,6 +55,7 @@ pub fn pair(
         lane: 0,
         endpoint: Some(peer),
         beet: true,
+        raw_ip: false,
         name: name("out"),
     };
     (inbound, outbound)

@@ -33,6 +33,8 @@ pub struct Ctx<'a> {
     pub local: IpAddr,
     /// Where the peer's ESP in UDP goes.
     pub esp_peer: SocketAddr,
+    /// The pair's ESP goes over raw IP (no NAT and no `encap`, RFC 7296 §2.23), not in UDP.
+    pub raw_ip: bool,
     /// The next free IKE policy id (advanced as policies are made).
     pub next_policy: &'a mut PolicyId,
     /// Now, in the driver's milliseconds.
@@ -54,6 +56,8 @@ pub struct Pair {
     pub up_ms: u64,
     /// Its suite's name (after a rekey with PFS it names the group, §1.2).
     pub suite: String,
+    /// Its ESP goes as IP protocol 50 (no NAT, no `encap`), not in UDP.
+    pub raw_ip: bool,
 }
 
 /// A child's pairs (by inbound SPI) and policies.
@@ -121,7 +125,7 @@ impl ChildPath {
     /// Installs a pair; with `switch` its outbound SA sends at once (in the same envelope).
     pub fn install(&mut self, k: &ChildSaKeys, switch: bool, cx: &mut Ctx<'_>) {
         let ChildSpecs { inbound, outbound } =
-            install::child_specs(k, cx.child, cx.local, cx.esp_peer.ip(), cx.esp_peer, &self.name);
+            install::child_specs(k, cx.child, (cx.local, cx.esp_peer, cx.raw_ip), &self.name);
         let (in_key, out_key) = (in_key_of(&inbound.params), out_key_of(&outbound.params));
         let suite = crate::config::proposal::esp_suite_name(&k.suite);
         if cx.child.mip6 {
@@ -141,7 +145,7 @@ impl ChildPath {
             }
             self.policies = ids;
             self.active_out = Some(out_key);
-            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "peer" => cx.esp_peer, "suite" => suite);
+            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "peer" => cx.esp_peer, "esp" => if cx.raw_ip { "ip" } else { "udp" }, "suite" => suite);
         } else {
             // Admitted beside a live pair's inbound SA (every policy of the child lists it).
             let beside = self.pairs.values().max_by_key(|p| p.up_ms).map(|p| p.in_key);
@@ -160,7 +164,8 @@ impl ChildPath {
                 self.active_out = Some(out_key);
             }
         }
-        self.pairs.insert(k.spi_in, Pair { in_key, out_key, up_ms: cx.now_ms, suite });
+        self.pairs
+            .insert(k.spi_in, Pair { in_key, out_key, up_ms: cx.now_ms, suite, raw_ip: cx.raw_ip });
     }
 
     /// A `mip6 = "signalling"` child (RFC 4877 §4.4): its pair goes to the Mobile IPv6 role,

@@ -25,15 +25,15 @@ pub struct ChildSpecs {
     pub outbound: SaSpec,
 }
 
-/// Builds the SA pair. `local`/`remote`: the outer addresses; `peer`: where ESP in UDP goes.
+/// Builds the SA pair. `local`: our outer address; `peer`: the peer's (and, for ESP in UDP,
+/// its port); `raw_ip`: ESP goes as IP protocol 50, not in UDP.
 pub fn child_specs(
     k: &ChildSaKeys,
     c: &ChildConf,
-    local: IpAddr,
-    remote: IpAddr,
-    peer: SocketAddr,
+    (local, peer, raw_ip): (IpAddr, SocketAddr, bool),
     name: &str,
 ) -> ChildSpecs {
+    let remote = peer.ip();
     let mode = match k.mode {
         ike::Mode::Tunnel => Mode::Tunnel,
         ike::Mode::Transport => Mode::Transport,
@@ -60,6 +60,7 @@ pub fn child_specs(
             lane: 0,
             endpoint: Some(peer),
             beet: false,
+            raw_ip,
             name: Some(format!("{name}-in")),
         },
         outbound: SaSpec {
@@ -67,6 +68,7 @@ pub fn child_specs(
             lane: 0,
             endpoint: Some(peer),
             beet: false,
+            raw_ip,
             name: Some(format!("{name}-out")),
         },
     }

@@ -402,7 +402,7 @@ impl IkeDriver {
                     p.rekey_started(spi_in);
                 }
             }
-            Event::InstallChild { assoc, child, keys } => {
+            Event::InstallChild { assoc, child, keys, udp_encap } => {
                 let received = self.received;
                 let Some(a) = self.assocs.get_mut(&assoc) else { return };
                 let Some(conn) = self.conns.get(a.conn) else { return };
@@ -427,6 +427,7 @@ impl IkeDriver {
                     child: cc,
                     local: conn.local_addr.unwrap_or(self.local_ip),
                     esp_peer: SocketAddr::new(peer.ip(), esp_port),
+                    raw_ip: !udp_encap,
                     next_policy: &mut self.next_policy,
                     now_ms,
                     received,
@@ -478,6 +479,7 @@ impl IkeDriver {
             child: cc,
             local: conn.local_addr.unwrap_or(self.local_ip),
             esp_peer: SocketAddr::new(self.local_ip, 0),
+            raw_ip: false,
             next_policy: &mut self.next_policy,
             now_ms,
             received,

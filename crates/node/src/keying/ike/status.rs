@@ -67,6 +67,7 @@ impl IkeDriver {
                             "spi_in": format!("{:08x}", c.spi_in),
                             "spi_out": format!("{:08x}", c.spi_out),
                             "suite": pair.map(|p| p.suite.clone()),
+                            "esp": pair.map(|p| if p.raw_ip { "ip" } else { "udp" }),
                             "policies": path.map_or(0, |p| p.policies.len()),
                             "installed_s": pair.map_or(0, |p| now_ms.saturating_sub(p.up_ms) / 1000),
                             "rekey_in_s": c.rekey_at.map(|t| secs_until(t, now)),

@@ -78,7 +78,14 @@ fn policy(home: Ipv6Addr, t: &Tunnel, bound: bool) -> (PolicyId, PolicySpec) {
 }
 
 fn spec(params: &SaParams, endpoint: Option<SocketAddr>, name: String) -> SaSpec {
-    SaSpec { params: params.clone(), lane: 0, endpoint, beet: false, name: Some(name) }
+    SaSpec {
+        params: params.clone(),
+        lane: 0,
+        endpoint,
+        beet: false,
+        raw_ip: false,
+        name: Some(name),
+    }
 }
 
 impl Forwarding {

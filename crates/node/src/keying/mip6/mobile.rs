@@ -177,6 +177,7 @@ impl MobileNodeRuntime {
             lane: 0,
             endpoint: None,
             beet: false,
+            raw_ip: false,
             name: Some("mip6-tunnel-in".into()),
         };
         let tout = SaSpec {
@@ -184,6 +185,7 @@ impl MobileNodeRuntime {
             lane: 0,
             endpoint: Some(ha),
             beet: false,
+            raw_ip: false,
             name: Some("mip6-tunnel-out".into()),
         };
         let selector = Selector {

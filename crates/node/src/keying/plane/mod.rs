@@ -37,6 +37,10 @@ pub struct SaSpec {
     pub lane: usize,
     /// The peer's UDP endpoint; None: the node's default for this SA.
     pub endpoint: Option<SocketAddr>,
+    /// Outbound: ESP over raw IP (protocol 50) to the endpoint's address, on a node whose
+    /// carrier is UDP (an IKE CHILD SA without NAT or `encap`, RFC 7296 §2.23; HIP's default,
+    /// RFC 7402). A node whose carrier is raw IP sends every SA so anyway.
+    pub raw_ip: bool,
     /// BEET mode (RFC 7402 §5), carried as transport mode by the engine.
     pub beet: bool,
     /// A name for `list` (optional).
@@ -62,6 +66,8 @@ pub struct SaRecord {
     pub dst: std::net::IpAddr,
     /// Peer endpoint (UDP), if known.
     pub endpoint: Option<SocketAddr>,
+    /// Sent over raw IP beside a UDP carrier ([`SaSpec::raw_ip`]).
+    pub raw_ip: bool,
     /// Name, if given.
     pub name: Option<String>,
     /// Extended sequence numbers.
@@ -167,6 +173,7 @@ pub fn record(s: &SaSpec) -> SaRecord {
         src: p.src,
         dst: p.dst,
         endpoint: s.endpoint,
+        raw_ip: s.raw_ip,
         name: s.name.clone(),
         esn: p.esn,
         replay_window: p.replay_window,
@@ -451,7 +458,13 @@ impl ControlPlane {
             }
             let sa = self.build(s, &format!("{at}key"))?;
             let endpoint = s.endpoint.or_else(|| self.default_endpoint(&s.params, true));
-            per[self.worker_for(s.lane, true)?].push(Update::AddOutbound { key, sa, endpoint });
+            let raw_ip = s.raw_ip;
+            per[self.worker_for(s.lane, true)?].push(Update::AddOutbound {
+                key,
+                sa,
+                endpoint,
+                raw_ip,
+            });
             out_recs.push((key, SaRecord { endpoint, ..record(s) }));
         }
         Self::set_everywhere(&mut per, &then);

@@ -73,6 +73,7 @@ impl ControlPlane {
                 key: okey,
                 sa,
                 endpoint,
+                raw_ip: o.raw_ip,
             });
             out_rec = Some((okey, SaRecord { endpoint, ..record(o) }));
         }
@@ -120,7 +121,7 @@ impl ControlPlane {
             }
         }
         let mut per = self.empty();
-        per[w].push(Update::AddOutbound { key, sa, endpoint });
+        per[w].push(Update::AddOutbound { key, sa, endpoint, raw_ip: new.raw_ip });
         for (id, spec) in &repointed {
             per[w].push(Update::SetPolicy { id: *id, spec: spec.clone() });
         }
