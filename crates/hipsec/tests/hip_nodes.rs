@@ -29,12 +29,12 @@ struct Hosts {
 impl Hosts {
     /// With `b_knows_a` false, B has no [[hip.peer]] (and the default accept = "known").
     fn start(k: u8, b_knows_a: bool) -> Hosts {
-        Hosts::start_with(k, b_knows_a, false)
+        Hosts::start_with(k, b_knows_a, false, false)
     }
 
     /// With `a_roams`, A binds the wildcard address (`local = "0.0.0.0:4500"`), so that it can
-    /// move to another address.
-    fn start_with(k: u8, b_knows_a: bool, a_roams: bool) -> Hosts {
+    /// move to another address; with `encap`, both put ESP in UDP (`[hip] encap = true`).
+    fn start_with(k: u8, b_knows_a: bool, a_roams: bool, encap: bool) -> Hosts {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("hiph-{}-{n}", std::process::id());
@@ -76,7 +76,7 @@ impl Hosts {
         h.esp_dump = Command::new("ip")
             .args(["netns", "exec", &ns[1], "tcpdump", "-i", "vb", "-U", "-w"])
             .arg(h.dir.join("esp.pcap"))
-            .arg("udp port 4500")
+            .arg("udp port 4500 or ip proto 50")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -89,7 +89,7 @@ impl Hosts {
                 format!("[[hip.peer]]\nhit = \"{}\"\nlocator = \"192.0.2.{peer}\"\n", h.hits[1 - i])
             };
             let conf = format!(
-                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"{local}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\n{peer_section}",
+                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"{local}:4500\"\n[control]\nsocket = \"{sock}\"\n[hip]\nidentity = \"{key}\"\npuzzle-k = {k}\nencap = {encap}\n{peer_section}",
                 sock = h.sock(i).display(),
                 key = h.dir.join(format!("{i}.pem")).display(),
                 local =
@@ -211,7 +211,7 @@ fn two_hosts_reach_each_other_by_hit() {
     assert!(src.wait().unwrap().success());
     let out = sink.wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "the TCP stream arrived changed");
-    decrypt_with_exported_keys(&mut h);
+    decrypt_with_exported_keys(&mut h, false);
     // CLOSE from A (RFC 7401 §6.14): both ends drop the association; A's next packet meets the
     // trap again and a second base exchange follows.
     let c =
@@ -371,7 +371,7 @@ fn a_tcp_stream_survives_a_move() {
     if !common::netns_ready(&["python3"]) {
         return;
     }
-    let h = Hosts::start_with(4, true, true);
+    let h = Hosts::start_with(4, true, true, false);
     std::thread::sleep(Duration::from_millis(300));
     assert!(h.ping(3, "0.2") >= 2, "{}", h.log(0));
     // The receiver prints the bytes it got and the longest gap between two reads (ms).
@@ -433,8 +433,9 @@ fn a_tcp_stream_survives_a_move() {
 }
 
 /// tshark decrypts the ESP between the HITs with the keys A exports (debug switch); B, started
-/// without the switch, refuses to export any.
-fn decrypt_with_exported_keys(h: &mut Hosts) {
+/// without the switch, refuses to export any. Every ESP packet went as IP protocol 50 (RFC
+/// 7402), or, with `udp`, in UDP.
+fn decrypt_with_exported_keys(h: &mut Hosts, udp: bool) {
     let keys = Command::new(BIN).args(["hip", "wireshark-keys"]).arg(h.sock(0)).output().unwrap();
     assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
     let lines: Vec<String> =
@@ -453,15 +454,41 @@ fn decrypt_with_exported_keys(h: &mut Hosts) {
     for l in &lines {
         cmd.args(["-o", &format!("uat:esp_sa:{l}")]);
     }
-    cmd.args(["-Y", "icmpv6.type == 128", "-T", "fields", "-e", "esp.spi"]);
-    match cmd.output() {
-        Ok(t) if t.status.success() => {
-            let n = String::from_utf8_lossy(&t.stdout).lines().count();
-            println!("tshark decrypted {n} ICMPv6 echo requests in ESP");
-            assert!(n >= 10, "echo requests decrypted: {n}");
-        }
-        _ => println!("SKIPPED decryption check: tshark not found"),
+    let count = |filter: &str| {
+        let mut c = Command::new(cmd.get_program());
+        c.args(cmd.get_args()).args(["-Y", filter, "-T", "fields", "-e", "esp.spi"]);
+        c.output()
+            .ok()
+            .filter(|t| t.status.success())
+            .map(|t| String::from_utf8_lossy(&t.stdout).lines().count())
+    };
+    let Some(n) = count("icmpv6.type == 128") else {
+        println!("SKIPPED decryption check: tshark not found");
+        return;
+    };
+    let (raw, in_udp) = (count("esp && !udp").unwrap_or(0), count("esp && udp").unwrap_or(0));
+    println!(
+        "tshark decrypted {n} ICMPv6 echo requests in ESP; {raw} ESP packets as IP protocol 50, {in_udp} in UDP"
+    );
+    assert!(n >= 10, "echo requests decrypted: {n}");
+    if udp {
+        assert!(raw == 0 && in_udp >= 10, "with encap, ESP in UDP only: {raw} raw, {in_udp} UDP");
+    } else {
+        assert!(in_udp == 0 && raw >= 10, "ESP as protocol 50 only: {raw} raw, {in_udp} UDP");
     }
+}
+
+/// `[hip] encap = true`: the same ESP goes in UDP to the peer's port, and still decrypts.
+#[test]
+fn with_encap_hip_esp_goes_in_udp() {
+    if !common::netns_ready(&[]) {
+        return;
+    }
+    let mut h = Hosts::start_with(0, true, false, true);
+    std::thread::sleep(Duration::from_millis(300));
+    let got = h.ping(20, "0.1");
+    assert_eq!(got, 20, "every ping answered\n{}\n{}", h.log(0), h.log(1));
+    decrypt_with_exported_keys(&mut h, true);
 }
 
 fn common_sha(data: &[u8]) -> Sha {

@@ -518,7 +518,8 @@ fn guard(c: &NodeConfig) -> Result<(), NodeError> {
 }
 
 /// Whether some SA of this node may carry ESP as IP protocol 50 beside a UDP carrier: an IKE
-/// connection without `encap` (its CHILD SAs go in UDP only behind a NAT).
+/// connection without `encap` (its CHILD SAs go in UDP only behind a NAT), or HIP without
+/// `encap` (RFC 7402 runs plain ESP between HIP hosts).
 fn needs_raw_esp(c: &NodeConfig) -> bool {
-    c.connections.iter().any(|k| !k.encap)
+    c.connections.iter().any(|k| !k.encap) || c.hip.as_ref().is_some_and(|h| !h.encap)
 }

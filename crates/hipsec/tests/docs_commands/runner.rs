@@ -273,15 +273,15 @@ pub fn two_hosts(base: &str, dir: &Path) -> Env {
     Env { hosts, subst: Vec::new() }
 }
 
-/// Five pings (`ping` with `args`) from host A captured on its link (UDP) to `file` in its
-/// directory, for the pages' tshark commands.
+/// Five pings (`ping` with `args`) from host A captured on its link (ESP in UDP or as IP
+/// protocol 50) to `file` in its directory, for the pages' tshark commands.
 pub fn capture(env: &Env, file: &str, args: &[&str]) {
     let a = &env.hosts[0];
     let ns = a.ns.as_deref().unwrap();
     let mut td = Command::new("ip")
         .args(["netns", "exec", ns, "tcpdump", "-Z", "root", "-U", "-i", "va", "-w"])
         .arg(a.dir.join(file))
-        .arg("udp")
+        .arg("udp or ip proto 50")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -8,6 +8,8 @@
 //! esp-suites = ["aes128gcm", "aes128cbc-sha256"]
 //! accept = "known"                    # "known": only [[hip.peer]] HITs; "any": whoever proves
 //!                                     # its HIT (opportunistic, RFC 7401 §4.1.8)
+//! encap = false                       # ESP as IP protocol 50 (RFC 7402, the default); true:
+//!                                     # ESP in UDP to the peer's [network] port (through NATs)
 //!
 //! [[hip.peer]]
 //! hit = "2001:22:aaf2:d77d:f996:f6a1:b2df:73d7"
@@ -37,6 +39,10 @@ pub struct HipConf {
     /// Complete base exchanges with hosts that are not among `peers` (they still have to
     /// prove the HIT they claim).
     pub accept_any: bool,
+    /// ESP in UDP (RFC 3948 framing, to the port of `[network] local`) instead of plain ESP,
+    /// IP protocol 50, which RFC 7402 runs between HIP hosts. For paths through a NAT; the
+    /// HIP packets themselves stay on IP protocol 139.
+    pub encap: bool,
 }
 
 /// A known peer: its HIT and where it is.
@@ -56,6 +62,7 @@ pub(super) struct RawHip {
     puzzle_threads: Option<Spanned<i64>>,
     esp_suites: Option<Vec<Spanned<String>>>,
     accept: Option<Spanned<String>>,
+    encap: Option<bool>,
     #[serde(default)]
     peer: Vec<RawPeer>,
 }
@@ -135,6 +142,7 @@ pub(super) fn parse(ctx: &Ctx<'_>, r: &RawHip, local: IpAddr) -> Result<HipConf,
         esp_suites,
         peers,
         accept_any,
+        encap: r.encap.unwrap_or(false),
     })
 }
 

@@ -367,7 +367,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
                 return Err(ctx.err(
                     h.span(),
                     "hip",
-                    "HIP needs transport = \"udp\" (its ESP travels in UDP)",
+                    "HIP needs transport = \"udp\" (its port carries ESP in UDP with [hip] encap = true)",
                 ));
             }
             let local = transport.local_ip();

@@ -40,7 +40,8 @@ impl HipDriver {
         let me = self.host.hit();
         match e {
             Event::InstallPair { peer, keys, locator } => {
-                let (inb, outb) = install::pair(&me, &peer, &keys, self.endpoint(locator));
+                let (inb, outb) =
+                    install::pair(&me, &peer, &keys, self.endpoint(locator), !self.conf.encap);
                 if let Some(lines) = &mut self.exported {
                     // On the wire: the locators (the HITs never travel, RFC 7402 §5).
                     let k = &keys;

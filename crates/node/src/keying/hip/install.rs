@@ -1,6 +1,7 @@
 //! From a completed base exchange to what the control plane installs: an ESP SA pair in BEET
 //! mode between the two HITs (RFC 7402 §5: the HITs are the inner addresses, never on the wire;
-//! the locators are, here in UDP to the peer's ESP port), and the policy between the HITs.
+//! the locators are: as IP protocol 50, or in UDP to the peer's ESP port with `[hip] encap`),
+//! and the policy between the HITs.
 
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::plane::SaSpec;
@@ -20,12 +21,14 @@ fn hit_addr(h: &HostIdentityTag) -> IpAddr {
 }
 
 /// The inbound and outbound SAs of `keys` between our HIT and the peer's (an association's
-/// first pair, or one a rekey made).
+/// first pair, or one a rekey made); `raw_ip`: ESP goes as IP protocol 50 to the peer's
+/// locator (RFC 7402), else in UDP to `peer`.
 pub fn pair(
     me: &HostIdentityTag,
     peer_hit: &HostIdentityTag,
     keys: &EspKeys,
     peer: SocketAddr,
+    raw_ip: bool,
 ) -> (SaSpec, SaSpec) {
     let (me, them) = (hit_addr(me), hit_addr(peer_hit));
     let params = |spi: u32, src, dst, enc: &[u8], auth: &[u8]| SaParams {
@@ -47,7 +50,7 @@ pub fn pair(
         lane: 0,
         endpoint: Some(peer),
         beet: true,
-        raw_ip: false,
+        raw_ip,
         name: name("in"),
     };
     let outbound = SaSpec {
@@ -55,7 +58,7 @@ pub fn pair(
         lane: 0,
         endpoint: Some(peer),
         beet: true,
-        raw_ip: false,
+        raw_ip,
         name: name("out"),
     };
     (inbound, outbound)
