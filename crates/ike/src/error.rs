@@ -118,4 +118,15 @@ impl Error {
     pub fn is_peer_fault(&self) -> bool {
         matches!(self, Error::InvalidMessage(_) | Error::PeerMisbehaved(_))
     }
+
+    /// The payload type of an unknown payload marked critical, when that is what is wrong
+    /// with the message (§2.5: a request is answered with UNSUPPORTED_CRITICAL_PAYLOAD).
+    pub fn unsupported_critical(&self) -> Option<u8> {
+        match self {
+            Error::InvalidMessage(IkeError::UnsupportedCriticalPayload { payload_type }) => {
+                Some(*payload_type)
+            }
+            _ => None,
+        }
+    }
 }

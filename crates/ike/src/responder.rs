@@ -101,6 +101,25 @@ impl Responder {
         }
     }
 
+    /// An IKE_SA_INIT request that failed to parse: answered with UNSUPPORTED_CRITICAL_PAYLOAD
+    /// when an unknown payload marked critical was the fault (§2.5, the notify's data the
+    /// one-octet payload type), dropped otherwise.
+    fn unsupported_critical(bytes: &[u8], e: Error) -> InitOutcome {
+        let Some(t) = e.unsupported_critical() else { return InitOutcome::Drop(e) };
+        let Ok(p) = wire::ikev2::Packet::new_checked(bytes) else { return InitOutcome::Drop(e) };
+        let h = Header::parse(&p);
+        let request = h.exchange_type == ExchangeType::IKE_SA_INIT
+            && !h.flags.response
+            && h.flags.initiator
+            && h.message_id == 0
+            && h.spi_r == 0
+            && h.spi_i != 0;
+        if !request {
+            return InitOutcome::Drop(e);
+        }
+        Self::reply(&h, NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![t], e)
+    }
+
     /// Handles a datagram that should be an IKE_SA_INIT request. `require_cookie`: the driver's
     /// verdict that half-open SAs passed its threshold (§2.6).
     pub fn handle_init(
@@ -112,7 +131,7 @@ impl Responder {
     ) -> InitOutcome {
         let m = match Message::parse(bytes) {
             Ok(m) => m,
-            Err(e) => return InitOutcome::Drop(Error::InvalidMessage(e)),
+            Err(e) => return Self::unsupported_critical(bytes, Error::InvalidMessage(e)),
         };
         let h = m.header;
         if h.exchange_type != ExchangeType::IKE_SA_INIT
@@ -361,7 +380,17 @@ impl ResponderAuth {
         let opened = self.auth_request(bytes);
         let payloads = match opened {
             Ok(payloads) => payloads,
-            Err(error) => return Err(Rejected::Dropped { state: Box::new(self), error }),
+            Err(error) => match error.unsupported_critical() {
+                // §2.5, after SK verified: the IKE_AUTH request is rejected with the notify.
+                Some(t) => {
+                    let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![t]);
+                    return match self.respond(&[n]) {
+                        Ok(reply) => Ok(AuthOutcome::Failed(error, reply)),
+                        Err(e) => Err(Rejected::Failed(e)),
+                    };
+                }
+                None => return Err(Rejected::Dropped { state: Box::new(self), error }),
+            },
         };
         let refuse = |st: &mut Self, ty: NotifyType, error: Error| match st
             .respond(&[notify(ty, Vec::new())])

@@ -6,12 +6,12 @@
 
 use crate::config::{ChildSaKeys, Config, Mode};
 use crate::error::{Error, PeerMisbehaved};
-use crate::sa::{Established, IkeSa, Retransmit, header};
+use crate::sa::{Established, IkeSa, Retransmit, header, notify};
 use crate::sk::Role;
 use crate::suite::ChildSuite;
 use crypto::{KeyExchange, Provider};
 use std::collections::VecDeque;
-use wire::ikev2::{Delete, ExchangeType, Packet, Payload, ProtocolId, TrafficSelector};
+use wire::ikev2::{Delete, ExchangeType, NotifyType, Packet, Payload, ProtocolId, TrafficSelector};
 
 /// A CHILD SA pair as the session remembers it (the keys went to the data path).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -420,23 +420,39 @@ impl Session {
         // §2.1/§2.3: the peer's next request, or a retransmission of its last one.
         let expected = self.ike.next_peer_request_id;
         if id.wrapping_add(1) == expected {
-            self.ike.sk.open(bytes)?;
+            // A retransmission verifies before the cached answer goes again; one that was
+            // answered with UNSUPPORTED_CRITICAL_PAYLOAD (§2.5) fails to parse the same way.
+            if let Err(e) = self.ike.sk.open(bytes) {
+                if e.unsupported_critical().is_none() {
+                    return Err(e);
+                }
+            }
             out.send.extend(self.ike.last_response.clone());
             return Ok(out);
         }
         if id != expected {
             return Err(PeerMisbehaved::UnexpectedMessage("message ID outside the window").into());
         }
-        let (_, payloads) = self.ike.sk.open(bytes)?;
-        let inner = match ex {
-            ExchangeType::INFORMATIONAL => self.on_informational(&payloads, &mut out),
-            ExchangeType::CREATE_CHILD_SA => self.on_create_child(&payloads, &mut out)?,
-            _ => {
+        let opened = self.ike.sk.open(bytes);
+        let inner = match (opened, ex) {
+            (Ok((_, payloads)), ExchangeType::INFORMATIONAL) => {
+                self.on_informational(&payloads, &mut out)
+            }
+            (Ok((_, payloads)), ExchangeType::CREATE_CHILD_SA) => {
+                self.on_create_child(&payloads, &mut out)?
+            }
+            (Ok(_), _) => {
                 return Err(PeerMisbehaved::UnexpectedMessage(
                     "exchange type in an established IKE SA",
                 )
                 .into());
             }
+            // §2.5: the request is rejected and its response carries the notify, whose data
+            // is the one-octet payload type (after SK verified: nothing else of it is acted on).
+            (Err(e), _) => match e.unsupported_critical() {
+                Some(t) => vec![notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![t])],
+                None => return Err(e),
+            },
         };
         let reply = self.seal(ex, true, id, &inner)?;
         self.ike.next_peer_request_id = expected.wrapping_add(1);

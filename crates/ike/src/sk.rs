@@ -130,6 +130,22 @@ impl SkKeys {
     ) -> Result<Vec<u8>, Error> {
         let first = inner.first().map_or(PayloadType::NONE, Payload::payload_type);
         let chain_len: usize = inner.iter().map(Payload::buffer_len).sum();
+        let mut chain = vec![0u8; chain_len];
+        wire::ikev2::emit_chain(inner, &mut chain).map_err(Error::Emit)?;
+        self.seal_chain(provider, header, first, &chain)
+    }
+
+    /// [`SkKeys::seal`] over an inner chain already encoded, whose first payload is of type
+    /// `first`: for payloads [`Payload`] does not model (a test of a peer's answer to an
+    /// unknown critical payload, §2.5).
+    pub fn seal_chain(
+        &mut self,
+        provider: &dyn Provider,
+        header: &Header,
+        first: PayloadType,
+        chain: &[u8],
+    ) -> Result<Vec<u8>, Error> {
+        let chain_len = chain.len();
         let (iv_len, icv_len, block) =
             (self.outbound.iv_len(), self.outbound.icv_len(), self.outbound.block_len());
         let pad_len = (block - (chain_len + 1) % block) % block;
@@ -152,7 +168,7 @@ impl SkKeys {
         gen_hdr[2..4].copy_from_slice(&sk_len16.to_be_bytes());
         let (iv, rest) = rest.split_at_mut(iv_len);
         let (pt, _icv) = rest.split_at_mut(pt_len);
-        wire::ikev2::emit_chain(inner, &mut pt[..chain_len]).map_err(emit)?;
+        pt[..chain_len].copy_from_slice(chain);
         // Padding stays zero (§3.14: any content); the last byte is the pad length.
         pt[pt_len - 1] = pad_len as u8;
 
