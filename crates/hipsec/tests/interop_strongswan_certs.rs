@@ -333,3 +333,36 @@ fn wrong_identity_refused_by_hipsec() {
         logs(&p)
     );
 }
+
+/// charon asks, in IKE_AUTH, for a CHILD SA whose selectors we refuse (TS_UNACCEPTABLE,
+/// RFC 7296 §2.21.3): our answer still carries our certificate, so charon authenticates us
+/// and keeps the IKE SA without a CHILD SA.
+#[test]
+fn a_refused_child_still_sends_our_certificate() {
+    if !can_run() {
+        return;
+    }
+    let c = Case { hipsec_initiates: false, ..GOOD };
+    let setup = Setup { hipsec_initiates: false, ..Setup::default() };
+    let p = Pair::start_edited(BIN, setup, |d| {
+        certificates(d, c);
+        let conf = d.join("swanctl.conf");
+        let text = std::fs::read_to_string(&conf).unwrap();
+        assert!(text.contains("local_ts = 10.0.2.0/24"), "{text}");
+        std::fs::write(&conf, text.replacen("local_ts = 10.0.2.0/24", "local_ts = 10.0.9.0/24", 1))
+            .unwrap();
+    });
+    let up = p.wait_until(15, |p| {
+        let sas = String::from_utf8_lossy(&p.swanctl(&["--list-sas"]).stdout).into_owned();
+        sas.contains("ESTABLISHED")
+    });
+    assert!(up, "charon has no IKE SA\n{}", logs(&p));
+    let log = p.charon_log();
+    assert!(
+        log.contains("received end entity cert \"C=CH, O=hipsec test, CN=node1.example\""),
+        "{}",
+        logs(&p)
+    );
+    assert!(log.contains("authentication of 'node1.example' with"), "{}", logs(&p));
+    assert!(log.contains("TS_UNACCEPTABLE"), "{}", logs(&p));
+}

@@ -505,6 +505,11 @@ impl ResponderAuth {
             let my_auth =
                 make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
             let mut inner = vec![Payload::IdR(c.local_id.clone())];
+            // Our chain as with a CHILD SA: without it a peer that authenticates us by
+            // certificate cannot verify the AUTH that keeps the IKE SA up.
+            inner.extend(
+                cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))),
+            );
             if self.initial_contact {
                 inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
             }
