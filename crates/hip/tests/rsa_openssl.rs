@@ -10,6 +10,8 @@
 //! (e.g., according to [RFC3110] in case of RSA/SHA-1, according to [RFC5702] in case of
 //! RSA/SHA-256 ...)", and RFC 5702 §3 signs RSA/SHA-256 with RSASSA-PKCS1-v1_5.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
 use hip::hit::HIT_CONTEXT_ID;
 use hip::identity::{HI_RSA, HiKind};
 use hip::{HitSuite, HostIdentity, LocalHost};
