@@ -136,7 +136,9 @@ impl HostIdentity {
                 n.len() * 8
             )));
         }
-        Ok(HostIdentity::of_rsa(e, n))
+        // The HIT is over the Host Identity field as the peer sent it (§3.2), so keep those
+        // octets rather than an encoding of our own.
+        Ok(HostIdentity::of(HiKind::Rsa(n.len() * 8), host_id.to_vec()))
     }
 
     fn of_ecdsa(curve: EcCurve, point: &[u8]) -> HostIdentity {
@@ -366,6 +368,14 @@ mod tests {
         let enc = rfc3110_encode(&e, &n);
         assert_eq!(&enc[..3], &[0, 1, 44]);
         assert_eq!(rfc3110_split(&enc).unwrap(), (&e[..], &n[..]));
+        // A key sent with the three-octet length form although its exponent is short keeps
+        // its octets: the HIT is over what the peer sent.
+        let me = LocalHost::generate_rsa(2048).unwrap();
+        let short = me.identity().encoded();
+        let long = [&[0u8, 0, 3][..], &short[1..]].concat();
+        let id = HostIdentity::parse(HI_RSA, &long).unwrap();
+        assert_eq!(id.encoded(), &long[..]);
+        assert_ne!(id.hit(), me.hit());
     }
 
     #[test]
