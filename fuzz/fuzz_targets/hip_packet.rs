@@ -22,12 +22,12 @@ fn params_round_trip(bytes: &[u8]) {
         assert_eq!(raw.is_critical(), raw.param_type.0 & 1 == 1);
         if let Ok(p) = Param::from_raw(&raw) {
             assert_eq!(p.param_type(), raw.param_type);
-            if let Param::HostId(h) = &p {
-                if let Ok(id) = hip::HostIdentity::parse(h.algorithm.0, &h.host_identity) {
-                    assert_eq!(id.encoded(), &h.host_identity[..]);
-                    assert_eq!(id.algorithm(), h.algorithm.0);
-                    assert_eq!(id.hit().suite(), Some(id.suite()));
-                }
+            if let Param::HostId(h) = &p
+                && let Ok(id) = hip::HostIdentity::parse(h.algorithm.0, &h.host_identity)
+            {
+                assert_eq!(id.encoded(), &h.host_identity[..]);
+                assert_eq!(id.algorithm(), h.algorithm.0);
+                assert_eq!(id.hit().suite(), Some(id.suite()));
             }
             let mut out = vec![0u8; p.buffer_len()];
             p.emit(&mut out).expect("a parsed parameter re-emits");
