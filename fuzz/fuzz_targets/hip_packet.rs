@@ -2,7 +2,9 @@
 //! and every known parameter's repr must not panic; every parameter that parses must re-emit to
 //! a TLV that parses to the same repr; a whole message that parses must round-trip; the
 //! signed-portion helpers must keep the Header Length consistent. The same bytes are also read
-//! as a bare parameter sequence (the plaintext of an ENCRYPTED parameter).
+//! as a bare parameter sequence (the plaintext of an ENCRYPTED parameter). Every HOST_ID that
+//! parses is read as a host identity (ECDSA or RSA, RFC 7401 §5.2.9): it must not panic, and one
+//! that is accepted keeps the Host Identity field's octets (the HIT is over them).
 #![no_main]
 
 use std::net::{IpAddr, Ipv6Addr};
@@ -20,6 +22,13 @@ fn params_round_trip(bytes: &[u8]) {
         assert_eq!(raw.is_critical(), raw.param_type.0 & 1 == 1);
         if let Ok(p) = Param::from_raw(&raw) {
             assert_eq!(p.param_type(), raw.param_type);
+            if let Param::HostId(h) = &p
+                && let Ok(id) = hip::HostIdentity::parse(h.algorithm.0, &h.host_identity)
+            {
+                assert_eq!(id.encoded(), &h.host_identity[..]);
+                assert_eq!(id.algorithm(), h.algorithm.0);
+                assert_eq!(id.hit().suite(), Some(id.suite()));
+            }
             let mut out = vec![0u8; p.buffer_len()];
             p.emit(&mut out).expect("a parsed parameter re-emits");
             assert_eq!(out.len() % 8, 0);

@@ -17,6 +17,7 @@ pub mod null;
 pub mod prf;
 pub mod provider;
 mod rng_pool;
+pub mod rsa;
 pub mod sign;
 pub mod wireshark;
 pub mod x509_algs;
@@ -28,6 +29,7 @@ pub use ecdsa::{EcCurve, EcdsaKey};
 pub use null::NullProvider;
 pub use prf::{Prf, PrfAlg};
 pub use provider::{Aead, BlockCipher, CryptoError, Mac, Provider, random_spi};
+pub use rsa::RsaKey;
 pub use sign::{SignatureAlg, SigningKey};
 
 /// The default provider: aws-lc-rs (with RustCrypto for 3DES).

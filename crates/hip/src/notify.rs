@@ -28,7 +28,8 @@ pub fn notify(
         .with(host_id(host))
         .with(Notification { notify_type: kind, data: data.to_vec() });
     let sig = host.sign(&before(&m, ParamType::HIP_SIGNATURE)?)?;
-    seal(&m.with(HipSignature { algorithm: HiAlgorithm::ECDSA, signature: sig }), src, dst)
+    let algorithm = HiAlgorithm(host.identity().algorithm());
+    seal(&m.with(HipSignature { algorithm, signature: sig }), src, dst)
 }
 
 /// What a NOTIFY said.

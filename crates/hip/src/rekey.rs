@@ -144,37 +144,53 @@ mod tests {
     /// announced ones, and the KEYMAT runs out after the sets the base exchange derived.
     #[test]
     fn the_pair_is_rekeyed_from_keymat() {
-        let p = crypto::default_provider();
-        let (hr, hp) = (
-            LocalHost::generate(EcCurve::P256).unwrap(),
-            LocalHost::generate(EcCurve::P256).unwrap(),
+        rekeyed_until_keymat_ends(
+            &LocalHost::generate(EcCurve::P256).unwrap(),
+            &LocalHost::generate(EcCurve::P256).unwrap(),
         );
-        let resp = Responder::new(&hp, Config::default(), p).unwrap();
-        let s = I1Sent::start(&hr, hp.hit(), Config::default(), A, B).unwrap();
+    }
+
+    /// The same between an RSA and an ECDSA host, each way round: the UPDATEs' HIP_MAC is the
+    /// Responder's suite's HMAC (SHA-256 when the RSA host answered the BEX, SHA-384 when
+    /// the ECDSA one did) and each host signs with its own key (RFC 7401 §5.3.5, §5.2.14).
+    #[test]
+    fn rsa_and_ecdsa_hosts_rekey_in_both_roles() {
+        let rsa = LocalHost::generate_rsa(2048).unwrap();
+        let ec = LocalHost::generate(EcCurve::P384).unwrap();
+        rekeyed_until_keymat_ends(&rsa, &ec);
+        rekeyed_until_keymat_ends(&ec, &rsa);
+    }
+
+    fn rekeyed_until_keymat_ends(hr: &LocalHost, hp: &LocalHost) {
+        let p = crypto::default_provider();
+        let resp = Responder::new(hp, Config::default(), p).unwrap();
+        let s = I1Sent::start(hr, hp.hit(), Config::default(), A, B).unwrap();
         let r1 = resp.on_i1(&hp.hit(), s.i1(), A, B).unwrap();
-        let (s, _) = s.on_r1(&hr, p, &r1, B, A).unwrap();
-        let (r2, mut ep) = resp.on_i2(&hp, s.i2(), A, B).unwrap();
+        let (s, _) = s.on_r1(hr, p, &r1, B, A).unwrap();
+        let (r2, mut ep) = resp.on_i2(hp, s.i2(), A, B).unwrap();
         let mut er = s.on_r2(&r2, B, A).unwrap();
+        // The association keeps the suite of the base exchange's Responder (`hp`).
+        assert_eq!((er.suite, ep.suite), (hp.identity().suite(), hp.identity().suite()));
         let mut previous = er.esp.enc_out.to_vec();
         let mut rounds = 0;
         while keys_left(&er, er.next_keymat_index) {
             rounds += 1;
             let (r_in, p_in) = (new_spi(&er).unwrap(), new_spi(&ep).unwrap());
-            let u1 = offer(&hr, &er, 10 + rounds, r_in, A, B).unwrap();
+            let u1 = offer(hr, &er, 10 + rounds, r_in, A, B).unwrap();
             let got = read(&ep, &u1, A, B).unwrap();
             let info = got.esp_info.unwrap();
             assert!(is_rekey(&info));
             assert_eq!((info.old_spi, info.new_spi), (er.esp.spi_in, r_in));
             let idx = agreed_index(&ep, info.keymat_index);
             let kp = keys(&ep, idx, p_in, info.new_spi).unwrap();
-            let u2 = answer(&hp, &ep, got.seq.unwrap(), 90 + rounds, idx, p_in, B, A).unwrap();
+            let u2 = answer(hp, &ep, got.seq.unwrap(), 90 + rounds, idx, p_in, B, A).unwrap();
             let got2 = read(&er, &u2, B, A).unwrap();
             assert_eq!(got2.acks, vec![10 + rounds]);
             let info2 = got2.esp_info.unwrap();
             let idx2 = usize::from(info2.keymat_index);
             assert!(idx2 >= er.next_keymat_index);
             let kr = keys(&er, idx2, r_in, info2.new_spi).unwrap();
-            let u3 = acknowledge(&hr, &er, got2.seq.unwrap(), A, B).unwrap();
+            let u3 = acknowledge(hr, &er, got2.seq.unwrap(), A, B).unwrap();
             assert_eq!(read(&ep, &u3, A, B).unwrap().acks, vec![90 + rounds]);
             assert_eq!(*kr.enc_out, *kp.enc_in);
             assert_eq!(*kr.auth_out, *kp.auth_in);
@@ -188,7 +204,7 @@ mod tests {
         }
         // The base exchange derived 8 sets and used one.
         assert_eq!(rounds, 7);
-        assert!(offer(&hr, &er, 99, 12345, A, B).is_err());
+        assert!(offer(hr, &er, 99, 12345, A, B).is_err());
         // Mobility's ESP_INFO (old = new) is not a rekey.
         assert!(!is_rekey(&EspInfo { keymat_index: 0, old_spi: 7, new_spi: 7 }));
     }

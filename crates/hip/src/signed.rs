@@ -5,20 +5,18 @@
 use crate::bex::{Established, check_hmac, get, hmac, missing};
 use crate::error::Error;
 use crate::identity::LocalHost;
-use crate::suite::HitSuite;
 use wire::hip::{HiAlgorithm, HipMac, HipSignature, Message, Packet, ParamType};
-
-const SUITE: HitSuite = HitSuite::EcdsaSha384;
 
 pub(crate) fn protect(
     host: &LocalHost,
     est: &Established,
     mut m: Message,
 ) -> Result<Message, Error> {
-    let mac = hmac(SUITE, &est.hip.integ_out, &before(&m, ParamType::HIP_MAC)?)?;
+    let mac = hmac(est.suite, &est.hip.integ_out, &before(&m, ParamType::HIP_MAC)?)?;
     m = m.with(HipMac { mac });
     let sig = host.sign(&before(&m, ParamType::HIP_SIGNATURE)?)?;
-    Ok(m.with(HipSignature { algorithm: HiAlgorithm::ECDSA, signature: sig }))
+    let algorithm = HiAlgorithm(host.identity().algorithm());
+    Ok(m.with(HipSignature { algorithm, signature: sig }))
 }
 
 pub(crate) fn before(m: &Message, ty: ParamType) -> Result<Vec<u8>, Error> {
@@ -30,7 +28,7 @@ pub(crate) fn verify(est: &Established, bytes: &[u8], m: &Message) -> Result<(),
     let p = Packet::new_checked(bytes).map_err(|e| Error::Peer(e.to_string()))?;
     let mac = get!(m, HipMac).ok_or_else(|| missing("HIP_MAC"))?;
     let covered = p.to_vec_before(ParamType::HIP_MAC).map_err(|e| Error::Peer(e.to_string()))?;
-    check_hmac(SUITE, &est.hip.integ_in, &covered, &mac.mac, "HIP_MAC")?;
+    check_hmac(est.suite, &est.hip.integ_in, &covered, &mac.mac, "HIP_MAC")?;
     let sig = get!(m, HipSignature).ok_or_else(|| missing("HIP_SIGNATURE"))?;
     let covered =
         p.to_vec_before(ParamType::HIP_SIGNATURE).map_err(|e| Error::Peer(e.to_string()))?;

@@ -10,6 +10,7 @@
 use hip::bex::Config;
 use hip::bex::initiator::I1Sent;
 use hip::bex::responder::Responder;
+use hip::identity::HiKind;
 use hip::{HitSuite, HostIdentityTag, LocalHost};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv6Addr};
@@ -24,8 +25,8 @@ pub struct BenchHipArgs {
     /// Exchanges per K (medians are reported).
     #[arg(long, default_value_t = 50)]
     pub rounds: usize,
-    /// Host identity curve: p256 or p384.
-    #[arg(long, default_value = "p256", value_parser = ["p256", "p384"])]
+    /// Host identities: ECDSA p256 or p384, or rsa2048 (HIT suite RSA,DSA/SHA-256).
+    #[arg(long, default_value = "p256", value_parser = ["p256", "p384", "rsa2048"])]
     pub curve: String,
     /// Seconds of I1 flood.
     #[arg(long, default_value_t = 2.0)]
@@ -98,11 +99,11 @@ fn rss() -> i64 {
         * 4096
 }
 
-pub(crate) fn phases(k: u8, rounds: usize, curve: crypto::EcCurve) -> Result<Phases, String> {
+pub(crate) fn phases(k: u8, rounds: usize, kind: HiKind) -> Result<Phases, String> {
     let e = |x: hip::Error| x.to_string();
     let p = crypto::default_provider();
-    let hi = LocalHost::generate(curve).map_err(e)?;
-    let hr = LocalHost::generate(curve).map_err(e)?;
+    let hi = LocalHost::generate_kind(kind).map_err(e)?;
+    let hr = LocalHost::generate_kind(kind).map_err(e)?;
     let config = Config { puzzle_k: k, ..Config::default() };
     let resp = Responder::new(&hr, config.clone(), p).map_err(e)?;
     let (mut t1, mut t2, mut t3, mut t4, mut tries, mut total) =
@@ -139,10 +140,10 @@ pub(crate) fn phases(k: u8, rounds: usize, curve: crypto::EcCurve) -> Result<Pha
     })
 }
 
-fn flood(seconds: f64, curve: crypto::EcCurve) -> Result<Flood, String> {
+fn flood(seconds: f64, kind: HiKind) -> Result<Flood, String> {
     let e = |x: hip::Error| x.to_string();
     let p = crypto::default_provider();
-    let hr = LocalHost::generate(curve).map_err(e)?;
+    let hr = LocalHost::generate_kind(kind).map_err(e)?;
     let resp = Responder::new(&hr, Config::default(), p).map_err(e)?;
     let me = hr.hit();
     // Spoofed Initiators: a fresh HIT per I1, I1s made ahead.
@@ -200,7 +201,11 @@ fn flood(seconds: f64, curve: crypto::EcCurve) -> Result<Flood, String> {
 
 /// Runs the benchmark.
 pub fn measure(args: &BenchHipArgs) -> Result<Report, String> {
-    let curve = if args.curve == "p384" { crypto::EcCurve::P384 } else { crypto::EcCurve::P256 };
+    let curve = match args.curve.as_str() {
+        "p384" => HiKind::Ecdsa(crypto::EcCurve::P384),
+        "rsa2048" => HiKind::Rsa(2048),
+        _ => HiKind::Ecdsa(crypto::EcCurve::P256),
+    };
     if let Some(k) = args.k.iter().find(|&&k| k > hip::puzzle::MAX_SOLVABLE_K) {
         return Err(format!("--k {k}: at most {}", hip::puzzle::MAX_SOLVABLE_K));
     }
@@ -221,7 +226,7 @@ pub fn run(args: &BenchHipArgs) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "bench hip: base exchange in process, ECDSA {} host identities, medians of {} exchanges",
+        "bench hip: base exchange in process, {} host identities, medians of {} exchanges",
         args.curve, args.rounds
     );
     println!(

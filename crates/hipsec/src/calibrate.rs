@@ -359,7 +359,11 @@ fn ike_cost(
 
 fn hip_cost(quick: bool) -> Result<HipCost, String> {
     progress("HIP base exchange in process (K = 0) and the puzzle's hash rate");
-    let p = bench_hip::phases(0, if quick { 10 } else { 30 }, crypto::EcCurve::P256)?;
+    let p = bench_hip::phases(
+        0,
+        if quick { 10 } else { 30 },
+        hip::identity::HiKind::Ecdsa(crypto::EcCurve::P256),
+    )?;
     let puzzle = hip::puzzle::Puzzle { k: 12, i: vec![7u8; 48] };
     let hi = hip::HostIdentityTag::from_host_id(hip::HitSuite::EcdsaSha384, b"calibrate-i");
     let hr = hip::HostIdentityTag::from_host_id(hip::HitSuite::EcdsaSha384, b"calibrate-r");

@@ -4,7 +4,7 @@
 
 use super::{
     Config, ESP_KEY_SETS, Established, HipKeys, Rejected, check_hmac, dh_group, draw_hip_keys, get,
-    hip_keys_len, hmac, host_id, missing, open, peer_identity, random, seal,
+    hip_keys_len, hmac, hmac_of, host_id, missing, open, peer_identity, random, seal,
 };
 use crate::error::Error;
 use crate::esp;
@@ -13,15 +13,13 @@ use crate::identity::{HostIdentity, LocalHost};
 use crate::keymat::Keymat;
 use crate::puzzle;
 use crate::suite::HitSuite;
-use crypto::{EspSuite as Suite, KeyExchange, PrfAlg, Provider};
+use crypto::{EspSuite as Suite, KeyExchange, Provider};
 use std::net::IpAddr;
 use wire::hip::{
     DhGroupId, DhGroupList, DiffieHellman, Encrypted, EspInfo, EspTransform, Header, HiAlgorithm,
     HipCipher, HipMac, HipSignature, Message, Packet, PacketType, Param, ParamType, R1Counter,
     Solution, TransportFormatList, emit_params, zero_for_signature_2,
 };
-
-const SUITE: HitSuite = HitSuite::EcdsaSha384;
 
 /// I1 sent; waiting for R1.
 #[derive(Debug)]
@@ -172,13 +170,14 @@ impl I1Sent {
             .ok_or_else(|| Error::Peer("R1: no ESP_TRANSFORM in common".into()))?;
         let pz = get!(m, Puzzle).ok_or_else(|| missing("PUZZLE"))?;
 
-        // The work: the puzzle, then Diffie-Hellman and KEYMAT.
-        let seed = random(provider, SUITE.rhash_len())?;
+        // The work: the puzzle, then Diffie-Hellman and KEYMAT, all under the Responder's suite.
+        let suite = super::exchange_suite(&self.peer)?;
+        let seed = random(provider, suite.rhash_len())?;
         let p = puzzle::Puzzle { k: pz.k, i: pz.i.clone() };
-        let (j, tries) = solve(&p, SUITE, &self.me, &self.peer, &seed)?;
+        let (j, tries) = solve(&p, suite, &self.me, &self.peer, &seed)?;
         // A solver from outside is checked, not trusted: a wrong #J would only cost us the
         // exchange, but it costs nothing to know at once.
-        p.verify(SUITE, &self.me, &self.peer, &j)?;
+        p.verify(suite, &self.me, &self.peer, &j)?;
         let fresh;
         let kx = match &self.kx {
             Some((id, kx)) if id == want => kx,
@@ -191,10 +190,10 @@ impl I1Sent {
         let kij = kx
             .agree_reused(&value.public_value)
             .map_err(|_| Error::Peer("DIFFIE_HELLMAN: bad public value".into()))?;
-        let hip_len = hip_keys_len(cipher, SUITE)?;
+        let hip_len = hip_keys_len(cipher, suite)?;
         let km_len = hip_len + ESP_KEY_SETS * esp::keymat_len(&esp_suite);
         let mut km = Keymat::derive(
-            PrfAlg::HmacSha384,
+            hmac_of(suite)?,
             kij.as_bytes(),
             &self.me,
             &self.peer,
@@ -202,7 +201,7 @@ impl I1Sent {
             &j,
             km_len,
         )?;
-        let hip = draw_hip_keys(&mut km, cipher, SUITE, &self.me, &self.peer)?;
+        let hip = draw_hip_keys(&mut km, cipher, suite, &self.me, &self.peer)?;
         let spi_in = crypto::random_spi(provider)?;
         let keymat_index =
             u16::try_from(hip_len).map_err(|_| Error::Config("KEYMAT index".into()))?;
@@ -235,13 +234,14 @@ impl I1Sent {
             .with(TransportFormatList { formats: vec![ParamType::ESP_TRANSFORM] })
             .with(EspTransform { suites: vec![esp_id] });
         let mac = hmac(
-            SUITE,
+            suite,
             &hip.integ_out,
             &super::responder::to_vec_before(&i2, ParamType::HIP_MAC)?,
         )?;
         i2 = i2.with(HipMac { mac });
         let signed = host.sign(&super::responder::to_vec_before(&i2, ParamType::HIP_SIGNATURE)?)?;
-        i2 = i2.with(HipSignature { algorithm: HiAlgorithm::ECDSA, signature: signed });
+        let algorithm = HiAlgorithm(host.identity().algorithm());
+        i2 = i2.with(HipSignature { algorithm, signature: signed });
         let bytes = seal(&i2, dst, src)?;
         let state = I2Sent {
             me: self.me,
@@ -252,6 +252,7 @@ impl I1Sent {
             esp_suite,
             keymat_index: hip_len,
             spi_in,
+            suite,
         };
         Ok((state, R1Work { puzzle_tries: tries, k: pz.k }))
     }
@@ -267,6 +268,7 @@ pub struct I2Sent {
     esp_suite: Suite,
     keymat_index: usize,
     spi_in: u32,
+    suite: HitSuite,
 }
 
 impl std::fmt::Debug for I2Sent {
@@ -297,6 +299,7 @@ impl I2Sent {
                 hip: self.hip,
                 keymat: self.keymat,
                 next_keymat_index: next,
+                suite: self.suite,
             }),
             Err(error) => Err(Rejected { state: Box::new(self), error }),
         }
@@ -322,7 +325,7 @@ impl I2Sent {
             .unwrap_or(with_hi.params.len());
         with_hi.params.insert(at, Param::HostId(hi));
         let covered = super::responder::to_vec_before(&with_hi, ParamType::HIP_MAC_2)?;
-        check_hmac(SUITE, &self.hip.integ_in, &covered, &mac.mac, "HIP_MAC_2")?;
+        check_hmac(self.suite, &self.hip.integ_in, &covered, &mac.mac, "HIP_MAC_2")?;
         let sig = get!(m, HipSignature).ok_or_else(|| missing("HIP_SIGNATURE"))?;
         let packet = Packet::new_checked(r2).map_err(|e| Error::Peer(e.to_string()))?;
         let covered = packet

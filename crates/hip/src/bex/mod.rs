@@ -125,6 +125,11 @@ pub(crate) fn draw_hip_keys(
 /// BEX, the rest for rekeys by UPDATE without a new Diffie-Hellman, RFC 7402 §6.9).
 pub(crate) const ESP_KEY_SETS: usize = 8;
 
+/// The suite's HMAC, also the KEYMAT's HKDF hash (§6.5).
+pub(crate) fn hmac_of(suite: HitSuite) -> Result<crypto::PrfAlg, Error> {
+    suite.hmac().ok_or_else(|| Error::Config(format!("no HMAC for {suite:?}")))
+}
+
 /// HIP_MAC / HIP_MAC_2 value: the suite's HMAC (§5.2.12).
 pub(crate) fn hmac(suite: HitSuite, key: &[u8], data: &[u8]) -> Result<Vec<u8>, Error> {
     let alg = suite.hmac().ok_or_else(|| Error::Config(format!("no HMAC for {suite:?}")))?;
@@ -162,6 +167,22 @@ pub struct Established {
     pub keymat: Keymat,
     /// Where the next ESP keys would be drawn.
     pub next_keymat_index: usize,
+    /// The HIT suite whose RHASH and HMAC the association uses: the Responder's (see
+    /// [`exchange_suite`]).
+    pub suite: HitSuite,
+}
+
+/// The HIT suite of an exchange: the Responder's, whose HIT the Initiator asked for. Its RHASH
+/// is the puzzle's hash and the KEYMAT's HKDF hash, its HMAC that of HIP_MAC and HIP_MAC_2.
+///
+/// RFC 7401 §5.2.4 (quoted from memory; no copy of the body of RFC 7401 is reachable here):
+/// "RHASH_len / 8" octets of #I, RHASH being "the hash function of the Responder's HIT
+/// Suite" (hiplib, the HIPv2 implementation read, likewise takes RHASH and the HMAC from the
+/// Responder's HIT's OGA ID). A HIT whose suite we do not implement is refused, naming it.
+pub fn exchange_suite(responder: &HostIdentityTag) -> Result<HitSuite, Error> {
+    responder.suite().filter(|s| s.hmac().is_some()).ok_or_else(|| {
+        Error::Peer(format!("HIT {responder}: its HIT suite (OGA ID) is not one we implement"))
+    })
 }
 
 /// First parameter of a variant in a message.

@@ -9,7 +9,7 @@
 
 use super::{
     Config, ESP_KEY_SETS, Established, check_hmac, dh_group, draw_hip_keys, get, hip_keys_len,
-    hmac, host_id, missing, open, peer_identity, random, seal,
+    hmac, hmac_of, host_id, missing, open, peer_identity, random, seal,
 };
 use crate::error::Error;
 use crate::esp;
@@ -49,6 +49,8 @@ pub struct Responder {
     provider: &'static dyn Provider,
     current: Generation,
     previous: Option<Generation>,
+    /// Our HIT's suite, the exchange's (see [`super::exchange_suite`]).
+    suite: HitSuite,
 }
 
 impl std::fmt::Debug for Responder {
@@ -60,8 +62,6 @@ impl std::fmt::Debug for Responder {
     }
 }
 
-const SUITE: HitSuite = HitSuite::EcdsaSha384;
-
 impl Responder {
     /// A Responder for `host`, generation 1.
     pub fn new(
@@ -72,8 +72,9 @@ impl Responder {
         if config.dh_groups.iter().all(|&g| dh_group(g).is_none()) {
             return Err(Error::Config("no Diffie-Hellman group we implement (7, 8)".into()));
         }
+        let suite = super::exchange_suite(&host.hit())?;
         let current = generation(host, &config, provider, 1)?;
-        Ok(Responder { config, provider, current, previous: None })
+        Ok(Responder { config, provider, current, previous: None, suite })
     }
 
     /// Starts a new generation (new secret, new Diffie-Hellman keys, new R1s); the previous
@@ -117,7 +118,7 @@ impl Responder {
         if let Some(r) = r1.get_mut(24..40) {
             r.copy_from_slice(&hit_i.0);
         }
-        let i = puzzle_i(&self.current, &hit_i, me);
+        let i = puzzle_i(&self.current, self.suite, &hit_i, me);
         if let Some(at) = r1.get_mut(t.opaque_at + 2..t.opaque_at + 2 + i.len()) {
             at.copy_from_slice(&i);
         }
@@ -153,10 +154,11 @@ impl Responder {
                 sol.k, self.config.puzzle_k
             )));
         }
-        if !crypto::provider::constant_time_eq(&sol.i, &puzzle_i(g, &hit_i, &me)) {
+        let suite = self.suite;
+        if !crypto::provider::constant_time_eq(&sol.i, &puzzle_i(g, suite, &hit_i, &me)) {
             return Err(Error::Peer("SOLUTION: #I is not one we sent".into()));
         }
-        puzzle::Puzzle { k: sol.k, i: sol.i.clone() }.verify(SUITE, &hit_i, &me, &sol.j)?;
+        puzzle::Puzzle { k: sol.k, i: sol.i.clone() }.verify(suite, &hit_i, &me, &sol.j)?;
 
         // The puzzle holds: now the expensive part.
         let dh = get!(m, DiffieHellman).ok_or_else(|| missing("DIFFIE_HELLMAN"))?;
@@ -182,18 +184,11 @@ impl Responder {
         let esp_suite = esp::engine_suite(suite_id)
             .filter(|_| self.config.esp_suites.contains(&suite_id))
             .ok_or_else(|| Error::Peer(format!("ESP_TRANSFORM {suite_id} was not offered")))?;
-        let hip_len = hip_keys_len(cipher, SUITE)?;
+        let hip_len = hip_keys_len(cipher, suite)?;
         let km_len = hip_len + ESP_KEY_SETS * esp::keymat_len(&esp_suite);
-        let mut km = Keymat::derive(
-            PrfAlg::HmacSha384,
-            kij.as_bytes(),
-            &hit_i,
-            &me,
-            &sol.i,
-            &sol.j,
-            km_len,
-        )?;
-        let hip = draw_hip_keys(&mut km, cipher, SUITE, &me, &hit_i)?;
+        let mut km =
+            Keymat::derive(hmac_of(suite)?, kij.as_bytes(), &hit_i, &me, &sol.i, &sol.j, km_len)?;
+        let hip = draw_hip_keys(&mut km, cipher, suite, &me, &hit_i)?;
 
         // The Initiator's identity (§6.9): HOST_ID among the I2's parameters, as §5.3.3 lays
         // the I2 out, or inside ENCRYPTED under the Initiator's HIP key. Both are accepted; a
@@ -226,7 +221,7 @@ impl Responder {
         let mac = get!(m, HipMac).ok_or_else(|| missing("HIP_MAC"))?;
         let covered =
             packet.to_vec_before(ParamType::HIP_MAC).map_err(|e| Error::Peer(e.to_string()))?;
-        check_hmac(SUITE, &hip.integ_in, &covered, &mac.mac, "HIP_MAC")?;
+        check_hmac(suite, &hip.integ_in, &covered, &mac.mac, "HIP_MAC")?;
         let sig = get!(m, HipSignature).ok_or_else(|| missing("HIP_SIGNATURE"))?;
         let covered = packet
             .to_vec_before(ParamType::HIP_SIGNATURE)
@@ -252,14 +247,16 @@ impl Responder {
             new_spi: spi_in,
         });
         let with_hi = r2.clone().with(host_id(host));
-        let mac2 = hmac(SUITE, &hip.integ_out, &to_vec_before(&with_hi, ParamType::HIP_MAC_2)?)?;
+        let mac2 = hmac(suite, &hip.integ_out, &to_vec_before(&with_hi, ParamType::HIP_MAC_2)?)?;
         r2 = r2.with(HipMac2 { mac: mac2 });
         let signed = host.sign(&to_vec_before(&r2, ParamType::HIP_SIGNATURE)?)?;
-        r2 = r2.with(HipSignature { algorithm: HiAlgorithm::ECDSA, signature: signed });
+        let algorithm = HiAlgorithm(host.identity().algorithm());
+        r2 = r2.with(HipSignature { algorithm, signature: signed });
         let bytes = seal(&r2, dst, src)?;
+        let keymat = km;
         Ok((
             bytes,
-            Established { local_hit: me, peer, esp, hip, keymat: km, next_keymat_index: next },
+            Established { local_hit: me, peer, esp, hip, keymat, next_keymat_index: next, suite },
         ))
     }
 }
@@ -271,11 +268,12 @@ pub(crate) fn to_vec_before(m: &Message, ty: ParamType) -> Result<Vec<u8>, Error
 /// #I for an Initiator: HMAC-SHA-384(generation secret, HIT-I | HIT-R), RHASH_len bytes.
 fn puzzle_i(
     g: &Generation,
+    suite: HitSuite,
     hit_i: &HostIdentityTag,
     hit_r: &HostIdentityTag,
 ) -> Zeroizing<Vec<u8>> {
     let mut v = Prf::new(PrfAlg::HmacSha384, &g.secret).compute(&[&hit_i.0, &hit_r.0]);
-    v.truncate(SUITE.rhash_len());
+    v.truncate(suite.rhash_len());
     v
 }
 
@@ -297,19 +295,23 @@ fn generation(
                 k: config.puzzle_k,
                 lifetime: config.puzzle_lifetime,
                 opaque: 0,
-                i: vec![0; SUITE.rhash_len()],
+                i: vec![0; host.identity().suite().rhash_len()],
             })
             .with(DhGroupList { groups: config.dh_groups.clone() })
             .with(DiffieHellman::new(g, kx.public_key().to_vec()))
             .with(HipCipher { ciphers: config.ciphers.clone() })
             .with(host_id(host))
-            .with(HitSuiteList { suites: vec![HitSuiteId::ECDSA_SHA384] })
+            // §5.2.10: the suites we take, in our order of preference.
+            .with(HitSuiteList {
+                suites: vec![HitSuiteId::ECDSA_SHA384, HitSuiteId::RSA_DSA_SHA256],
+            })
             .with(TransportFormatList { formats: vec![ParamType::ESP_TRANSFORM] })
             .with(EspTransform { suites: config.esp_suites.clone() });
         let mut covered = to_vec_before(&r1, ParamType::HIP_SIGNATURE_2)?;
         zero_for_signature_2(&mut covered).map_err(|e| Error::Config(e.to_string()))?;
         let sig = host.sign(&covered)?;
-        let r1 = r1.with(HipSignature2 { algorithm: HiAlgorithm::ECDSA, signature: sig });
+        let algorithm = HiAlgorithm(host.identity().algorithm());
+        let r1 = r1.with(HipSignature2 { algorithm, signature: sig });
         let bytes = r1.to_vec().map_err(|e| Error::Config(e.to_string()))?;
         let opaque_at = Packet::new_checked(&bytes[..])
             .ok()

@@ -23,14 +23,18 @@ struct Run {
 fn exchange(ci: EcCurve, cr: EcCurve, config: Config) -> Run {
     let hi = LocalHost::generate(ci).unwrap();
     let hr = LocalHost::generate(cr).unwrap();
-    let resp = Responder::new(&hr, config.clone(), p()).unwrap();
-    let s = I1Sent::start(&hi, hr.hit(), config, A, B).unwrap();
+    exchange_hosts(&hi, &hr, config)
+}
+
+fn exchange_hosts(hi: &LocalHost, hr: &LocalHost, config: Config) -> Run {
+    let resp = Responder::new(hr, config.clone(), p()).unwrap();
+    let s = I1Sent::start(hi, hr.hit(), config, A, B).unwrap();
     let i1 = s.i1().to_vec();
     let r1 = resp.on_i1(&hr.hit(), &i1, A, B).unwrap();
-    let (s, work) = s.on_r1(&hi, p(), &r1, B, A).unwrap();
+    let (s, work) = s.on_r1(hi, p(), &r1, B, A).unwrap();
     assert_eq!(work.k, 10);
     let i2 = s.i2().to_vec();
-    let (r2, r) = resp.on_i2(&hr, &i2, A, B).unwrap();
+    let (r2, r) = resp.on_i2(hr, &i2, A, B).unwrap();
     let i = s.on_r2(&r2, B, A).unwrap();
     Run { i, r, packets: [i1, r1, i2, r2] }
 }
@@ -284,6 +288,56 @@ mod fuzz {
             let n = r2.len();
             r2[at % n] ^= 1 << bit;
             let _ = s.on_r2(&r2, B, A);
+        }
+    }
+}
+
+/// An RSA host and an ECDSA host complete the base exchange in both roles, and two RSA hosts
+/// too. Each signs with its own HI algorithm (RFC 7401 §5.2.14: HIP_SIGNATURE's "SIG alg"
+/// is the signer's HI algorithm, §5.2.9: RSA = 5, ECDSA = 7; quoted from memory), and the
+/// exchange runs under the Responder's HIT suite: the puzzle's #I is RHASH_len long
+/// (§5.2.4), the HIP keys and HIP_MAC are the suite's HMAC (§5.2.10: RSA,DSA/SHA-256 →
+/// HMAC-SHA-256, ECDSA/SHA-384 → HMAC-SHA-384).
+#[test]
+fn rsa_and_ecdsa_hosts_complete_in_both_roles() {
+    use crate::identity::{HI_ECDSA, HI_RSA};
+    use crate::suite::HitSuite;
+    use wire::hip::{HipMac, HipSignature, Message, Param, Puzzle};
+    let rsa = LocalHost::generate_rsa(2048).unwrap();
+    let rsa2 = LocalHost::generate_rsa(2048).unwrap();
+    let ec = LocalHost::generate(EcCurve::P256).unwrap();
+    for (hi, hr, want) in [
+        (&rsa, &ec, HitSuite::EcdsaSha384),
+        (&ec, &rsa, HitSuite::RsaDsaSha256),
+        (&rsa, &rsa2, HitSuite::RsaDsaSha256),
+    ] {
+        let run = exchange_hosts(hi, hr, Config::default());
+        mirrored(&run);
+        assert_eq!((run.i.suite, run.r.suite), (want, want));
+        assert_eq!(run.i.hip.integ_out.len(), want.rhash_len());
+        assert_eq!(run.i.peer.hit(), hr.hit());
+        let r1 = Message::parse(&run.packets[1]).unwrap();
+        let i =
+            r1.params.iter().find_map(|p| if let Param::Puzzle(z) = p { Some(z) } else { None });
+        assert_eq!(i.map(|z: &Puzzle| z.i.len()), Some(want.rhash_len()));
+        let i2 = Message::parse(&run.packets[2]).unwrap();
+        let sig = i2.params.iter().find_map(|p| match p {
+            Param::HipSignature(HipSignature { algorithm, signature }) => {
+                Some((algorithm.0, signature.len()))
+            }
+            _ => None,
+        });
+        let mac = i2.params.iter().find_map(|p| match p {
+            Param::HipMac(HipMac { mac }) => Some(mac.len()),
+            _ => None,
+        });
+        assert_eq!(mac, Some(want.rhash_len()));
+        let hi_alg = hi.identity().algorithm();
+        assert_eq!(sig.map(|s| s.0), Some(hi_alg));
+        if hi_alg == HI_RSA {
+            assert_eq!(sig.map(|s| s.1), Some(256), "2048-bit RSA signs 256 octets");
+        } else {
+            assert_eq!(hi_alg, HI_ECDSA);
         }
     }
 }

@@ -4,14 +4,16 @@ use clap::Args;
 use std::path::PathBuf;
 
 pub(crate) const KEYGEN_HELP: &str = "\
-Make a key. With --hip: a HIP host identity (RFC 7401 §3), an ECDSA key written as PKCS#8 PEM
-with mode 0600, and print its Host Identity Tag (an ORCHIDv2 IPv6 address in 2001:20::/28,
-RFC 7343) — the address other hosts use to reach this one, whatever its locators. An existing
-file is kept unless --force (a new key is a new HIT).
+Make a key. With --hip: a HIP host identity (RFC 7401 §3), an ECDSA key (HIT suite
+ECDSA/SHA-384, the default) or with --type rsa an RSA key (HIT suite RSA,DSA/SHA-256; 2048 bits
+unless --bits), written as PKCS#8 PEM with mode 0600, and print its Host Identity Tag (an
+ORCHIDv2 IPv6 address in 2001:20::/28, RFC 7343) — the address other hosts use to reach this
+one, whatever its locators. An existing file is kept unless --force (a new key is a new HIT).
 
 Example:
   hipsec keygen --hip -o /etc/hipsec/host.pem
-  hipsec keygen --hip --curve p384 -o host384.pem --json";
+  hipsec keygen --hip --curve p384 -o host384.pem --json
+  hipsec keygen --hip --type rsa --bits 3072 -o host-rsa.pem";
 
 #[derive(Debug, Args)]
 pub(crate) struct KeygenArgs {
@@ -21,9 +23,15 @@ pub(crate) struct KeygenArgs {
     /// Where to write it.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// Key type: ecdsa (the default) or rsa.
+    #[arg(long = "type", default_value = "ecdsa", value_parser = ["ecdsa", "rsa"])]
+    key_type: String,
     /// ECDSA curve: p256 (HIT suite ECDSA/SHA-384, the default) or p384.
     #[arg(long, default_value = "p256", value_parser = ["p256", "p384"])]
     curve: String,
+    /// RSA modulus length in bits (with --type rsa).
+    #[arg(long, default_value_t = 2048)]
+    bits: usize,
     /// Replace an existing file (and so change this host's HIT).
     #[arg(long)]
     force: bool,
@@ -33,15 +41,38 @@ pub(crate) struct KeygenArgs {
 }
 
 pub(crate) fn keygen(a: &KeygenArgs) -> Result<(), String> {
-    let curve = if a.curve == "p384" { crypto::EcCurve::P384 } else { crypto::EcCurve::P256 };
-    let host = node::config::host_identity::create(&a.output, curve, a.force)?;
+    use hip::identity::HiKind;
+    let kind = if a.key_type == "rsa" {
+        if !crypto::rsa::RSA_BITS.contains(&a.bits) {
+            return Err(format!(
+                "--bits {}: an RSA host identity has {:?} bits",
+                a.bits,
+                crypto::rsa::RSA_BITS
+            ));
+        }
+        HiKind::Rsa(a.bits)
+    } else if a.curve == "p384" {
+        HiKind::Ecdsa(crypto::EcCurve::P384)
+    } else {
+        HiKind::Ecdsa(crypto::EcCurve::P256)
+    };
+    let host = node::config::host_identity::create(&a.output, kind, a.force)?;
     if a.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "hit": host.hit().to_string(),
             "file": a.output.display().to_string(),
-            "curve": a.curve,
-            "hit_suite": "ECDSA/SHA-384",
+            "type": a.key_type,
         });
+        match kind {
+            HiKind::Rsa(bits) => {
+                v["bits"] = bits.into();
+                v["hit_suite"] = "RSA,DSA/SHA-256".into();
+            }
+            HiKind::Ecdsa(_) => {
+                v["curve"] = a.curve.clone().into();
+                v["hit_suite"] = "ECDSA/SHA-384".into();
+            }
+        }
         println!("{v}");
     } else {
         println!("{}", host.hit());

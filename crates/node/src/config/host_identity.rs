@@ -1,9 +1,10 @@
-//! The host identity file of HIP (RFC 7401 §3): our ECDSA private key as PKCS#8 in PEM
-//! ("PRIVATE KEY", what `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`
-//! writes too), created mode 0600 and refused when others may read it.
+//! The host identity file of HIP (RFC 7401 §3): our ECDSA (P-256, P-384) or RSA (2048 to 8192
+//! bits) private key as PKCS#8 in PEM ("PRIVATE KEY", what `openssl genpkey -algorithm EC
+//! -pkeyopt ec_paramgen_curve:P-256` or `-algorithm RSA` writes too), created mode 0600 and
+//! refused when others may read it.
 
-use crypto::EcCurve;
 use hip::LocalHost;
+use hip::identity::HiKind;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -30,11 +31,11 @@ pub fn load(path: &Path) -> Result<LocalHost, String> {
     LocalHost::from_pkcs8(&der).map_err(|e| at(e.to_string()))
 }
 
-/// Makes a new identity on `curve` and writes it to `path` (mode 0600; an existing file is
+/// Makes a new identity of `kind` and writes it to `path` (mode 0600; an existing file is
 /// replaced only with `force`).
-pub fn create(path: &Path, curve: EcCurve, force: bool) -> Result<LocalHost, String> {
+pub fn create(path: &Path, kind: HiKind, force: bool) -> Result<LocalHost, String> {
     let at = |e: String| format!("{}: {e}", path.display());
-    let host = LocalHost::generate(curve).map_err(|e| e.to_string())?;
+    let host = LocalHost::generate_kind(kind).map_err(|e| e.to_string())?;
     let der = host.to_pkcs8().map_err(|e| e.to_string())?;
     let text = zeroize::Zeroizing::new(pem::encode(&pem::Pem::new("PRIVATE KEY", der.to_vec())));
     let mut opts = std::fs::OpenOptions::new();
@@ -60,6 +61,7 @@ pub fn create(path: &Path, curve: EcCurve, force: bool) -> Result<LocalHost, Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crypto::EcCurve;
 
     #[test]
     fn create_load_and_refusals() {
@@ -67,11 +69,11 @@ mod tests {
         let _ = std::fs::create_dir_all(&dir);
         let p = dir.join("host.pem");
         let _ = std::fs::remove_file(&p);
-        let made = create(&p, EcCurve::P256, false).unwrap();
+        let made = create(&p, HiKind::Ecdsa(EcCurve::P256), false).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(load(&p).unwrap().hit(), made.hit());
-        assert!(create(&p, EcCurve::P256, false).unwrap_err().contains("--force"));
-        let again = create(&p, EcCurve::P384, true).unwrap();
+        assert!(create(&p, HiKind::Ecdsa(EcCurve::P256), false).unwrap_err().contains("--force"));
+        let again = create(&p, HiKind::Ecdsa(EcCurve::P384), true).unwrap();
         assert_ne!(again.hit(), made.hit());
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(load(&p).unwrap_err().contains("chmod 600"));
@@ -108,6 +110,32 @@ mod tests {
             hi.extend(hex::decode(hexpub).unwrap());
             let want = hip::HostIdentityTag::from_host_id(hip::HitSuite::EcdsaSha384, &hi);
             assert_eq!(host.hit(), want);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An RSA identity (`hipsec keygen --type rsa`) is written and read back with its HIT; an
+    /// RSA key openssl wrote in PEM loads as the same kind of identity.
+    #[test]
+    fn rsa_identity_file() {
+        let dir = std::env::temp_dir().join(format!("hipsec-hi-rsa-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let p = dir.join("rsa.pem");
+        let made = create(&p, HiKind::Rsa(2048), true).unwrap();
+        let back = load(&p).unwrap();
+        assert_eq!(back.hit(), made.hit());
+        assert_eq!(back.identity().kind(), HiKind::Rsa(2048));
+        assert_eq!(back.hit().suite(), Some(hip::HitSuite::RsaDsaSha256));
+        let o = dir.join("openssl-rsa.pem");
+        let made = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072", "-out"])
+            .arg(&o)
+            .status();
+        if made.is_ok_and(|s| s.success()) {
+            std::fs::set_permissions(&o, std::fs::Permissions::from_mode(0o600)).unwrap();
+            assert_eq!(load(&o).unwrap().identity().kind(), HiKind::Rsa(3072));
+        } else {
+            println!("SKIPPED the openssl half: no openssl binary");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

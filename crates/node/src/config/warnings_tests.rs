@@ -172,7 +172,12 @@ fn readable_ike_private_key_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let key = dir.join("me.key");
     let _ = std::fs::remove_file(&key);
-    crate::config::host_identity::create(&key, crypto::EcCurve::P256, true).unwrap();
+    crate::config::host_identity::create(
+        &key,
+        hip::identity::HiKind::Ecdsa(crypto::EcCurve::P256),
+        true,
+    )
+    .unwrap();
     // The peer's public key as SubjectPublicKeyInfo DER (RFC 5480 §2: id-ecPublicKey, P-256).
     let pk = crate::config::keys::private_key(&key).unwrap().public_key();
     let mut spki = hex::decode("3059301306072a8648ce3d020106082a8648ce3d030107034200").unwrap();
