@@ -322,3 +322,69 @@ fn two_children_each_with_its_own_selectors_rekeyed_and_deleted_alone() {
         assert_eq!(ep.established(), 1);
     }
 }
+
+/// A further child the peer refuses (its selectors meet none of the peer's: TS_UNACCEPTABLE)
+/// is asked for again with the rekey back-off (2 s doubling to 8 s here), while the first
+/// child and the IKE SA stay up.
+#[test]
+fn a_refused_further_child_is_asked_for_again_with_back_off() {
+    use ike::ChildPolicy;
+    use ike::assoc::{ChildConfig, Event};
+    use std::net::{IpAddr, Ipv4Addr};
+    use wire::ikev2::TrafficSelector;
+    let t = Timers::short();
+    let host = |a, b, c| TrafficSelector::host(IpAddr::V4(Ipv4Addr::new(10, a, b, c)));
+    let mut a_conn = sim::connection(0, true, &t);
+    a_conn.ike.local_ts = vec![host(0, 1, 1)];
+    a_conn.ike.remote_ts = vec![host(0, 2, 1)];
+    a_conn.ike.more_children = vec![ChildPolicy {
+        suites: a_conn.ike.child_suites.clone(),
+        local_ts: vec![host(1, 1, 1)],
+        remote_ts: vec![host(1, 2, 1)],
+        mode: ike::Mode::Tunnel,
+    }];
+    a_conn.more_children = vec![ChildConfig { name: "second".into(), lifetimes: t.child }];
+    let mut b_conn = sim::connection(1, false, &t);
+    b_conn.ike.local_ts = vec![host(0, 2, 1)];
+    b_conn.ike.remote_ts = vec![host(0, 1, 1)];
+    let mut eps = [
+        sim::endpoint_with(Time::ZERO, 0, a_conn, 21),
+        sim::endpoint_with(Time::ZERO, 1, b_conn, 22),
+    ];
+    let mut refusals = Vec::new();
+    let mut now = secs(1);
+    while now < secs(40) {
+        for _ in 0..50 {
+            let mut moved = false;
+            for i in 0..2 {
+                while let Some(x) = eps[i].poll_transmit() {
+                    let _ = eps[1 - i].handle(now, sim::addr(i), &x.payload);
+                    moved = true;
+                }
+                while let Some(e) = eps[i].poll_event() {
+                    if let Event::ChildFailed { child, .. } = e {
+                        assert_eq!((i, child.as_str()), (0, "second"));
+                        refusals.push(now);
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        let next = eps.iter_mut().filter_map(|e| e.poll_timeout()).min().unwrap_or(secs(40));
+        now = next.max(now + Duration::from_millis(1));
+        for e in &mut eps {
+            e.handle_timeout(now);
+        }
+    }
+    let gaps: Vec<u64> =
+        refusals.windows(2).map(|w| (w[1].as_micros() - w[0].as_micros()) / 1_000_000).collect();
+    println!("refused at {refusals:?}, gaps {gaps:?} s");
+    assert!(refusals.len() >= 4, "asked again, several times: {refusals:?}");
+    assert_eq!(&gaps[..3], [2, 4, 8], "the back-off: {gaps:?}");
+    assert!(gaps[3..].iter().all(|&g| g == 8), "capped at 8 s: {gaps:?}");
+    let names: Vec<String> = eps[0].children().into_iter().map(|c| c.child).collect();
+    assert_eq!(names, [CHILD], "the first child stays up: {names:?}");
+    assert_eq!(eps[0].established(), 1);
+}

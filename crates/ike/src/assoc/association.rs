@@ -15,7 +15,7 @@ use crate::session::{self, Output, Request, Session};
 use crate::sk::Role;
 use crate::time::Time;
 use crypto::Provider;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use wire::ikev2::Id;
 
@@ -73,6 +73,9 @@ pub(crate) struct Up {
     /// Per child, the pair its traffic is sent on.
     pub(crate) active_out: HashMap<usize, u32>,
     rekeying: HashSet<u32>,
+    /// Further children whose CREATE_CHILD_SA failed: when to ask again (None: asked, no
+    /// answer yet), and how many failures so far (the rekey back-off).
+    child_retry: BTreeMap<usize, (Option<Time>, u32)>,
     ike_rekey_at: Option<Time>,
     ike_rekey_failures: u32,
     dpd_at: Option<Time>,
@@ -291,6 +294,7 @@ impl Association {
             pairs: Vec::new(),
             active_out: HashMap::new(),
             rekeying: HashSet::new(),
+            child_retry: BTreeMap::new(),
             ike_rekey_at: cfg.ike_lifetimes.rekey_at(now, sink.rng),
             ike_rekey_failures: 0,
             dpd_at: (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay),
@@ -360,6 +364,13 @@ impl Association {
                 }
                 session::Event::RequestFailed { request: Request::NewChild(i), error } => {
                     let child = cfg.child_name(i);
+                    if !matches!(error, Error::Superseded(_)) {
+                        // Asked again with the rekey back-off while the IKE SA lasts: a peer
+                        // that refused (TS_UNACCEPTABLE, NO_PROPOSAL_CHOSEN, TEMPORARY_FAILURE
+                        // during its own rekey) may take it later.
+                        let n = up.child_retry.get(&i).map_or(0, |r| r.1).saturating_add(1);
+                        up.child_retry.insert(i, (Some(now + cfg.rekey_retry.wait(n)), n));
+                    }
                     sink.events.push_back(Event::ChildFailed { assoc: id, child, error });
                 }
                 session::Event::RequestFailed { request, error } => {
@@ -602,6 +613,7 @@ impl Up {
     ) {
         let ours = rekeys.is_some_and(|o| self.rekeying.remove(&o));
         let c = self.child_of(&keys, rekeys, cfg);
+        self.child_retry.remove(&c);
         let switch = !self.pairs.iter().any(|p| p.child == c) || ours;
         let (spi_in, spi_out) = (keys.spi_in, keys.spi_out);
         let child = cfg.child_name(c);
@@ -677,7 +689,13 @@ impl Up {
     fn poll_timeout(&self) -> Option<Time> {
         let session = self.session.deadline_ms().map(Time::from_millis);
         let pairs = self.pairs.iter().flat_map(|p| [p.rekey_at, p.expires]).flatten();
-        [session, self.ike_rekey_at, self.dpd_at].into_iter().flatten().chain(pairs).min()
+        let retries = self.child_retry.values().filter_map(|r| r.0);
+        [session, self.ike_rekey_at, self.dpd_at]
+            .into_iter()
+            .flatten()
+            .chain(pairs)
+            .chain(retries)
+            .min()
     }
 
     fn on_timeout(
@@ -715,6 +733,13 @@ impl Up {
                         spi_in: p.spi_in,
                     });
                 }
+            }
+        }
+        for (i, r) in &mut self.child_retry {
+            if r.0.is_some_and(|t| now >= t) {
+                // Out of the timers until it fails again (then back, one step further on).
+                r.0 = None;
+                reqs.push(Request::NewChild(*i));
             }
         }
         if self.ike_rekey_at.is_some_and(|t| now >= t) {
