@@ -282,6 +282,7 @@ impl Association {
         let est_child_error = est.child_error.take();
         sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
+        let vip = std::mem::take(&mut est.vip);
         let (session, first) = Session::new(cfg.ike.clone(), provider, est);
         let ike = session.ike();
         let (spi_i, spi_r) = (ike.spi_i, ike.spi_r);
@@ -296,6 +297,15 @@ impl Association {
             dpd_at: (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay),
             terminating: false,
         };
+        if !vip.addrs.is_empty() {
+            sink.events.push_back(Event::VirtualIp {
+                assoc: self.id,
+                conn: cfg.name.clone(),
+                ours: self.initiated,
+                addrs: vip.addrs,
+                dns: vip.dns,
+            });
+        }
         sink.events.push_back(Event::Established {
             assoc: self.id,
             conn: cfg.name.clone(),
