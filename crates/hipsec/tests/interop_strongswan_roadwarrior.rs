@@ -2,8 +2,9 @@
 //! kernel-libipsec) in two namespaces: charon asks for a virtual IP (`vips = 0.0.0.0`) and
 //! gets one from a hipsec `[pools.rw]`, then pings through the tunnel from it; and hipsec, with
 //! `vips = ["0.0.0.0"]`, gets one from charon's `pools`, puts it on its TUN device and pings
-//! from it. PSK authentication (the certificate setup of interop_strongswan_certs.rs is not
-//! shared with this file). Needs root, netns, TUN and strongSwan; else SKIPPED.
+//! from it. X.509 certificates both ways, made at test time with strongSwan's `pki` as in
+//! interop_strongswan_certs.rs (ECDSA P-256 end entities of one CA). Needs root, netns, TUN,
+//! strongSwan and `pki`; else SKIPPED.
 //!
 //! ```text
 //!   ns A (hipsec)                         ns B (charon + libipsec)
@@ -37,6 +38,91 @@ fn append(d: &Path, file: &str, text: &str) {
     std::fs::write(&p, s).unwrap();
 }
 
+fn can_run() -> bool {
+    if !strongswan::can_run() {
+        return false;
+    }
+    if Command::new("pki").arg("--help").output().is_err() {
+        println!("SKIPPED: needs strongSwan's pki (package strongswan-pki)");
+        return false;
+    }
+    true
+}
+
+fn pki(dir: &Path, script: &str) {
+    let out = Command::new("sh").current_dir(dir).args(["-c", script]).output().unwrap();
+    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A CA and an ECDSA P-256 certificate for each side (node1.example is hipsec, node2.example
+/// charon), and both configs switched from the PSK to them.
+fn certificates(d: &Path) {
+    let ca = d.join("ca");
+    for sub in ["ca/x509ca", "x509ca", "x509", "private"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    pki(
+        &ca,
+        "pki --gen --type ecdsa --size 256 --outform pem > ca.key && \
+         pki --self --ca --lifetime 30 --in ca.key --type ecdsa \
+           --dn 'C=CH, O=hipsec test, CN=hipsec rw CA' --outform pem > x509ca/ca.pem",
+    );
+    for (name, san, serial) in
+        [("hipsec", "node1.example", "01"), ("charon", "node2.example", "02")]
+    {
+        pki(
+            &ca,
+            &format!(
+                "pki --gen --type ecdsa --size 256 --outform pem > {name}.key && \
+                 pki --pub --in {name}.key | pki --issue --lifetime 30 --cacert x509ca/ca.pem \
+                   --cakey ca.key --dn 'C=CH, O=hipsec test, CN={san}' --san {san} \
+                   --serial {serial} --outform pem > {name}.pem"
+            ),
+        );
+    }
+    std::fs::copy(ca.join("x509ca/ca.pem"), d.join("x509ca/ca.pem")).unwrap();
+    std::fs::copy(ca.join("charon.pem"), d.join("x509/charon.pem")).unwrap();
+    std::fs::copy(ca.join("charon.key"), d.join("private/charon.key")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for k in [ca.join("hipsec.key"), d.join("private/charon.key")] {
+        std::fs::set_permissions(k, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    edit(d, "strongswan.conf", " x509 pubkey ", " x509 pubkey constraints ");
+    edit(
+        d,
+        "swanctl.conf",
+        "local {\n      auth = psk\n      id = node2.example",
+        "local {\n      auth = pubkey\n      certs = charon.pem\n      id = node2.example",
+    );
+    edit(d, "swanctl.conf", "remote {\n      auth = psk", "remote {\n      auth = pubkey");
+    edit(
+        d,
+        "a.toml",
+        "[connection.local]\nauth = \"psk\"",
+        &format!(
+            "[connection.local]\nauth = \"pubkey\"\nkey = \"{}\"\ncerts = [\"{}\"]",
+            ca.join("hipsec.key").display(),
+            ca.join("hipsec.pem").display()
+        ),
+    );
+    edit(
+        d,
+        "a.toml",
+        "[connection.remote]\nauth = \"psk\"",
+        &format!(
+            "[connection.remote]\nauth = \"pubkey\"\ncacerts = \"{}/\"",
+            ca.join("x509ca").display()
+        ),
+    );
+}
+
+/// charon validated our certificate to the CA.
+fn checked_our_certificate(p: &Pair) {
+    let log = p.charon_log();
+    let ee = "received end entity cert \"C=CH, O=hipsec test, CN=node1.example\"";
+    assert!(log.contains(ee) && log.contains("reached self-signed root ca"), "{}", logs(p));
+}
+
 /// Every charon log line on disk at once: the tests read the log while charon runs.
 fn flush_log(d: &Path) {
     edit(d, "strongswan.conf", "time_add_ms = yes", "time_add_ms = yes\n      flush_line = yes");
@@ -63,12 +149,13 @@ fn ping_from_charon(p: &Pair, from: &str, to: &str, count: u32) -> u32 {
 /// `%any` connection with `pools = ["rw"]` (10.3.0.0/24, DNS 10.3.0.53).
 #[test]
 fn strongswan_client_gets_an_address_from_a_hipsec_pool() {
-    if !strongswan::can_run() {
+    if !can_run() {
         return;
     }
     let setup = Setup { hipsec_initiates: false, ..Setup::default() };
     let p = Pair::start_edited(BIN, setup, |d| {
         flush_log(d);
+        certificates(d);
         edit(d, "swanctl.conf", "    encap = yes\n", "    encap = yes\n    vips = 0.0.0.0\n");
         edit(d, "swanctl.conf", "local_ts = 10.0.2.0/24", "local_ts = dynamic");
         edit(
@@ -81,6 +168,7 @@ fn strongswan_client_gets_an_address_from_a_hipsec_pool() {
         append(d, "a.toml", "[pools.rw]\naddrs = \"10.3.0.0/24\"\ndns = [\"10.3.0.53\"]\n");
     });
     p.wait_up(BIN);
+    checked_our_certificate(&p);
     // §3.15.1: the CFG_REPLY's INTERNAL_IP4_ADDRESS is the address the responder assigned;
     // charon installs it.
     let installed =
@@ -109,12 +197,13 @@ fn strongswan_client_gets_an_address_from_a_hipsec_pool() {
 /// `remote_ts = dynamic`. The address lands on hipsec0 and carries pings.
 #[test]
 fn hipsec_client_gets_an_address_from_a_strongswan_pool() {
-    if !strongswan::can_run() {
+    if !can_run() {
         return;
     }
     let setup = Setup { hipsec_initiates: true, ..Setup::default() };
     let p = Pair::start_edited(BIN, setup, |d| {
         flush_log(d);
+        certificates(d);
         edit(d, "swanctl.conf", "    encap = yes\n", "    encap = yes\n    pools = rw\n");
         edit(d, "swanctl.conf", "remote_ts = 10.0.1.0/24", "remote_ts = dynamic");
         append(
@@ -125,6 +214,7 @@ fn hipsec_client_gets_an_address_from_a_strongswan_pool() {
         edit(d, "a.toml", "encap = true\n", "encap = true\nvips = [\"0.0.0.0\"]\n");
     });
     p.wait_up(BIN);
+    checked_our_certificate(&p);
     let st = p.status(BIN);
     let vips = st["ike"]["virtual_ips"][0]["addresses"].clone();
     assert_eq!(vips, serde_json::json!(["10.3.0.1/32"]), "{st}\n{}", logs(&p));
