@@ -189,3 +189,38 @@ fn no_cfg_request_answers_failed_cp_required() {
     assert!(established(&ce));
     assert!(s.leases().is_empty());
 }
+
+#[test]
+fn ipv4_and_ipv6_addresses_in_one_request() {
+    let mut c = connection(SERVER, false, &Timers::short());
+    c.any_peer = true;
+    c.ike.remote_id = None;
+    c.pools = vec!["rw".into(), "rw6".into()];
+    let both = vec![TrafficSelector::any(false), TrafficSelector::any(true)];
+    c.ike.local_ts = both.clone();
+    c.ike.remote_ts = both.clone();
+    let mut s = endpoint_with(Time::ZERO, SERVER, c, 78);
+    s.set_pools(vec![
+        PoolConfig::parse("rw", "10.3.0.0/30", vec![ip("10.3.0.53")]).unwrap(),
+        PoolConfig::parse("rw6", "fd00:3::/120", vec![ip("fd00:3::53")]).unwrap(),
+    ]);
+    let mut c = connection(0, false, &Timers::short());
+    c.ike.local_id = Id::fqdn("alice");
+    c.local = client_addr(10);
+    c.vips = vec![ip("0.0.0.0"), ip("::")];
+    c.ike.local_ts = both.clone();
+    c.ike.remote_ts = both;
+    let mut alice = endpoint_with(Time::ZERO, 0, c, 10_000);
+    let (ce, se) = connect(Time::ZERO, &mut alice, &mut s);
+    // §3.15.3: INTERNAL_IP6_ADDRESS carries the address and its prefix length.
+    let want = vec![(ip("10.3.0.1"), 32), (ip("fd00:3::1"), 120)];
+    assert_eq!(granted(&ce, true), Some(want.clone()), "{ce:#?}");
+    assert_eq!(granted(&se, false), Some(want));
+    let dns = ce.iter().find_map(|e| match e {
+        Event::VirtualIp { dns, .. } => Some(dns.clone()),
+        _ => None,
+    });
+    assert_eq!(dns, Some(vec![ip("10.3.0.53"), ip("fd00:3::53")]));
+    let hosts = vec![TrafficSelector::host(ip("10.3.0.1")), TrafficSelector::host(ip("fd00:3::1"))];
+    assert_eq!(installed_ts(&ce).unwrap().0, hosts);
+}
