@@ -47,3 +47,64 @@ pub(super) fn parse(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+
+    const GATEWAY: &str = r#"
+[interface]
+name = "hipsec0"
+addresses = ["10.1.0.1/16"]
+[network]
+local = "192.0.2.1:4500"
+[[connection]]
+name = "rw"
+remote_addrs = "%any"
+pools = ["rw"]
+vips = ["0.0.0.0"]
+[connection.local]
+id = "gw.example"
+[connection.remote]
+id = "alice@example.com"
+[connection.children.net]
+local_ts = ["10.1.0.0/16"]
+remote_ts = ["10.3.0.0/24"]
+[pools.rw]
+addrs = "10.3.0.0/24"
+dns = ["10.3.0.53"]
+[secrets.alice]
+id = ["alice@example.com"]
+secret = "correct horse battery staple"
+"#;
+
+    fn err(text: &str) -> String {
+        match parse("t.toml", text) {
+            Ok(_) => panic!("accepted:\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn pools_and_vips_parse() {
+        let c = parse("t.toml", GATEWAY).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.pools.len(), 1);
+        assert_eq!(c.pools[0].name, "rw");
+        assert_eq!(c.pools[0].size(), 254);
+        assert_eq!(c.pools[0].dns, vec!["10.3.0.53".parse::<std::net::IpAddr>().unwrap()]);
+        assert_eq!(c.connections[0].pools, vec!["rw".to_owned()]);
+        assert_eq!(c.connections[0].vips, vec!["0.0.0.0".parse::<std::net::IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn bad_pools_name_the_field() {
+        let e = err(&GATEWAY.replacen("pools = [\"rw\"]", "pools = [\"nope\"]", 1));
+        assert!(e.contains("pools") && e.contains("nope"), "{e}");
+        let e = err(&GATEWAY.replacen("addrs = \"10.3.0.0/24\"", "addrs = \"10.3.0.0\"", 1));
+        assert!(e.contains("addrs"), "{e}");
+        let e = err(&GATEWAY.replacen("dns = [\"10.3.0.53\"]", "dns = [\"ns1\"]", 1));
+        assert!(e.contains("dns"), "{e}");
+        let e = err(&GATEWAY.replacen("vips = [\"0.0.0.0\"]", "vips = [\"any\"]", 1));
+        assert!(e.contains("vips"), "{e}");
+    }
+}
