@@ -116,3 +116,26 @@ pub fn read_reply(payloads: &[Payload]) -> Grant {
     }
     g
 }
+
+/// The connection's configuration for the rest of an IKE SA with virtual IPs: the road
+/// warrior's side of every CHILD SA is its virtual IPs. As responder, the peer's side of each
+/// child policy is narrowed to what we leased it, so a CREATE_CHILD_SA (a new child or a
+/// rekey) cannot claim another road warrior's address from the pool (§2.9's narrowing, as for
+/// IKE_AUTH's TSi); as initiator, our side is what we were granted.
+pub fn restrict(config: &mut crate::config::Config, grant: &Grant, initiator: bool) {
+    if grant.addrs.is_empty() {
+        return;
+    }
+    let hosts: Vec<_> =
+        grant.addrs.iter().map(|&(a, _)| wire::ikev2::TrafficSelector::host(a)).collect();
+    let narrow = |ts: &mut Vec<wire::ikev2::TrafficSelector>| {
+        *ts = if initiator { hosts.clone() } else { crate::auth::ts_narrow(&hosts, ts) };
+    };
+    if initiator {
+        narrow(&mut config.local_ts);
+        config.more_children.iter_mut().for_each(|c| narrow(&mut c.local_ts));
+    } else {
+        narrow(&mut config.remote_ts);
+        config.more_children.iter_mut().for_each(|c| narrow(&mut c.remote_ts));
+    }
+}

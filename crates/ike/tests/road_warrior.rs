@@ -224,3 +224,47 @@ fn ipv4_and_ipv6_addresses_in_one_request() {
     let hosts = vec![TrafficSelector::host(ip("10.3.0.1")), TrafficSelector::host(ip("fd00:3::1"))];
     assert_eq!(installed_ts(&ce).unwrap().0, hosts);
 }
+
+#[test]
+fn later_children_of_a_road_warrior_use_its_virtual_ip() {
+    let t = Timers::short();
+    let more = |c: &mut ike::assoc::ConnectionConfig| {
+        let first = c.ike.child_policies().remove(0);
+        c.ike.more_children = vec![ike::ChildPolicy {
+            local_ts: vec![TrafficSelector::any(false)],
+            remote_ts: vec![TrafficSelector::any(false)],
+            ..first
+        }];
+        c.more_children =
+            vec![ike::assoc::ChildConfig { name: "second".into(), lifetimes: t.child }];
+    };
+    let mut c = connection(SERVER, false, &t);
+    c.any_peer = true;
+    c.ike.remote_id = None;
+    c.pools = vec!["rw".into()];
+    more(&mut c);
+    let mut s = endpoint_with(Time::ZERO, SERVER, c, 79);
+    s.set_pools(vec![PoolConfig::parse("rw", "10.3.0.0/30", vec![]).unwrap()]);
+    let mut c = connection(0, false, &t);
+    c.ike.local_id = Id::fqdn("alice");
+    c.local = client_addr(10);
+    c.vips = vec![ip("0.0.0.0")];
+    more(&mut c);
+    let mut alice = endpoint_with(Time::ZERO, 0, c, 10_001);
+    let (ce, se) = connect(Time::ZERO, &mut alice, &mut s);
+    // The second child (CREATE_CHILD_SA after IKE_AUTH) carries the virtual IP on the road
+    // warrior's side too, on both ends, although its policy says any address.
+    let host = vec![TrafficSelector::host(ip("10.3.0.1"))];
+    let installs = |ev: &[Event], ours: bool| -> Vec<Vec<TrafficSelector>> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::InstallChild { keys, .. } => {
+                    Some(if ours { keys.local_ts.clone() } else { keys.remote_ts.clone() })
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(installs(&ce, true), vec![host.clone(), host.clone()], "{ce:#?}");
+    assert_eq!(installs(&se, false), vec![host.clone(), host]);
+}

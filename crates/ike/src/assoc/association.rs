@@ -283,7 +283,9 @@ impl Association {
         sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
         let vip = std::mem::take(&mut est.vip);
-        let (session, first) = Session::new(cfg.ike.clone(), provider, est);
+        let mut ike_cfg = cfg.ike.clone();
+        crate::cfg::restrict(&mut ike_cfg, &vip, self.initiated);
+        let (session, first) = Session::new(ike_cfg, provider, est);
         let ike = session.ike();
         let (spi_i, spi_r) = (ike.spi_i, ike.spi_r);
         let local_spi = if ike.role == Role::Initiator { spi_i } else { spi_r };
