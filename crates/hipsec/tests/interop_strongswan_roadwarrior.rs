@@ -128,6 +128,12 @@ fn flush_log(d: &Path) {
     edit(d, "strongswan.conf", "time_add_ms = yes", "time_add_ms = yes\n      flush_line = yes");
 }
 
+/// `hipsec status` as a person reads it.
+fn human_status(p: &Pair) -> String {
+    let out = Command::new(BIN).arg("status").arg(p.dir.join("a.sock")).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn logs(p: &Pair) -> String {
     format!("--- hipsec\n{}\n--- charon\n{}", p.hipsec_log(), p.charon_log())
 }
@@ -186,6 +192,8 @@ fn strongswan_client_gets_an_address_from_a_hipsec_pool() {
     assert_eq!(leases[0]["address"], "10.3.0.1");
     assert_eq!(leases[0]["identity"], "node2.example");
     assert_eq!(leases[0]["online"], true);
+    let text = human_status(&p);
+    assert!(text.contains("rw 10.3.0.1 to node2.example (online, 192.0.2.2:4500)"), "{text}");
     // The IKE SA goes: the lease goes offline, kept for node2.example.
     let o = p.swanctl(&["--terminate", "--ike", "site"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
@@ -218,6 +226,8 @@ fn hipsec_client_gets_an_address_from_a_strongswan_pool() {
     let st = p.status(BIN);
     let vips = st["ike"]["virtual_ips"][0]["addresses"].clone();
     assert_eq!(vips, serde_json::json!(["10.3.0.1/32"]), "{st}\n{}", logs(&p));
+    let text = human_status(&p);
+    assert!(text.contains("virtual IP 10.3.0.1/32 from site"), "{text}");
     let addrs = Command::new("ip").args(["-n", &p.a, "addr", "show", "dev", "hipsec0"]).output();
     let addrs = String::from_utf8_lossy(&addrs.unwrap().stdout).into_owned();
     assert!(addrs.contains("inet 10.3.0.1/32"), "{addrs}");
