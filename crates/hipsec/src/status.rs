@@ -184,6 +184,28 @@ fn render_ike(o: &mut String, ike: &Value, sas_now: &[Value]) {
             );
         }
     }
+    // Road warriors (RFC 7296 §2.19): virtual IPs granted to us, and the leases of our pools.
+    for v in ike["virtual_ips"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let addrs: Vec<&str> = v["addresses"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let conn = v["connection"].as_str().unwrap_or("-");
+        let _ = writeln!(o, "  virtual IP {} from {conn}", addrs.join(", "));
+    }
+    let leases = ike["leases"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if !leases.is_empty() {
+        let _ = writeln!(o, "\nLeases ({}):", leases.len());
+    }
+    for l in leases {
+        let s = |k: &str| l[k].as_str().unwrap_or("-").to_string();
+        let online = if l["online"].as_bool() == Some(true) {
+            format!("online, {}", s("peer"))
+        } else {
+            "offline".to_string()
+        };
+        let _ = writeln!(o, "  {} {} to {} ({online})", s("pool"), s("address"), s("identity"));
+    }
 }
 
 /// The Mobile IPv6 home agent: the binding cache (count and a sample), what it did, and the

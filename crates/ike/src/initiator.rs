@@ -34,6 +34,8 @@ pub struct InitiatorSaInit {
     retries: u8,
     retransmit: Retransmit,
     initial_contact: bool,
+    /// Virtual IPs to ask for in IKE_AUTH (§2.19); empty: no CP payload.
+    vips: Vec<std::net::IpAddr>,
 }
 
 impl std::fmt::Debug for InitiatorSaInit {
@@ -65,6 +67,8 @@ pub struct InitiatorAuth {
     retransmit: Retransmit,
     /// When the IKE_SA_INIT response came: the time the peer's certificates are checked at.
     init_ms: u64,
+    /// Virtual IPs asked for (§2.19).
+    vips: Vec<std::net::IpAddr>,
 }
 
 impl std::fmt::Debug for InitiatorAuth {
@@ -90,6 +94,7 @@ pub fn start(
         retries: 0,
         retransmit: Retransmit::new(Vec::new(), now_ms),
         initial_contact: false,
+        vips: Vec::new(),
         config,
         provider,
         ep,
@@ -142,6 +147,12 @@ impl InitiatorSaInit {
     /// other IKE SA with the peer, so that it drops any it still holds with us.
     pub fn set_initial_contact(&mut self, on: bool) {
         self.initial_contact = on;
+    }
+
+    /// Virtual IPs to ask for with CP(CFG_REQUEST) in IKE_AUTH (§2.19: "the initiator ...
+    /// requests an address", quoted from memory); `0.0.0.0` or `::` asks for any one.
+    pub fn set_virtual_ips(&mut self, vips: Vec<std::net::IpAddr>) {
+        self.vips = vips;
     }
 
     fn resend(mut self, now_ms: u64) -> Result<SaInitNext, Rejected<Self>> {
@@ -250,6 +261,7 @@ impl InitiatorSaInit {
             ke,
             retransmit,
             initial_contact,
+            vips,
             ..
         } = self;
         let spi_r = m.header.spi_r;
@@ -287,6 +299,7 @@ impl InitiatorSaInit {
             spi_in,
             retransmit: Retransmit::new(Vec::new(), now_ms),
             init_ms: now_ms,
+            vips,
         };
         let req = st.request(provider, &msg1, initial_contact)?;
         st.retransmit = Retransmit::new(req.clone(), now_ms);
@@ -318,6 +331,11 @@ impl InitiatorAuth {
             inner.push(Payload::IdR(r.clone()));
         }
         inner.push(Payload::Auth(auth));
+        // §1.2's IKE_AUTH request: "... AUTH, [CP(CFG_REQUEST),] ... SAi2, TSi, TSr" (the
+        // order of §3.15.4's example; quoted from memory).
+        if !self.vips.is_empty() {
+            inner.push(crate::cfg::request(&self.vips));
+        }
         if c.mode == Mode::Transport {
             inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
         }
@@ -411,6 +429,7 @@ impl InitiatorAuth {
                 child_error: Some(PeerMisbehaved::ErrorNotify(ty).into()),
                 peer_id: idr.clone(),
                 initial_contact,
+                vip: Default::default(),
             });
         }
         let sa = take_payload!(payloads, Sa).ok_or_else(|| missing(ex, "SA"))?;
@@ -451,6 +470,7 @@ impl InitiatorAuth {
             child_error: None,
             peer_id: idr.clone(),
             initial_contact,
+            vip: crate::cfg::read_reply(payloads),
         })
     }
 }

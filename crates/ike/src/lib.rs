@@ -26,6 +26,9 @@
 //! clock is [`Time`], microseconds since an epoch the caller owns. `tests/sim/` is the simulated
 //! network that tests it over thousands of seeds.
 //!
+//! Road warriors (§2.19, §3.15): [`pool`] leases virtual IPs per peer identity and [`cfg`]
+//! answers CP(CFG_REQUEST) in IKE_AUTH with them (or asks for one, as initiator).
+//!
 //! Not here yet: simultaneous IKE SA rekeys (§2.8.2), message-ID windows above
 //! one, and keeping the IKE SA up when only its first CHILD SA fails (§2.21.3: here the whole
 //! exchange fails).
@@ -34,12 +37,14 @@
 pub mod assoc;
 pub mod auth;
 pub mod cert;
+pub mod cfg;
 pub mod config;
 mod create_child;
 pub mod error;
 mod ike_rekey;
 pub mod initiator;
 pub mod keys;
+pub mod pool;
 pub mod responder;
 pub mod sa;
 pub mod session;

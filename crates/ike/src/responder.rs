@@ -7,6 +7,7 @@ use crate::auth::{
     CookieSecret, PeerCredentials, SIGNATURE_HASH_ALGORITHMS, cert_payloads, certreq, make_auth,
     nat_hash, peer_certs, ts_narrow, verify_auth,
 };
+use crate::cfg::{self, AddressAnswer};
 use crate::config::AuthConfig;
 use crate::config::{ChildSaKeys, Config, Endpoints, Mode, NatStatus};
 use crate::error::{ConfigError, Error, PeerMisbehaved};
@@ -59,6 +60,8 @@ pub struct ResponderAuth {
     init_ms: u64,
     provider: &'static dyn Provider,
     initial_contact: bool,
+    /// The endpoint's answer to a CFG_REQUEST (connections with pools only).
+    address: Option<AddressAnswer>,
 }
 
 impl std::fmt::Debug for ResponderAuth {
@@ -281,6 +284,7 @@ impl Responder {
             init_ms: now_ms,
             provider: p,
             initial_contact: false,
+            address: None,
         };
         Ok((st, msg2))
     }
@@ -336,6 +340,19 @@ impl ResponderAuth {
     /// `None` if the datagram is not this SA's IKE_AUTH request or does not decrypt.
     pub fn peer_id(&self, bytes: &[u8]) -> Option<Id> {
         self.auth_request(bytes).ok().and_then(|payloads| take_payload!(payloads, IdI).cloned())
+    }
+
+    /// The address families (`true`: IPv4) the IKE_AUTH request's CP(CFG_REQUEST) asks for
+    /// (§3.15), read without acting on it, for the endpoint to lease from its pools; `None` if
+    /// there is no CFG_REQUEST or the datagram is not this SA's IKE_AUTH request.
+    pub fn requested_families(&self, bytes: &[u8]) -> Option<Vec<bool>> {
+        self.auth_request(bytes).ok().and_then(|payloads| cfg::requested_families(&payloads))
+    }
+
+    /// What IKE_AUTH answers about addresses: a CFG_REPLY with a lease, or the notify that
+    /// replaces the CHILD SA (§3.10.1).
+    pub fn set_address_answer(&mut self, answer: Option<AddressAnswer>) {
+        self.address = answer;
     }
 
     /// Continues the exchange under `config` (another connection's identities, credentials and
@@ -422,7 +439,16 @@ impl ResponderAuth {
         // §2.21.3: a CHILD SA refused in IKE_AUTH (NO_PROPOSAL_CHOSEN, TS_UNACCEPTABLE) leaves
         // the IKE SA up: the response carries IDr and AUTH and the notify instead of SA, TSi
         // and TSr ("the IKE SA is still created as usual", §1.2, quoted from memory).
-        let child = self.child(&payloads);
+        let grant = match self.address.take() {
+            Some(AddressAnswer::Granted(g)) => Some(g),
+            Some(a) => {
+                let ty = a.refusal().unwrap_or(NotifyType::INTERNAL_ADDRESS_FAILURE);
+                let e = PeerMisbehaved::ErrorNotify(ty).into();
+                return self.without_child(&payloads, idi, ty, e);
+            }
+            None => None,
+        };
+        let child = self.child(&payloads, grant.as_ref());
         let (num, suite, spi_out, tsi, tsr, mode) = match child {
             Ok(v) => v,
             Err((ty, e)) if ty == NotifyType::INVALID_SYNTAX => return refuse(&mut self, ty, e),
@@ -443,6 +469,10 @@ impl ResponderAuth {
                 inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
             }
             inner.push(Payload::Auth(my_auth));
+            // §3.15.4's example: "CP(CFG_REPLY)" right after AUTH, before SA, TSi and TSr.
+            if let Some(g) = &grant {
+                inner.push(cfg::reply(g));
+            }
             if mode == Mode::Transport {
                 inner.push(notify(NotifyType::USE_TRANSPORT_MODE, Vec::new()));
             }
@@ -484,6 +514,7 @@ impl ResponderAuth {
                     child_error: None,
                     peer_id,
                     initial_contact,
+                    vip: grant.unwrap_or_default(),
                 };
                 Ok(AuthOutcome::Established(Box::new(e), reply))
             }
@@ -528,6 +559,7 @@ impl ResponderAuth {
                     child_error: Some(error),
                     peer_id: idi.clone(),
                     initial_contact,
+                    vip: Default::default(),
                 };
                 Ok(AuthOutcome::Established(Box::new(e), reply))
             }
@@ -540,6 +572,7 @@ impl ResponderAuth {
     fn child(
         &self,
         payloads: &[Payload],
+        grant: Option<&crate::pool::Grant>,
     ) -> Result<
         (
             u8,
@@ -563,7 +596,14 @@ impl ResponderAuth {
             PeerMisbehaved::ErrorNotify(NotifyType::NO_PROPOSAL_CHOSEN).into(),
         );
         let (num, suite, spi_out) = ChildSuite::select(&sa.proposals, &ours).ok_or(no_proposal)?;
-        let tsi_n = ts_narrow(&tsi.selectors, &self.config.remote_ts);
+        let mut tsi_n = ts_narrow(&tsi.selectors, &self.config.remote_ts);
+        // §2.9: a road warrior proposes TSi 0.0.0.0/0 (or its old address); the responder
+        // narrows it to the address it just leased.
+        if let Some(g) = grant {
+            let hosts: Vec<_> =
+                g.addrs.iter().map(|&(a, _)| wire::ikev2::TrafficSelector::host(a)).collect();
+            tsi_n = ts_narrow(&tsi_n, &hosts);
+        }
         let tsr_n = ts_narrow(&tsr.selectors, &self.config.local_ts);
         if tsi_n.is_empty() || tsr_n.is_empty() {
             let e = PeerMisbehaved::ErrorNotify(NotifyType::TS_UNACCEPTABLE).into();

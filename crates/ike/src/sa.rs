@@ -145,6 +145,9 @@ pub struct Established {
     /// The peer's IKE_AUTH message carried INITIAL_CONTACT (§2.4): it holds no other IKE SA
     /// with us, so every other one we hold with this identity is stale.
     pub initial_contact: bool,
+    /// Virtual IPs (RFC 7296 §2.19): as responder, what we leased to the peer; as initiator,
+    /// what the peer's CFG_REPLY granted us. Empty without a CP exchange.
+    pub vip: crate::pool::Grant,
 }
 
 pub(crate) fn random<const N: usize>(p: &dyn Provider) -> Result<[u8; N], Error> {

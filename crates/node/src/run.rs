@@ -150,7 +150,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         };
         let sockets = IkeSockets::open(local, IKE_PORT, natt)
             .map_err(io_err(format!("IKE socket (UDP {IKE_PORT} on {local})")))?;
-        let driver = IkeDriver::new(
+        let mut driver = IkeDriver::new(
             c.export_ike_keys,
             c.ike,
             &c.connections,
@@ -163,6 +163,8 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             what: "IKE connections".into(),
             source: io::Error::other(e),
         })?;
+        driver.set_tun(&c.interface.name);
+        driver.set_pools(c.pools.clone());
         Some(IkeRuntime::new(driver, sockets))
     };
     // HIP: our identity, its HIT on the TUN device (in 2001:20::/28, so the kernel routes every

@@ -285,7 +285,10 @@ impl Association {
         let est_child_error = est.child_error.take();
         sink.stats.established += 1;
         self.peer_id = Some(est.peer_id.clone());
-        let (session, first) = Session::new(cfg.ike.clone(), provider, est);
+        let vip = std::mem::take(&mut est.vip);
+        let mut ike_cfg = cfg.ike.clone();
+        crate::cfg::restrict(&mut ike_cfg, &vip, self.initiated);
+        let (session, first) = Session::new(ike_cfg, provider, est);
         let ike = session.ike();
         let (spi_i, spi_r) = (ike.spi_i, ike.spi_r);
         let local_spi = if ike.role == Role::Initiator { spi_i } else { spi_r };
@@ -300,6 +303,15 @@ impl Association {
             dpd_at: (!cfg.dpd_delay.is_zero()).then(|| now + cfg.dpd_delay),
             terminating: false,
         };
+        if !vip.addrs.is_empty() {
+            sink.events.push_back(Event::VirtualIp {
+                assoc: self.id,
+                conn: cfg.name.clone(),
+                ours: self.initiated,
+                addrs: vip.addrs,
+                dns: vip.dns,
+            });
+        }
         sink.events.push_back(Event::Established {
             assoc: self.id,
             conn: cfg.name.clone(),

@@ -6,9 +6,11 @@ use super::association::{Association, Sink, State, Step};
 use super::schedule::Jitter;
 use super::{AssocId, CommandError, ConnectionConfig, DownReason, Event, Target, Transmit};
 use crate::auth::CookieSecret;
+use crate::cfg::AddressAnswer;
 use crate::config::Endpoints;
 use crate::error::Error;
 use crate::initiator;
+use crate::pool::{LeaseView, PoolConfig, Pools};
 use crate::responder::{InitOutcome, Responder};
 use crate::session::Request;
 use crate::time::Time;
@@ -122,6 +124,8 @@ pub struct Endpoint {
     export_keys: bool,
     cookie_threshold: usize,
     half_open_per_peer: usize,
+    /// Road warriors' address pools and their leases.
+    pools: Pools,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -156,6 +160,7 @@ impl Endpoint {
             export_keys: false,
             cookie_threshold: COOKIE_THRESHOLD,
             half_open_per_peer: 0,
+            pools: Pools::default(),
         };
         for cfg in conns {
             let responder = Responder::new(cfg.ike.clone(), provider, cookie.clone())?;
@@ -176,6 +181,17 @@ impl Endpoint {
         for c in &mut self.conns {
             c.responder.rotate_cookie(next.clone());
         }
+    }
+
+    /// The address pools connections name in `pools` (swanctl's `pools` section); leases of
+    /// earlier pools are forgotten.
+    pub fn set_pools(&mut self, pools: Vec<PoolConfig>) {
+        self.pools = Pools::new(pools);
+    }
+
+    /// Every lease of every pool (online ones name their association).
+    pub fn leases(&self) -> Vec<LeaseView> {
+        self.pools.leases()
     }
 
     /// Queue [`Event::DecryptionKeys`] for every IKE SA from now on (a debugging switch: the
@@ -320,6 +336,7 @@ impl Endpoint {
         match initiator::start(cfg.ike.clone(), self.provider, ep, now.as_millis()) {
             Ok((mut st, first)) => {
                 st.set_initial_contact(!holds);
+                st.set_virtual_ips(cfg.vips.clone());
                 let id = self.next_id;
                 self.next_id += 1;
                 self.by_spi.insert(st.spi_i(), id);
@@ -376,9 +393,10 @@ impl Endpoint {
             self.conns[conn].failures = 0;
         }
         if step.initial_contact {
-            self.initial_contact(id);
+            self.initial_contact(now, id);
         }
         if let Some(again) = step.ended {
+            self.pools.release(id, now);
             self.assocs.remove(&id);
             self.by_spi.retain(|_, a| *a != id);
             let conn_busy = self.assocs.values().any(|a| a.conn == conn);
@@ -391,7 +409,7 @@ impl Endpoint {
     /// The peer of `id` said INITIAL_CONTACT (§2.4): every other IKE SA with the same
     /// authenticated identity, and its CHILD SAs, is deleted here without a message (the peer
     /// has forgotten them).
-    fn initial_contact(&mut self, id: AssocId) {
+    fn initial_contact(&mut self, now: Time, id: AssocId) {
         let Some(peer_id) = self.assocs.get(&id).and_then(|a| a.peer_id.clone()) else { return };
         let stale: Vec<AssocId> = self
             .assocs
@@ -406,6 +424,7 @@ impl Endpoint {
             }
             self.assocs.remove(&s);
             self.by_spi.retain(|_, a| *a != s);
+            self.pools.release(s, now);
         }
     }
 
@@ -457,6 +476,7 @@ impl Endpoint {
             _ => false,
         };
         self.pick_by_identity(id, from, datagram);
+        self.answer_addresses(now, id, datagram);
         let (mut sink, assocs, conns) = self.sink();
         let a = assocs.get_mut(&id).ok_or_else(not_ours)?;
         let at = (local, from);
@@ -488,6 +508,28 @@ impl Endpoint {
         if h.reconfigure(self.conns[ci].cfg.ike.clone()).is_ok() {
             a.conn = ci;
         }
+    }
+
+    /// A road warrior's IKE_AUTH request on a connection with pools: lease it an address of
+    /// each family its CP(CFG_REQUEST) asks for, under the identity it claims (verified by the
+    /// responder before anything is sent; a failed IKE_AUTH ends the association, which
+    /// releases the lease), and tell the responder what to answer.
+    fn answer_addresses(&mut self, now: Time, id: AssocId, datagram: &[u8]) {
+        let Some(a) = self.assocs.get_mut(&id) else { return };
+        let State::HalfOpen(h) = &mut a.state else { return };
+        let names = &self.conns[a.conn].cfg.pools;
+        if names.is_empty() {
+            return;
+        }
+        let Some(claimed) = h.peer_id(datagram) else { return };
+        let answer = match h.requested_families(datagram) {
+            None => AddressAnswer::Required,
+            Some(fams) => match self.pools.acquire(names, &fams, &claimed, id, now) {
+                Some(g) => AddressAnswer::Granted(g),
+                None => AddressAnswer::Exhausted,
+            },
+        };
+        h.set_address_answer(Some(answer));
     }
 
     /// The connection that answers IKE_SA_INIT from `from`: the one for its address, else one
@@ -692,6 +734,7 @@ impl Endpoint {
                         let (mut sink, _, conns) = self.sink();
                         a.end(&conns[i].cfg, &mut sink, DownReason::Terminated);
                         self.by_spi.retain(|_, x| *x != id);
+                        self.pools.release(id, now);
                     }
                 }
                 Ok(())

@@ -82,6 +82,12 @@ pub struct ConnectionConfig {
     pub setup_retry: Backoff,
     /// Waits between failed rekeys of a CHILD SA or the IKE SA.
     pub rekey_retry: Backoff,
+    /// Pools (by name, [`Endpoint::set_pools`]) that lease road warriors their virtual IP
+    /// when this connection answers (swanctl's `pools`); empty: no CP(CFG_REPLY).
+    pub pools: Vec<String>,
+    /// Virtual IPs to ask the responder for when this connection initiates (swanctl's
+    /// `vips`; `0.0.0.0` or `::` for any).
+    pub vips: Vec<std::net::IpAddr>,
 }
 
 impl ConnectionConfig {
@@ -172,6 +178,22 @@ pub enum Event {
         child: String,
         /// The pair's inbound SPI.
         spi_in: u32,
+    },
+    /// Virtual IPs of an IKE SA just up (RFC 7296 §2.19), queued before its
+    /// [`Event::Established`] and first [`Event::InstallChild`]: as initiator, what the
+    /// peer's CFG_REPLY granted us (the driver puts them on its interface, and takes them off
+    /// at [`Event::Down`]); as responder, what we leased to the peer from our pools.
+    VirtualIp {
+        /// The association.
+        assoc: AssocId,
+        /// Its connection.
+        conn: String,
+        /// Granted to us (`true`), or leased to the peer.
+        ours: bool,
+        /// The addresses with their prefix lengths.
+        addrs: Vec<(std::net::IpAddr, u8)>,
+        /// DNS servers sent with them.
+        dns: Vec<std::net::IpAddr>,
     },
     /// An IKE SA and its first CHILD SA are up.
     Established {

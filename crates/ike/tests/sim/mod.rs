@@ -69,6 +69,8 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
         dpd_delay: timers.dpd,
         setup_retry: Backoff { first: Duration::from_secs(1), max: Duration::from_secs(16) },
         rekey_retry: Backoff { first: Duration::from_secs(2), max: Duration::from_secs(8) },
+        pools: Vec::new(),
+        vips: Vec::new(),
     }
 }
 
@@ -243,7 +245,8 @@ impl DataPath {
             Event::RekeyStarted { .. }
             | Event::DecryptionKeys { .. }
             | Event::Initiating { .. }
-            | Event::ChildFailed { .. } => {}
+            | Event::ChildFailed { .. }
+            | Event::VirtualIp { .. } => {}
         }
         Ok(())
     }

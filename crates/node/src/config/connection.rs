@@ -112,6 +112,10 @@ pub struct ConnectionConf {
     pub encap: bool,
     /// CHILD SAs.
     pub children: Vec<ChildConf>,
+    /// Pools that lease road warriors their virtual IP (`[pools.NAME]`, RFC 7296 §2.19).
+    pub pools: Vec<String>,
+    /// Virtual IPs we ask the responder for (`0.0.0.0` / `::`: any).
+    pub vips: Vec<IpAddr>,
 }
 
 #[derive(Deserialize)]
@@ -130,6 +134,10 @@ pub(super) struct RawConnection {
     remote: Option<RawAuth>,
     #[serde(default)]
     children: BTreeMap<String, Spanned<RawChild>>,
+    #[serde(default)]
+    pools: Vec<String>,
+    #[serde(default)]
+    vips: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -405,6 +413,8 @@ fn connection(
         dpd_delay,
         encap: r.encap.unwrap_or(false),
         children,
+        pools: r.pools.clone(),
+        vips: r.vips.iter().map(|v| addr(v, "vips")).collect::<Result<_, _>>()?,
     })
 }
 

@@ -16,6 +16,7 @@ pub mod keys;
 pub mod mip6_sa;
 pub mod mobile_node;
 pub mod policy;
+pub mod pools;
 pub mod proposal;
 pub mod sa;
 pub mod safile;
@@ -62,6 +63,8 @@ pub struct NodeConfig {
     pub scheduling: Scheduling,
     /// IKEv2 peers (`[[connection]]`, with keys from `[secrets]`).
     pub connections: Vec<connection::ConnectionConf>,
+    /// Road warriors' address pools (`[pools.NAME]`).
+    pub pools: Vec<ike::pool::PoolConfig>,
     /// The IKE responder's flood limits (`[ike]`).
     pub ike: ike_limits::IkeLimits,
     /// The file has `[secrets.*]` (PSKs), used or not: it must be private.
@@ -187,6 +190,8 @@ struct RawFile {
     connection: Vec<Spanned<connection::RawConnection>>,
     #[serde(default)]
     secrets: std::collections::BTreeMap<String, connection::RawSecret>,
+    #[serde(default)]
+    pools: std::collections::BTreeMap<String, pools::RawPool>,
     hip: Option<Spanned<hip::RawHip>>,
     #[serde(rename = "home-agent")]
     home_agent: Option<Spanned<home_agent::RawHomeAgent>>,
@@ -330,6 +335,8 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
     };
     let connections =
         connection::parse_all(&ctx, &raw.connection, &raw.secrets, transport.local_ip())?;
+    let spans: Vec<_> = raw.connection.iter().map(|c| c.span()).collect();
+    let pools = pools::parse(&ctx, &raw.pools, &connections, &spans)?;
     if let (Some(c), true) = (raw.connection.first(), interface.queues > 1) {
         return Err(ctx.err(
             c.span(),
@@ -441,6 +448,7 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         log,
         scheduling,
         connections,
+        pools,
         guard: guard::parse(raw.guard.as_ref()),
         ike: ike_limits::parse(&ctx, raw.ike.as_ref())?,
         sequence_state: guard::state_file(&ctx, raw.state.as_ref())?,

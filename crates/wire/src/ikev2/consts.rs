@@ -49,7 +49,7 @@ named_number! {
         TSR = 45,
         /// Encrypted and Authenticated (§3.14).
         SK = 46,
-        /// Configuration (§3.15); not understood here.
+        /// Configuration (§3.15).
         CP = 47,
         /// EAP (§3.16); not understood here.
         EAP = 48,

@@ -9,6 +9,7 @@
 
 mod cert;
 mod consts;
+mod cp;
 mod error;
 mod header;
 mod payload;
@@ -20,6 +21,7 @@ pub use consts::{
     AuthMethod, ExchangeType, GENERIC_HEADER_LEN, IdType, NONCE_MAX_LEN, NONCE_MIN_LEN, NotifyType,
     PayloadType, ProtocolId, TransformType, dh, encr, esn, integ, prf,
 };
+pub use cp::{CfgAttrType, CfgAttribute, CfgType, Cp, KnownAttribute};
 pub use error::IkeError;
 pub use header::{Flags, HEADER_LEN, Header, Packet};
 pub use payload::{
@@ -29,6 +31,8 @@ pub use payload::{
 pub use sa::{ATTR_KEY_LENGTH, Attribute, AttributeValue, Proposal, Sa, Transform};
 pub use ts::{TS_IPV4_ADDR_RANGE, TS_IPV6_ADDR_RANGE, TrafficSelector, Ts};
 
+#[cfg(test)]
+mod cp_tests;
 #[cfg(test)]
 mod scapy_tests;
 #[cfg(test)]

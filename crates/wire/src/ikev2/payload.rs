@@ -1,12 +1,13 @@
 //! The generic payload chain (RFC 7296 §3.2) and the payloads other than SA and TS: KE (§3.4),
 //! IDi/IDr (§3.5), CERT/CERTREQ (§3.6–3.7, opaque here; `cert` reads them by encoding), AUTH
 //! (§3.8), Nonce (§3.9), Notify (§3.10), Delete (§3.11), Vendor ID (§3.12) and the SK header
-//! (§3.14, body opaque). [`Message`] is a whole message: header plus payloads.
+//! (§3.14, body opaque); CP (§3.15) is in `cp`. [`Message`] is a whole message: header plus payloads.
 
 use super::consts::{
     AuthMethod, GENERIC_HEADER_LEN, IdType, NONCE_MAX_LEN, NONCE_MIN_LEN, NotifyType, PayloadType,
     ProtocolId,
 };
+use super::cp::Cp;
 use super::error::IkeError;
 use super::header::{HEADER_LEN, Header, Packet};
 use super::sa::Sa;
@@ -238,6 +239,8 @@ pub enum Payload {
     TsR(Ts),
     /// SK (§3.14); must be last.
     Sk(Sk),
+    /// CP (§3.15).
+    Cp(Cp),
 }
 
 fn with_reserved<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<u8, IkeError> {
@@ -264,6 +267,7 @@ impl Payload {
             Payload::TsI(_) => PayloadType::TSI,
             Payload::TsR(_) => PayloadType::TSR,
             Payload::Sk(_) => PayloadType::SK,
+            Payload::Cp(_) => PayloadType::CP,
         }
     }
 
@@ -346,6 +350,7 @@ impl Payload {
             PayloadType::TSI => Payload::TsI(Ts::parse(body)?),
             PayloadType::TSR => Payload::TsR(Ts::parse(body)?),
             PayloadType::SK => Payload::Sk(Sk { first_inner: raw.next, body: body.to_vec() }),
+            PayloadType::CP => Payload::Cp(Cp::parse(body)?),
             other if raw.critical => {
                 return Err(IkeError::UnsupportedCriticalPayload { payload_type: other.0 });
             }
@@ -367,6 +372,7 @@ impl Payload {
             Payload::Delete(d) => 4 + 4 * d.spis.len(),
             Payload::TsI(ts) | Payload::TsR(ts) => ts.buffer_len(),
             Payload::Sk(sk) => sk.body.len(),
+            Payload::Cp(cp) => cp.buffer_len(),
         }
     }
 
@@ -433,6 +439,7 @@ impl Payload {
             }
             Payload::TsI(ts) | Payload::TsR(ts) => ts.emit(w.sub(ts.buffer_len())?)?,
             Payload::Sk(sk) => w.bytes(&sk.body)?,
+            Payload::Cp(cp) => cp.emit(w.sub(cp.buffer_len())?)?,
         }
         Ok(w.finish()?)
     }

@@ -12,6 +12,7 @@ mod ops;
 pub mod runtime;
 pub mod sockets;
 mod status;
+mod vip;
 
 use crate::config::connection::{AuthConf, ConnectionConf, StartAction};
 use crate::keying::handover::SignallingEvent;
@@ -82,6 +83,12 @@ pub struct IkeDriver {
     /// Datagrams the endpoint dropped for being for no IKE SA we run (CREATE_CHILD_SA or
     /// INFORMATIONAL for an unknown SPI).
     unsupported: u64,
+    /// The TUN device: virtual IPs granted to us go on it, routes to those we lease into it.
+    tun: Option<String>,
+    /// Virtual IPs on the TUN device (ours) or routed into it (leased), by association.
+    vips: Vec<(AssocId, Vec<(IpAddr, u8)>)>,
+    /// Routed into the device rather than put on it (leased to peers).
+    leased: Vec<AssocId>,
 }
 
 /// The Wireshark key tables.
@@ -126,7 +133,13 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
         // With their PFS groups: the `ike` crate leaves the group out of what IKE_AUTH offers
         // and accepts (§1.2) and uses it for CREATE_CHILD_SA (§1.3.1, §1.3.3).
         child_suites: first.map(|ch| ch.esp_proposals.clone()).unwrap_or_default(),
-        local_ts: first.map(|ch| ch.local_ts.clone()).unwrap_or_default(),
+        // A road warrior proposes any address of its virtual IPs' families as TSi, which the
+        // responder narrows to the address it grants (RFC 7296 §2.9).
+        local_ts: if c.vips.is_empty() {
+            first.map(|ch| ch.local_ts.clone()).unwrap_or_default()
+        } else {
+            c.vips.iter().map(|v| wire::ikev2::TrafficSelector::any(v.is_ipv6())).collect()
+        },
         remote_ts: first.map(|ch| ch.remote_ts.clone()).unwrap_or_default(),
         mode: first.map_or(ike::Mode::Tunnel, |ch| ch.mode),
         more_children: c
@@ -190,6 +203,8 @@ fn connection_config(
         dpd_delay: c.dpd_delay,
         setup_retry: SETUP_RETRY,
         rekey_retry: REKEY_RETRY,
+        pools: c.pools.clone(),
+        vips: c.vips.clone(),
     }
 }
 
@@ -244,6 +259,9 @@ impl IkeDriver {
             traps_installed: false,
             signalling: Vec::new(),
             unsupported: 0,
+            tun: None,
+            vips: Vec::new(),
+            leased: Vec::new(),
         })
     }
 
@@ -387,8 +405,12 @@ impl IkeDriver {
                 let conn = self.assoc_conn(assoc).map(|c| c.name.clone()).unwrap_or_default();
                 log_event!(Level::Info, "ike-sa-rekeyed", "connection" => conn, "spi_i" => format!("{spi_i:016x}"), "spi_r" => format!("{spi_r:016x}"));
             }
+            Event::VirtualIp { assoc, conn, ours, addrs, dns } => {
+                self.virtual_ip(assoc, &conn, ours, addrs, &dns);
+            }
             Event::Down { assoc, conn, reason } => {
                 self.assocs.remove(&assoc);
+                self.drop_virtual_ips(assoc);
                 let (level, what) = match &reason {
                     DownReason::SetupFailed(_) => (Level::Warn, "ike-failed"),
                     // What a flood of spoofed IKE_SA_INITs leaves by the dozen.

@@ -84,7 +84,37 @@ impl IkeDriver {
         v.sort_by(|a, b| a["connection"].as_str().cmp(&b["connection"].as_str()));
         let s = self.endpoint.stats();
         let (cookie_threshold, half_open_per_peer) = self.endpoint.limits();
+        // Road warriors' leases (RFC 7296 §2.19): online ones name their IKE SA's peer.
+        let views = self.endpoint.views();
+        let leases: Vec<Value> = self
+            .endpoint
+            .leases()
+            .into_iter()
+            .map(|l| {
+                let peer = l.holder.and_then(|h| views.iter().find(|a| a.assoc == h));
+                json!({
+                    "pool": l.pool,
+                    "address": l.addr.to_string(),
+                    "identity": super::vip::id_text(&l.identity),
+                    "online": l.holder.is_some(),
+                    "peer": peer.map(|a| a.peer.to_string()),
+                })
+            })
+            .collect();
+        let vips: Vec<Value> = self
+            .vips
+            .iter()
+            .map(|(assoc, addrs)| {
+                let conn = self.assoc_conn(*assoc).map(|c| c.name.clone());
+                json!({
+                    "connection": conn,
+                    "addresses": addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
         json!({
+            "leases": leases,
+            "virtual_ips": vips,
             "ike_sas": v,
             "half_open": self.endpoint.half_open(),
             "limits": {
