@@ -26,7 +26,7 @@
 //! clock is [`Time`], microseconds since an epoch the caller owns. `tests/sim/` is the simulated
 //! network that tests it over thousands of seeds.
 //!
-//! Road warriors (§2.19, §3.15): [`pool`] leases virtual IPs per peer identity and [`cfg`]
+//! Road warriors (§2.19, §3.15): [`pool`] leases virtual IPs per peer identity and [`mod@cfg`]
 //! answers CP(CFG_REQUEST) in IKE_AUTH with them (or asks for one, as initiator).
 //!
 //! Not here yet: simultaneous IKE SA rekeys (§2.8.2), message-ID windows above
