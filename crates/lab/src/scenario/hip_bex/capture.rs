@@ -17,14 +17,15 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The capture filter.
-pub const FILTER: &str = "ip proto 139 or udp port 4500";
+pub const FILTER: &str = "ip proto 139 or ip proto 50 or udp port 4500";
 
 /// What a captured packet is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// A HIP packet of this type (1 I1, 2 R1, 3 I2, 4 R2, ...).
     Hip(u8),
-    /// ESP in UDP 4500 (a non-zero SPI where IKE has its zero marker).
+    /// ESP: IP protocol 50 (HIP's default, RFC 7402), or in UDP 4500 (a non-zero SPI where
+    /// IKE has its zero marker).
     Esp,
 }
 
@@ -76,7 +77,7 @@ pub fn parse_pcap(b: &[u8]) -> Result<Vec<Pkt>, LabError> {
     Ok(ip_frames(b)?.into_iter().filter_map(|(t, ip)| classify(ip, t)).collect())
 }
 
-/// HIP or ESP-in-UDP, from an IPv4 packet.
+/// HIP or ESP (plain or in UDP), from an IPv4 packet.
 fn classify(ip: &[u8], t_us: f64) -> Option<Pkt> {
     if ip.first()? >> 4 != 4 {
         return None;
@@ -87,6 +88,7 @@ fn classify(ip: &[u8], t_us: f64) -> Option<Pkt> {
     let kind = match *ip.get(9)? {
         // The HIP header: next header, length, then 0 and the 7-bit packet type.
         139 => Kind::Hip(payload.get(2)? & 0x7f),
+        50 => Kind::Esp,
         17 => {
             let spi = u32::from_be_bytes(payload.get(8..12)?.try_into().ok()?);
             if spi == 0 {
@@ -185,5 +187,8 @@ mod tests {
         assert_eq!(classify(&esp, 5.0).map(|p| (p.kind, p.src)), Some((Kind::Esp, R)));
         udp.extend([0, 0, 0, 0]);
         assert_eq!(classify(&udp, 5.0), None, "IKE's non-ESP marker");
+        let mut raw = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 50, 0, 0, 192, 0, 2, 2, 192, 0, 2, 1];
+        raw.extend([0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1]);
+        assert_eq!(classify(&raw, 5.0).map(|p| (p.kind, p.src)), Some((Kind::Esp, R)));
     }
 }
