@@ -377,7 +377,8 @@ fn pfs_rekeys_both_ways(
         charon.lines().filter(|l| l.contains("CREATE_CHILD_SA")).filter(refused).collect();
     assert!(bad.is_empty(), "CHILD rekeys refused: {bad:?}");
     // charon's own reading of the messages: a KE in each.
-    let msg = |l: &&str| l.contains("[ENC]") && l.contains(" CREATE_CHILD_SA ");
+    // Whole lines only: charon may be writing the last one while the log is read.
+    let msg = |l: &&str| l.contains("[ENC]") && l.contains(" CREATE_CHILD_SA ") && l.ends_with(']');
     let cc: Vec<&str> = charon.lines().filter(msg).collect();
     assert!(cc.len() >= 20, "{charon}");
     assert!(cc.iter().all(|l| l.contains(" KE ")), "a CREATE_CHILD_SA without KE: {cc:?}");
