@@ -125,6 +125,24 @@ impl Drop for Nodes {
     }
 }
 
+/// tcpdump of ESP (either carrier) on B's link into `pcap`, once it listens.
+fn capture(n: &Nodes, pcap: &Path) -> Child {
+    let dump = Command::new("ip")
+        .args(["netns", "exec", &n.ns[1], "tcpdump", "-i", "vb", "--immediate-mode", "-U", "-w"])
+        .arg(pcap)
+        .args(["ip proto 50 or udp port 4500"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    dump
+}
+
+fn stop(mut dump: Child) {
+    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
+    let _ = dump.wait();
+}
+
 fn venv_python() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let venv = std::env::var("VENV").map_or_else(|_| root.join(".venv"), |v| root.join(v));
@@ -143,14 +161,7 @@ fn venv_python() -> Option<PathBuf> {
 /// as scapy decrypted it with A's exported keys.
 fn run(n: &Nodes, python: &Path) -> Value {
     let pcap = n.dir.join("wire.pcap");
-    let mut dump = Command::new("ip")
-        .args(["netns", "exec", &n.ns[1], "tcpdump", "-i", "vb", "--immediate-mode", "-U", "-w"])
-        .arg(&pcap)
-        .args(["ip proto 50 or udp port 4500"])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let dump = capture(n, &pcap);
     assert_eq!(n.ping(20), 20, "pings lost\n{}\n{}", n.log(0), n.log(1));
     let keys =
         Command::new(BIN).args(["ike", "wireshark-keys", "--esp"]).arg(n.sock(0)).output().unwrap();
@@ -167,8 +178,7 @@ fn run(n: &Nodes, python: &Path) -> Value {
     );
     assert_eq!(sent["sent"], 1);
     std::thread::sleep(Duration::from_millis(500));
-    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
-    let _ = dump.wait();
+    stop(dump);
     n.scapy(python, &n.ns[1], &["decrypt", pcap.to_str().unwrap(), key_file])
 }
 
@@ -207,18 +217,10 @@ fn with_encap_esp_goes_in_udp() {
     assert_eq!(n.child(0)["esp"], "udp", "{}", n.status(0));
     assert_eq!(n.child(1)["esp"], "udp", "{}", n.status(1));
     let pcap = n.dir.join("wire.pcap");
-    let mut dump = Command::new("ip")
-        .args(["netns", "exec", &n.ns[1], "tcpdump", "-i", "vb", "--immediate-mode", "-U", "-w"])
-        .arg(&pcap)
-        .args(["ip proto 50 or udp port 4500"])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let dump = capture(&n, &pcap);
     assert_eq!(n.ping(20), 20, "pings lost\n{}\n{}", n.log(0), n.log(1));
     std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill").args(["-INT", &dump.id().to_string()]).status();
-    let _ = dump.wait();
+    stop(dump);
     let keys = n.dir.join("none.txt");
     std::fs::write(&keys, "").unwrap();
     let wire =
