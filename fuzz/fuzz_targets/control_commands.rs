@@ -64,7 +64,7 @@ fn tables(ops: &[u8]) {
         let u = match op {
             0 => {
                 installed.insert(spi);
-                Update::AddOutbound { key: key(spi), sa: sa(spi), endpoint: None }
+                Update::AddOutbound { key: key(spi), sa: sa(spi), endpoint: None, raw_ip: false }
             }
             1 => {
                 installed.remove(&spi);
