@@ -30,6 +30,7 @@ fn every_mobile_node_registers_through_esp() {
             move_lead_ms: 500,
             move_after_ms: 2500,
             move_interval_us: 1000,
+            moves: 2,
         }),
     };
     let opts = RunOptions { no_progress: true, ..RunOptions::default() };
@@ -52,11 +53,16 @@ fn every_mobile_node_registers_through_esp() {
             assert!(c.value > 0.0, "{way:?} {}: {c:?}", c.req.test);
         }
     }
-    // The move: datagrams sent after the old address was gone arrived (at the new one), and the
-    // mobile node registered from there. How long it took is reported, not asserted.
-    let m = &f.move_gap;
-    assert!(m.delivered_after_move > 0 && m.first_after_move_ms.is_some(), "{m:?}");
-    assert!(m.reregistrations >= 1 && m.ha_moved == 1, "{m:?}");
+    // Each move (there and back): datagrams sent after the old address was gone arrived (at
+    // the new one), and the mobile node registered from there. How long it took is reported,
+    // not asserted.
+    assert_eq!(f.moves.len(), 2, "{:?}", f.moves);
+    assert_ne!(f.moves[0].from, f.moves[0].to);
+    assert_eq!((&f.moves[1].from, &f.moves[1].to), (&f.moves[0].to, &f.moves[0].from));
+    for m in &f.moves {
+        assert!(m.delivered_after_move > 0 && m.first_after_move_ms.is_some(), "{m:?}");
+        assert!(m.reregistrations >= 1 && m.ha_moved == 1, "{m:?}");
+    }
     // The seed's figures when its file is there (a checkout beside ../shared), else the report
     // says they are absent.
     if report.seed.as_ref().is_some_and(|s| s.table.is_some()) {

@@ -90,3 +90,14 @@ mod tests {
         assert_eq!(quantile_sorted(&[], 0.5), 0);
     }
 }
+
+/// The median of `v` (the mean of the two middle values for an even count); `None` if empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
+}

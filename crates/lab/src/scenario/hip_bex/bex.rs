@@ -72,16 +72,7 @@ impl Series {
     }
 }
 
-/// The median (mean of the two middle values for an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
-}
+pub use crate::traffic::stats::median;
 
 fn now_us() -> f64 {
     std::time::SystemTime::now()

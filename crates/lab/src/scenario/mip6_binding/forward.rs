@@ -273,15 +273,15 @@ impl Forwarding {
         Ok(t0.elapsed().as_secs_f64())
     }
 
-    /// The move: the new care-of address added, the old one deleted (RFC 6275 §11.5.1: the
-    /// mobile node notices and sends a Binding Update from the new one). Returns the wall
-    /// clock (µs since the epoch) just before the add and just after the delete.
-    pub fn change_care_of(&self) -> Result<(u64, u64), LabError> {
+    /// The move from care-of address `from` to `to`: `to` added, `from` deleted (RFC 6275
+    /// §11.5.1: the mobile node notices and sends a Binding Update from the new one). Returns
+    /// the wall clock (µs since the epoch) just before the add and just after the delete.
+    pub fn change_care_of(&self, from: Ipv6Addr, to: Ipv6Addr) -> Result<(u64, u64), LabError> {
         let now = crate::traffic::paced::now_us;
         let added = now();
-        let new = format!("{CARE_OF_2}/64");
+        let new = format!("{to}/64");
         self.topo.exec("mn", "ip", &["-6", "addr", "add", &new, "dev", MN_DEV, "nodad"])?;
-        let old = format!("{CARE_OF}/64");
+        let old = format!("{from}/64");
         self.topo.exec("mn", "ip", &["-6", "addr", "del", &old, "dev", MN_DEV])?;
         Ok((added, now()))
     }

@@ -1,6 +1,7 @@
 //! The report's forwarding sections: STREAM/RR through the home agent beside the plain path,
 //! the move under a paced stream, a plain-words reading, and a chart.
 
+use super::move_gap;
 use super::stream_rr::{ForwardResults, Way};
 use crate::report::{Chart, Section};
 use crate::traffic::TestKind;
@@ -57,34 +58,47 @@ pub fn sections(f: &ForwardResults) -> Vec<Section> {
          stand beside our own plain path only.",
         f.suite, f.params.repetitions, f.params.duration_ms, f.params.warmup_ms,
     );
-    let m = &f.move_gap;
     let mut g = String::from(
-        "| datagrams sent | delivered | lost | longest time without delivery | it began (after the deletion) | deletion → first delivery at the new address | re-registrations | mobile node moves / home agent tunnel moves | BUs sent |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| move | datagrams sent | delivered | lost | longest time without delivery | it began (after the deletion) | deletion → first delivery at the new address | re-registrations | mobile node moves / home agent tunnel moves | BUs sent |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    for m in &f.moves {
+        let _ = writeln!(
+            g,
+            "| {} → {} | {} (1 per {} µs) | {} | {} | {:.1} ms | {:+.1} ms | {} | {} | {} / {} | {} |",
+            m.from,
+            m.to,
+            m.sent,
+            m.interval_us,
+            m.delivered,
+            m.lost,
+            m.longest_gap_ms,
+            m.longest_gap_from_ms,
+            m.first_after_move_ms.map_or("none came".into(), |v| format!("{v:.1} ms")),
+            m.reregistrations,
+            m.mn_moves,
+            m.ha_moved,
+            m.bu_sent,
+        );
+    }
+    let (gap, first) = move_gap::medians(&f.moves);
+    let ms = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1} ms"));
     let _ = writeln!(
         g,
-        "| {} (1 per {} µs) | {} | {} | {:.1} ms | {:+.1} ms | {} | {} | {} / {} | {} |",
-        m.sent,
-        m.interval_us,
-        m.delivered,
-        m.lost,
-        m.longest_gap_ms,
-        m.longest_gap_from_ms,
-        m.first_after_move_ms.map_or("none came".into(), |v| format!("{v:.1} ms")),
-        m.reregistrations,
-        m.mn_moves,
-        m.ha_moved,
-        m.bu_sent,
+        "| **median of {}** | | | | **{}** | | **{}** | | | |",
+        f.moves.len(),
+        ms(gap),
+        ms(first)
     );
+    let apart = move_gap::medians_of(&f.moves, |m| m.add_to_delete_ms);
     let _ = write!(
         g,
         "\nA UDP stream from the correspondent to the home address, each datagram with its \
          sequence number and send time; under it the mobile node's new care-of address was added \
-         and the old one deleted ({:.1} ms apart). *Deletion → first delivery*: the first \
-         datagram sent after the old address was gone (so it can only have gone to the new one) \
-         that arrived. One run, no repetition.",
-        m.add_to_delete_ms
+         and the old one deleted ({} apart, median), back and forth between the two addresses, \
+         one stream per move. *Deletion → first delivery*: the first datagram sent after the old \
+         address was gone (so it can only have gone to the new one) that arrived.",
+        ms(apart)
     );
     vec![
         Section {
@@ -120,18 +134,20 @@ pub fn reading(f: &ForwardResults) -> String {
             lat(Way::Plain)
         );
     }
-    let m = &f.move_gap;
-    let back =
-        m.first_after_move_ms.map_or("delivery never resumed at the new address".into(), |v| {
-            format!("the first datagram sent after the deletion arrived {v:.0} ms after it")
-        });
+    let (gap, first) = move_gap::medians(&f.moves);
+    let lost: u64 = f.moves.iter().map(|m| m.lost).sum();
+    let sent: u64 = f.moves.iter().map(|m| m.sent).sum();
+    let back = first.map_or("delivery never resumed at the new address".into(), |v| {
+        format!("the first datagram sent after the deletion arrived {v:.1} ms after it (median)")
+    });
     let _ = writeln!(
         out,
-        "- The move: {} of {} datagrams were lost, the longest time without delivery was {:.0} ms, and {back}; \
-         the mobile node registered {} time(s) from the new address. The mobile node hears of the \
-         address change from the kernel (rtnetlink) and sends its Binding Update at once; the rest is the \
-         Binding Update's way to the home agent and the tunnel's move there.",
-        m.lost, m.sent, m.longest_gap_ms, m.reregistrations
+        "- The moves: over {} moves, {lost} of {sent} datagrams were lost, the longest time without delivery \
+         was {} (median), and {back}. The mobile node hears of the address change from the kernel \
+         (rtnetlink) and sends its Binding Update at once; the rest is the Binding Update's way to the \
+         home agent and the tunnel's move there.",
+        f.moves.len(),
+        gap.map_or("–".into(), |v| format!("{v:.1} ms")),
     );
     out
 }
@@ -200,7 +216,9 @@ mod tests {
             params: RunParams { warmup_ms: 200, duration_ms: 1000, repetitions: 2 },
             registration_s: 0.2,
             cases,
-            move_gap: MoveGap {
+            moves: vec![MoveGap {
+                from: "2001:db8:2::100".into(),
+                to: "2001:db8:3::100".into(),
                 interval_us: 1000,
                 sent: 3500,
                 send_errors: 0,
@@ -216,7 +234,7 @@ mod tests {
                 mn_moves: 1,
                 ha_moved: 1,
                 bu_sent: 1,
-            },
+            }],
         };
         let s = sections(&f);
         assert_eq!(s.len(), 2);
@@ -224,10 +242,11 @@ mod tests {
         assert!(s[0].body.contains("figures not in the excerpt"));
         assert!(
             s[1].body.contains(
-                "| 3500 (1 per 1000 µs) | 3000 | 500 | 501.0 ms | -0.3 ms | 500.2 ms | 1 |"
+                "| 2001:db8:2::100 → 2001:db8:3::100 | 3500 (1 per 1000 µs) | 3000 | 500 | 501.0 ms | -0.3 ms | 500.2 ms | 1 |"
             )
         );
         let r = reading(&f);
+        assert!(s[1].body.contains("| **median of 1** | | | | **501.0 ms** | | **500.2 ms** |"));
         assert!(r.contains("(50 %)") && r.contains("500 of 3500"), "{r}");
         assert_eq!(charts(&f)[0].groups.len(), 2);
     }

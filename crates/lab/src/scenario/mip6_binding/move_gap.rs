@@ -9,13 +9,17 @@
 //! sends a Binding Update from the new address (RFC 6275 §11.5.1, §11.7.1), and the home agent
 //! moves the tunnel's endpoint when it accepts it (§10.3.1). The gap is that time plus the
 //! Binding Update's way to the home agent.
+//!
+//! A run moves several times, back and forth between the two care-of addresses, each move
+//! under a stream of its own, and reports each move and the median.
 
-use super::forward::{Forwarding, HOME};
+use super::forward::{CARE_OF, CARE_OF_2, Forwarding, HOME};
 use crate::error::LabError;
 use crate::traffic::TrafficBin;
 use crate::traffic::paced::{SendResult, SinkResult};
+use crate::traffic::stats::median;
 use serde_json::Value;
-use std::net::SocketAddr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 /// The paced stream's UDP port on the mobile node.
@@ -28,6 +32,11 @@ pub const SINK_TAIL_MS: u64 = 700;
 /// What the move cost the stream.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MoveGap {
+    /// The care-of address before the move and after it.
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub to: String,
     /// µs between datagrams.
     pub interval_us: u64,
     pub sent: u64,
@@ -84,6 +93,8 @@ pub fn summarise(sent: &SendResult, got: &SinkResult, added_us: u64, deleted_us:
         got.arrivals.iter().filter(|a| a.sent_us > deleted_us).map(|a| a.recv_us).collect();
     let ms = |us: i128| us as f64 / 1e3;
     MoveGap {
+        from: String::new(),
+        to: String::new(),
         interval_us: sent.interval_us,
         sent: sent.sent,
         send_errors: sent.errors,
@@ -114,10 +125,51 @@ fn parse<T: serde::de::DeserializeOwned>(out: &str, what: &str) -> Result<T, Lab
     serde_json::from_str(out.trim()).map_err(|e| LabError::parse(what, e.to_string()))
 }
 
-/// Runs the paced stream (a datagram every `interval_us`) and the move in `fw` (nodes
-/// registered at the first care-of address): `lead_ms` of stream, the move, `after_ms` more.
+/// `moves` moves in `fw` (nodes registered at the first care-of address), alternately to the
+/// second care-of address and back, each under its own paced stream (see [`run`]); after each,
+/// the home agent's tunnel is at the new address before the next begins.
+pub fn run_moves(
+    fw: &mut Forwarding,
+    moves: usize,
+    (lead_ms, after_ms, interval_us): (u64, u64, u64),
+    bin: &TrafficBin,
+) -> Result<Vec<MoveGap>, LabError> {
+    let mut at = CARE_OF;
+    let mut out = Vec::with_capacity(moves);
+    for _ in 0..moves {
+        if crate::sys::interrupted() {
+            return Err(LabError::Interrupted);
+        }
+        let to = if at == CARE_OF { CARE_OF_2 } else { CARE_OF };
+        out.push(run(fw, (at, to), lead_ms, after_ms, interval_us, bin)?);
+        let want = to.to_string();
+        fw.wait_status("ha", "tunnel at the new care-of address", |s| {
+            s["home_agent"]["forwarding"]["tunnels"][0]["care_of_address"] == want.as_str()
+        })?;
+        at = to;
+    }
+    Ok(out)
+}
+
+/// The median over `moves` of the longest time without delivery, and of the time from the
+/// deletion to the first delivery at the new address (moves where none came are left out of
+/// the second).
+pub fn medians(moves: &[MoveGap]) -> (Option<f64>, Option<f64>) {
+    let firsts: Vec<f64> = moves.iter().filter_map(|m| m.first_after_move_ms).collect();
+    (medians_of(moves, |m| m.longest_gap_ms), median(&firsts))
+}
+
+/// The median of `f` over `moves`.
+pub fn medians_of(moves: &[MoveGap], f: impl Fn(&MoveGap) -> f64) -> Option<f64> {
+    median(&moves.iter().map(f).collect::<Vec<_>>())
+}
+
+/// Runs the paced stream (a datagram every `interval_us`) and one move in `fw` from care-of
+/// address `from` to `to` (nodes registered at `from`): `lead_ms` of stream, the move,
+/// `after_ms` more.
 pub fn run(
     fw: &Forwarding,
+    (from, to): (Ipv6Addr, Ipv6Addr),
     lead_ms: u64,
     after_ms: u64,
     interval_us: u64,
@@ -157,11 +209,12 @@ pub fn run(
         ]),
     )?;
     std::thread::sleep(Duration::from_millis(lead_ms));
-    let (added, deleted) = fw.change_care_of()?;
+    let (added, deleted) = fw.change_care_of(from, to)?;
     let sent: SendResult = parse(&sender.wait_output()?, "paced-send output")?;
     let got: SinkResult = parse(&sink.wait_output()?, "paced-sink output")?;
     let (mn1, ha1) = (fw.status("mn")?, fw.status("ha")?);
     let mut g = summarise(&sent, &got, added, deleted);
+    (g.from, g.to) = (from.to_string(), to.to_string());
     let d = |a: &Value, b: &Value, p: &[&str]| counter(b, p).saturating_sub(counter(a, p));
     g.reregistrations = d(&mn0, &mn1, &["mobile_node", "counters", "registered"]);
     g.mn_moves = d(&mn0, &mn1, &["mobile_node", "counters", "moves"]);

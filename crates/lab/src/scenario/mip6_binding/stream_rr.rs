@@ -9,7 +9,7 @@ use super::move_gap::{self, MoveGap};
 use crate::error::LabError;
 use crate::scenario::common::Progress;
 use crate::traffic::runner::{CONTROL_PORT, RunParams, Target, TrafficServer, measure};
-use crate::traffic::stats::Summary;
+use crate::traffic::stats::{Summary, median};
 use crate::traffic::{Request, TestKind, TrafficBin};
 use std::net::{IpAddr, SocketAddr};
 
@@ -25,6 +25,13 @@ pub struct ForwardPlan {
     pub move_after_ms: u64,
     /// µs between the paced stream's datagrams.
     pub move_interval_us: u64,
+    /// Moves, back and forth between the two care-of addresses, each under its own stream.
+    #[serde(default = "default_moves")]
+    pub moves: usize,
+}
+
+fn default_moves() -> usize {
+    5
 }
 
 impl ForwardPlan {
@@ -34,17 +41,19 @@ impl ForwardPlan {
             ForwardPlan {
                 params: RunParams { warmup_ms: 500, duration_ms: 3000, repetitions: 3 },
                 plain: true,
-                move_lead_ms: 2000,
-                move_after_ms: 4000,
+                move_lead_ms: 1000,
+                move_after_ms: 2000,
                 move_interval_us: 1000,
+                moves: 5,
             }
         } else {
             ForwardPlan {
                 params: RunParams { warmup_ms: 200, duration_ms: 1000, repetitions: 2 },
                 plain: true,
-                move_lead_ms: 1000,
-                move_after_ms: 2500,
+                move_lead_ms: 500,
+                move_after_ms: 1500,
                 move_interval_us: 1000,
+                moves: 5,
             }
         }
     }
@@ -61,11 +70,14 @@ impl ForwardPlan {
         3.0 + (self.ways().len() * tests().len()) as f64 * per_test + self.move_s() + 1.0
     }
 
-    /// Planned seconds of the move.
+    /// Planned seconds of the moves (each with its own stream and the status reads around it).
     pub fn move_s(&self) -> f64 {
-        (move_gap::SINK_START_MS + self.move_lead_ms + self.move_after_ms + move_gap::SINK_TAIL_MS)
-            as f64
-            / 1e3
+        let one = move_gap::SINK_START_MS
+            + self.move_lead_ms
+            + self.move_after_ms
+            + move_gap::SINK_TAIL_MS
+            + 100;
+        (self.moves as u64 * one) as f64 / 1e3
     }
 }
 
@@ -117,7 +129,23 @@ pub struct ForwardResults {
     /// Seconds from the mobile node's start to the home agent tunnelling to it.
     pub registration_s: f64,
     pub cases: Vec<ForwardCase>,
-    pub move_gap: MoveGap,
+    /// Each move's figures, in the order run (an older report's single `move_gap` reads as one).
+    #[serde(alias = "move_gap", deserialize_with = "one_or_many")]
+    pub moves: Vec<MoveGap>,
+}
+
+/// A list, or a single value as a list of one.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<MoveGap>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(Box<MoveGap>),
+        Many(Vec<MoveGap>),
+    }
+    Ok(match serde::Deserialize::deserialize(d)? {
+        OneOrMany::One(m) => vec![*m],
+        OneOrMany::Many(v) => v,
+    })
 }
 
 impl ForwardResults {
@@ -125,12 +153,6 @@ impl ForwardResults {
     pub fn case(&self, way: Way, test: TestKind) -> Option<&ForwardCase> {
         self.cases.iter().find(|c| c.way == way && c.req.test == test)
     }
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 /// Runs the phase in `fw` (nodes not started yet): start and registration, the tests, the move.
@@ -169,12 +191,18 @@ pub fn run(
             let window_us: f64 = samples.iter().map(|s| s.result.elapsed_ns as f64 / 1e3).sum();
             let cpu_us: f64 = samples.iter().map(|s| s.watched_cpu_us as f64).sum();
             let rtt = |f: fn(&crate::traffic::RttStats) -> f64| {
-                median(samples.iter().filter_map(|s| s.result.rtt.as_ref()).map(f).collect())
+                median(
+                    &samples
+                        .iter()
+                        .filter_map(|s| s.result.rtt.as_ref())
+                        .map(f)
+                        .collect::<Vec<_>>(),
+                )
             };
             cases.push(ForwardCase {
                 way,
                 req,
-                value: median(samples.iter().map(|s| s.value).collect()).unwrap_or(0.0),
+                value: median(&samples.iter().map(|s| s.value).collect::<Vec<_>>()).unwrap_or(0.0),
                 summary,
                 rtt_p50_us: rtt(|r| r.p50_us),
                 rtt_p99_us: rtt(|r| r.p99_us),
@@ -184,8 +212,9 @@ pub fn run(
         }
     }
     drop(server);
-    progress.step("forwarding: the move under a paced stream", plan.move_s());
-    let move_gap =
-        move_gap::run(fw, plan.move_lead_ms, plan.move_after_ms, plan.move_interval_us, bin)?;
-    Ok(ForwardResults { suite: SUITE.into(), params: *p, registration_s, cases, move_gap })
+    let label = format!("forwarding: {} moves under a paced stream", plan.moves);
+    progress.step(&label, plan.move_s());
+    let timing = (plan.move_lead_ms, plan.move_after_ms, plan.move_interval_us);
+    let moves = move_gap::run_moves(fw, plan.moves, timing, bin)?;
+    Ok(ForwardResults { suite: SUITE.into(), params: *p, registration_s, cases, moves })
 }
