@@ -66,6 +66,17 @@ pub fn quantile_sorted(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// The median of `v` (the mean of the two middle values for an even count); `None` if empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,15 +100,4 @@ mod tests {
         assert_eq!(quantile_sorted(&v, 1.0), 100);
         assert_eq!(quantile_sorted(&[], 0.5), 0);
     }
-}
-
-/// The median of `v` (the mean of the two middle values for an even count); `None` if empty.
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
 }
