@@ -57,6 +57,11 @@ pub struct BenchIkeArgs {
     /// Keep every IKE SA instead of deleting it once up (the responder's state then grows).
     #[arg(long)]
     pub no_delete: bool,
+    /// A road-warrior load instead: N distinct clients, each with its own certificate
+    /// (made by the run with strongSwan's `pki`) asking for a virtual IP from a pool, set up
+    /// once each and kept; beside the same N setups with a pre-shared key.
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -142,7 +147,7 @@ fn ts(third: u8) -> TrafficSelector {
 }
 
 /// The initiators' connection, mirroring the responder's `[[connection]]`.
-fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
+pub(crate) fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
     let ike_suites = node::config::proposal::ike_suites(proposal)?;
     let child_suites = node::config::proposal::esp_suites(ESP)?;
     Ok(ike::Config {
@@ -158,7 +163,10 @@ fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
     })
 }
 
-fn responder_config(topo: &Topo, proposal: &str) -> Result<std::path::PathBuf, String> {
+pub(crate) fn psk_responder_config(
+    topo: &Topo,
+    proposal: &str,
+) -> Result<std::path::PathBuf, String> {
     let t = format!(
         "[interface]\nname = \"{TUN}\"\naddresses = [\"10.0.2.1/24\"]\n\n\
          [network]\ntransport = \"udp\"\nlocal = \"192.0.2.2:4500\"\n\n\
@@ -240,12 +248,25 @@ fn check_args(a: &BenchIkeArgs) -> Result<(), String> {
     {
         return Err(format!("--rate {r}: give 1 to 1000000 setups/s"));
     }
+    if let Some(n) = a.clients
+        && !(1..=crate::bench_ike_clients::MAX_CLIENTS).contains(&n)
+    {
+        let max = crate::bench_ike_clients::MAX_CLIENTS;
+        return Err(format!("--clients {n}: give 1 to {max}"));
+    }
     cr::group(&a.group).map(|_| ())
 }
 
 /// Runs the benchmark (needs root: namespaces and a TUN device).
 pub fn run(a: &BenchIkeArgs) -> Result<(), String> {
     check_args(a)?;
+    if a.clients.is_some() {
+        use crate::bench_ike_clients as clients;
+        if let Some(r) = measured(a.json, |stop| clients::measure(a, stop))? {
+            print!("{}", clients::render(&r));
+        }
+        return Ok(());
+    }
     if let Some(r) = measured(a.json, |stop| measure(a, stop))? {
         print!("{}", render(&r));
     }
@@ -313,7 +334,7 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
     );
 
     let mut topo = Topo::new(PREFIX)?;
-    let cfg = responder_config(&topo, &proposal)?;
+    let cfg = psk_responder_config(&topo, &proposal)?;
     let pid = topo.start_node(1, &cfg)?;
     if a.pin {
         pin_to(pid, cores.saturating_sub(1))?;
@@ -322,7 +343,9 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
     let counters = Arc::new(Counters::default());
     let done = Arc::new(AtomicBool::new(false));
     let g = GenConfig {
-        config,
+        configs: vec![config],
+        vips: Vec::new(),
+        limit: None,
         local,
         remote,
         concurrency: a.concurrency,
@@ -550,6 +573,7 @@ mod tests {
             pin: false,
             group: "x25519".into(),
             no_delete: false,
+            clients: None,
             json: false,
         };
         assert!(check_args(&ok).is_ok());
@@ -559,6 +583,7 @@ mod tests {
         assert!(e(BenchIkeArgs { concurrency: 0, ..ok.clone() }).starts_with("--concurrency"));
         assert!(e(BenchIkeArgs { rate: Some(0.0), ..ok.clone() }).starts_with("--rate"));
         assert!(e(BenchIkeArgs { rate: Some(f64::NAN), ..ok.clone() }).starts_with("--rate"));
+        assert!(e(BenchIkeArgs { clients: Some(0), ..ok.clone() }).starts_with("--clients"));
         assert!(e(BenchIkeArgs { group: "modp768".into(), ..ok }).starts_with("--group"));
     }
 }

@@ -18,8 +18,15 @@ use std::time::{Duration, Instant};
 /// How the generator runs.
 #[derive(Debug, Clone)]
 pub(crate) struct GenConfig {
-    /// The initiators' connection (ids, PSK, proposals, selectors).
-    pub(crate) config: Config,
+    /// The initiators' connections (ids, credentials, proposals, selectors): one is one
+    /// identity for every initiator; with several, the k-th initiator started takes the
+    /// (k mod n)-th, so that distinct clients come one after another.
+    pub(crate) configs: Vec<Config>,
+    /// Virtual IPs each initiator asks for in IKE_AUTH (CP(CFG_REQUEST), RFC 7296 §3.15); empty:
+    /// none.
+    pub(crate) vips: Vec<std::net::IpAddr>,
+    /// Initiators to start in all; `None`: as long as the generator runs.
+    pub(crate) limit: Option<u64>,
     /// Where to bind (port 0: any).
     pub(crate) local: SocketAddr,
     /// The responder's IKE port.
@@ -110,6 +117,8 @@ struct Gen<'a> {
     start: Instant,
     /// The first failure's reason, for the report.
     first_error: Option<String>,
+    /// Initiators started so far.
+    spawned: u64,
 }
 
 fn add(a: &AtomicU64) {
@@ -131,11 +140,22 @@ impl Gen<'_> {
         self.first_error.get_or_insert(why);
     }
 
-    /// Starts one more initiator.
+    /// Starts one more initiator, unless the limit is reached.
     fn spawn(&mut self) -> Result<(), String> {
+        if self.g.limit.is_some_and(|n| self.spawned >= n) {
+            return Ok(());
+        }
+        let Some(config) = self.g.configs.get(self.spawned as usize % self.g.configs.len().max(1))
+        else {
+            return Err("no initiator configuration".into());
+        };
+        self.spawned += 1;
         let provider = crypto::default_provider();
-        let (st, req) = initiator::start(self.g.config.clone(), provider, self.ep, self.now_ms())
+        let (mut st, req) = initiator::start(config.clone(), provider, self.ep, self.now_ms())
             .map_err(|e| format!("starting an initiator: {e}"))?;
+        if !self.g.vips.is_empty() {
+            st.set_virtual_ips(self.g.vips.clone());
+        }
         self.send(&req);
         self.slots.insert(st.spi_i(), Slot::Init(Box::new(st)));
         Ok(())
@@ -171,7 +191,8 @@ impl Gen<'_> {
                     add(&self.c.setups);
                     if self.g.delete {
                         let provider = crypto::default_provider();
-                        let (mut s, _keys) = Session::new(self.g.config.clone(), provider, est);
+                        let config = self.g.configs.first().cloned().ok_or("no configuration")?;
+                        let (mut s, _keys) = Session::new(config, provider, est);
                         let out = s
                             .request(now, Request::DeleteIke)
                             .map_err(|e| format!("DELETE request: {e}"))?;
@@ -287,6 +308,7 @@ pub(crate) fn run(
         c,
         start: Instant::now(),
         first_error: None,
+        spawned: 0,
     };
     if g.rate.is_none() {
         for _ in 0..g.concurrency {

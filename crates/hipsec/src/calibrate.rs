@@ -326,6 +326,7 @@ fn ike_cost(
             pin: true,
             group: "x25519".into(),
             no_delete: false,
+            clients: None,
             json: true,
         };
         let r = bench_ike::measure(&args, &Arc::new(AtomicBool::new(false)))?;

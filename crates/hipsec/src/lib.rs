@@ -5,6 +5,7 @@ pub mod bench_esp;
 pub mod bench_filter;
 pub mod bench_hip;
 pub mod bench_ike;
+pub mod bench_ike_clients;
 mod bench_ike_crypto;
 mod bench_ike_gen;
 mod bench_net;

@@ -174,6 +174,7 @@ fn ike_check(
         pin: true,
         group: "x25519".into(),
         no_delete: false,
+        clients: None,
         json: true,
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -72,3 +72,44 @@ fn bench_ike_names_the_bad_field() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--concurrency 0"));
 }
+
+/// `hipsec bench ike --clients 1000` (about 30 s, most of it `pki` making 1,002 certificates):
+/// a thousand distinct road warriors, each with its own certificate, get a virtual IP each
+/// from one `%any` connection's pool and stay up — 1,000 IKE SAs and 1,000 distinct leases in
+/// the responder's status — beside the same thousand setups with a pre-shared key. Counts, not
+/// rates. Needs root, `ip netns`, /dev/net/tun and strongSwan's `pki`; otherwise SKIPPED.
+#[test]
+fn a_thousand_road_warriors_each_with_its_own_certificate_and_lease() {
+    if !common::netns_ready(&[]) {
+        return;
+    }
+    if Command::new("pki").arg("--help").output().is_err() {
+        println!("SKIPPED: strongSwan's pki is not installed (apt-get install strongswan-pki)");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "ike", "--clients", "1000", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {err}");
+    assert!(err.contains("certificates 750/1000"), "no progress line: {err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (phase, leases) in [("psk", 0), ("certificate", 1000)] {
+        let p = &r[phase];
+        assert_eq!(p["setups"], 1000, "{phase}: {p}");
+        assert_eq!(p["failed"], 0, "{phase}: {p}");
+        assert_eq!(p["ike_sas_at_end"], 1000, "{phase}: {p}");
+        assert_eq!(p["leases"], leases, "{phase}: {p}");
+        assert_eq!(p["distinct_lease_addresses"], leases, "{phase}: {p}");
+        for k in ["setups_per_s", "responder_us_per_setup", "bytes_per_client"] {
+            assert!(p[k].is_number(), "{phase}.{k}: {p}");
+        }
+    }
+    assert_eq!(r["certificate"]["virtual_ips"], true);
+    assert!(r["rate_ratio"].is_number() && r["cpu_ratio"].is_number(), "{r}");
+    let pid = r["bench_pid"].as_u64().unwrap();
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("hbikc-{pid}-");
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces left behind");
+}

@@ -82,12 +82,19 @@ IKE SA (unless --no-delete) and start again. Reported: complete setups per secon
 --rounds rounds of --seconds), the CPU of the responder (by thread) and of the generator, and
 beside them, measured in the same run on one core, the rate the same setups' DH, PRF and AUTH
 operations allow alone (both ends' work per setup); the ratio is measured / (that rate x cores).
+
+With --clients N, a road-warrior concentrator instead: N distinct clients, each with its own
+ECDSA certificate from a CA the run makes (strongSwan's pki), connect once each to one %any
+connection asking for a virtual IP from its pool, and stay up; beside them, the same N setups
+with a pre-shared key and no virtual IP (the reference). Reported per phase: setups/s, the
+responder's CPU per setup, its memory per client held, and its IKE SAs and distinct leases.
 Needs root; removes its namespaces on exit and on Ctrl-C.
 
 Example:
   hipsec bench ike
   hipsec bench ike --seconds 10 --concurrency 32 --group ecp256 --json
-  hipsec bench ike --rate 2000        # a fixed handshake rate below saturation")]
+  hipsec bench ike --rate 2000        # a fixed handshake rate below saturation
+  hipsec bench ike --clients 1000     # 1,000 road warriors with certificates and leases")]
     Ike(hipsec::bench_ike::BenchIkeArgs),
     /// The HIP base exchange in process: phase costs per puzzle K and the I1 flood rate.
     #[command(long_about = "\

@@ -1,9 +1,9 @@
 //! Virtual IPs of road warriors (RFC 7296 §2.19) in the kernel: an address a responder's
 //! CFG_REPLY granted us goes on the TUN device (`ip addr add A/32 dev TUN`), so applications
-//! send from it and the CHILD SA's local selector (narrowed to it, §2.9) matches; an address
-//! we leased to a peer gets a route into the device (`ip route replace A/32 dev TUN`), so the
-//! answers to it reach the CHILD SA. Both are undone when the IKE SA goes. One `ip` command
-//! each: leases change once per IKE SA, not per packet.
+//! send from it and the CHILD SA's local selector (narrowed to it, §2.9) matches; it leaves
+//! the device when the IKE SA goes (one `ip` command each: once per IKE SA, not per packet).
+//! An address we leased to a peer needs nothing here: its pool is routed into the device from
+//! the start (`crate::routes`), so the answers to it reach the CHILD SA.
 
 use super::IkeDriver;
 use crate::log::{Level, log_event};
@@ -66,13 +66,10 @@ impl IkeDriver {
         let dns: Vec<String> = dns.iter().map(ToString::to_string).collect();
         let what = if ours { "virtual-ip" } else { "lease" };
         log_event!(Level::Info, what, "connection" => conn, "addresses" => list.join(","), "dns" => dns.join(","));
-        if let Some(tun) = &self.tun {
+        if let (Some(tun), true) = (&self.tun, ours) {
             for (a, _) in &addrs {
-                let args: Vec<String> = if ours {
-                    vec!["addr".into(), "replace".into(), host(*a), "dev".into(), tun.clone()]
-                } else {
-                    vec!["route".into(), "replace".into(), host(*a), "dev".into(), tun.clone()]
-                };
+                let args: Vec<String> =
+                    vec!["addr".into(), "replace".into(), host(*a), "dev".into(), tun.clone()];
                 if let Err(why) = ip(&args) {
                     log_event!(Level::Warn, "virtual-ip-failed", "connection" => conn, "why" => why);
                 }
@@ -84,7 +81,7 @@ impl IkeDriver {
         self.vips.push((assoc, addrs));
     }
 
-    /// The IKE SA `assoc` is gone: its virtual IPs leave the device (or their routes do).
+    /// The IKE SA `assoc` is gone: its virtual IPs leave the device (a lease's pool route stays).
     pub(super) fn drop_virtual_ips(&mut self, assoc: AssocId) {
         let leased = self.leased.contains(&assoc);
         self.leased.retain(|a| *a != assoc);
@@ -92,13 +89,13 @@ impl IkeDriver {
             std::mem::take(&mut self.vips).into_iter().partition(|(a, _)| *a == assoc);
         self.vips = kept;
         let Some(tun) = &self.tun else { return };
+        if leased {
+            return;
+        }
         for (_, addrs) in gone {
             for (a, _) in addrs {
-                let args: Vec<String> = if leased {
-                    vec!["route".into(), "del".into(), host(a), "dev".into(), tun.clone()]
-                } else {
-                    vec!["addr".into(), "del".into(), host(a), "dev".into(), tun.clone()]
-                };
+                let args: Vec<String> =
+                    vec!["addr".into(), "del".into(), host(a), "dev".into(), tun.clone()];
                 if let Err(why) = ip(&args) {
                     log_event!(Level::Warn, "virtual-ip-failed", "why" => why);
                 }
