@@ -171,7 +171,10 @@ pub struct CbcKeys {
 #[repr(C, align(64))]
 pub struct SecurityAssociation {
     // Line 0: written by every packet.
-    /// Last sequence number sent (outbound use).
+    /// Last sequence number sent (outbound use). [`SHARED`] when the numbers come from
+    /// `Cold::shared_seq` instead: a value no SA reaches, so that the one test every packet
+    /// makes (`seq_out >= max`) sends a shared SA down the cold path, where it takes its number
+    /// from the shared counter, and the line every packet writes gains no field.
     pub(crate) seq_out: u64,
     pub(crate) usage: Usage,
     /// When the lifetimes must next be evaluated (folded from `Cold::soft`/`hard`).
@@ -230,6 +233,8 @@ pub(crate) struct Cold {
     pub(crate) event: Option<SaEvent>,
     /// AH-GMAC's contiguous AAD copy (empty for every other transform).
     pub(crate) scratch: Vec<u8>,
+    /// The last sequence number handed out, shared by every copy of this outbound SA.
+    pub(crate) shared_seq: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 // The layout the comment on `SecurityAssociation` promises.
@@ -246,6 +251,9 @@ const _: () = {
     // (`prefetch_slot`).
     assert!(size_of::<Option<Sa>>() == size_of::<Sa>());
 };
+
+/// `seq_out` of an SA whose sequence numbers are shared (see the field).
+const SHARED: u64 = u64::MAX;
 
 fn split_salt(key: &[u8], key_len: usize) -> ([u8; 4], &[u8]) {
     let mut salt = [0u8; 4];
@@ -374,6 +382,7 @@ impl SecurityAssociation {
                 hard: p.hard,
                 event: None,
                 scratch: Vec::new(),
+                shared_seq: None,
             },
             replay: ReplayWindow::new(p.replay_window, p.esn)?,
             admitted: None,
@@ -464,7 +473,10 @@ impl SecurityAssociation {
     }
     /// Last outbound sequence number used.
     pub fn last_seq_out(&self) -> SeqNum {
-        SeqNum(self.seq_out)
+        match &self.cold.shared_seq {
+            Some(c) => SeqNum(c.load(std::sync::atomic::Ordering::Relaxed)),
+            None => SeqNum(self.seq_out),
+        }
     }
     /// Bytes this SA adds to a packet at most (headers, IV, padding, ICV), for MTU computation.
     pub fn overhead(&self) -> usize {
@@ -504,9 +516,20 @@ impl SecurityAssociation {
         if self.v4 { IpVersion::V4 } else { IpVersion::V6 }
     }
 
+    /// Takes this outbound SA's sequence numbers from `counter` (the last number handed out),
+    /// which other copies of the same SA share: several cores then seal on one SA and no two
+    /// packets carry the same number (RFC 4303 §3.3.3). Each copy keeps its own usage counts.
+    pub fn share_sequence(&mut self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        self.cold.shared_seq = Some(counter);
+        self.seq_out = SHARED;
+    }
+
     /// Sets the next outbound sequence number (tests and the seq-exhaustion bench only).
     pub fn set_last_seq_out(&mut self, seq: SeqNum) {
-        self.seq_out = seq.0;
+        match &self.cold.shared_seq {
+            Some(c) => c.store(seq.0, std::sync::atomic::Ordering::Relaxed),
+            None => self.seq_out = seq.0,
+        }
     }
 
     /// Takes the pending lifetime event, if any.
@@ -548,6 +571,9 @@ impl SecurityAssociation {
     pub(crate) fn next_seq(&mut self) -> Result<SeqNum, DropReason> {
         let max = if self.esn { u64::MAX } else { u32::MAX as u64 };
         if self.seq_out >= max {
+            if self.seq_out == SHARED && self.cold.shared_seq.is_some() {
+                return self.next_shared_seq(max);
+            }
             if let Some(e) = self.usage.expire(self.spi, "sequence") {
                 self.cold.event = Some(e);
                 self.has_event = true;
@@ -557,6 +583,25 @@ impl SecurityAssociation {
         }
         self.seq_out += 1;
         Ok(SeqNum(self.seq_out))
+    }
+
+    /// [`Self::next_seq`] from the shared counter: one atomic add per packet (the copies on
+    /// other cores take theirs from the same line). Past `max` the counter stays there.
+    #[inline(never)]
+    fn next_shared_seq(&mut self, max: u64) -> Result<SeqNum, DropReason> {
+        use std::sync::atomic::Ordering;
+        let Some(c) = &self.cold.shared_seq else { return Err(DropReason::SeqExhausted) };
+        let n = c.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        if n > max {
+            c.store(max, Ordering::Relaxed);
+            if let Some(e) = self.usage.expire(self.spi, "sequence") {
+                self.cold.event = Some(e);
+                self.has_event = true;
+            }
+            self.due = self.usage.due(&self.cold.soft, &self.cold.hard);
+            return Err(DropReason::SeqExhausted);
+        }
+        Ok(SeqNum(n))
     }
 
     /// Counts a processed packet; evaluates the byte/packet limits once one is reached.
