@@ -104,10 +104,12 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         .checked_sub(overhead)
         .filter(|&m| m >= 576)
         .ok_or(NodeError::MtuTooSmall { link: c.interface.link_mtu, overhead })?;
-    // Per lane: the carrier (its receiving socket) and, for lanes >= 1, a socket to send from.
+    // Per lane: the carrier (its receiving socket) and, for lanes >= 1, a socket to send from
+    // (none with IKE: every lane sends from the group's port, `lanes`).
+    let own_ports = c.connections.is_empty();
     let mut carriers: Vec<(carrier::Carrier, Option<std::net::UdpSocket>)> =
         match (&c.transport, lanes) {
-            (Transport::Udp { local, peer }, n) if n > 1 => lanes::open_udp(*local, n)
+            (Transport::Udp { local, peer }, n) if n > 1 => lanes::open_udp(*local, n, own_ports)
                 .map_err(io_err(format!("carrier sockets (SO_REUSEPORT on {local})")))?
                 .into_iter()
                 .map(|l| Ok((carrier::Carrier::udp(l.rx, *peer)?, l.tx)))
@@ -119,8 +121,9 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             )],
         };
     // ESP as IP protocol 50 beside ESP in UDP, for the SAs not in UDP (RFC 7296 §2.23: an
-    // IKE CHILD SA goes in UDP only when a NAT was found or `encap` is set). Lane 0 only: IKE
-    // runs with one lane, and raw sockets on several lanes would each get every packet.
+    // IKE CHILD SA goes in UDP only when a NAT was found or `encap` is set). Lane 0 only: a
+    // node with several lanes needs `encap` on every connection and runs no HIP (raw sockets on
+    // several lanes would each get every packet).
     let raw_beside = match &c.transport {
         Transport::Udp { local, .. } if needs_raw_esp(c) => {
             let t = Transport::Raw { local: local.ip(), peer: None };

@@ -337,12 +337,20 @@ pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
         connection::parse_all(&ctx, &raw.connection, &raw.secrets, transport.local_ip())?;
     let spans: Vec<_> = raw.connection.iter().map(|c| c.span()).collect();
     let pools = pools::parse(&ctx, &raw.pools, &connections, &spans)?;
-    if let (Some(c), true) = (raw.connection.first(), interface.queues > 1) {
-        return Err(ctx.err(
-            c.span(),
-            "connection",
-            "IKE connections need [interface] queues = 1 (policies change at run time)",
-        ));
+    // Several lanes (`crate::keying::plane::EVERY_LANE`): the kernel steers ESP in UDP to a
+    // lane by SPI; raw ESP would reach every lane's raw socket, so ESP goes in UDP always.
+    if interface.queues > 1 {
+        if let Some((r, c)) = raw.connection.iter().zip(&connections).find(|(_, c)| !c.encap) {
+            return Err(ctx.err(
+                r.span(),
+                "encap",
+                format!(
+                    "connection {:?}: with [interface] queues = {} ESP must go in UDP (the \
+                     kernel hands it to a lane by SPI): set encap = true",
+                    c.name, interface.queues
+                ),
+            ));
+        }
     }
     // Connections whose child keys Mobile IPv6 signalling (RFC 4877 §4.4) never reach the
     // data path, so they work over the raw carrier the Mobile IPv6 tunnels want.

@@ -193,11 +193,16 @@ fn run(p: &mut ControlPlane, req: Request) -> Result<Value, PlaneError> {
     }
 }
 
+/// A lane as `sa-list` shows it: its number, or "every" for an outbound SA copied on each.
+fn lane_json(lane: usize) -> Value {
+    if lane == crate::keying::plane::EVERY_LANE { json!("every") } else { json!(lane) }
+}
+
 fn sa_json(dir: &str, r: &SaRecord) -> Value {
     json!({
         "direction": dir, "spi": r.spi.to_string(), "proto": r.proto, "suite": r.suite,
         "mode": r.mode, "src": r.src.to_string(), "dst": r.dst.to_string(),
-        "peer": r.endpoint.map(|e| e.to_string()), "lane": r.lane, "name": r.name,
+        "peer": r.endpoint.map(|e| e.to_string()), "lane": lane_json(r.lane), "name": r.name,
         "esn": r.esn, "replay-window": r.replay_window,
     })
 }

@@ -11,6 +11,12 @@
 //! port (local port + k; lane 0 from the group socket itself): with one 4-tuple for all lanes,
 //! the peer's GRO could merge datagrams of two lanes into one message, which the BPF program
 //! (it sees the first datagram only) would hand to one lane.
+//!
+//! A node keyed by IKE sends from the group's port on every lane instead: its outbound SAs are
+//! on every lane (`keying::plane::EVERY_LANE`), so one SA's packets leave from several lanes,
+//! and from several ports they would look to the peer like a NAT rebinding at every packet
+//! (RFC 3948 §3.1; our own receivers follow the newest port). One SA's
+//! packets all go to the peer's one lane for its SPI, so merging them costs nothing.
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -18,7 +24,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
 /// Lane `k`'s sockets: `rx` in the reuseport group on `local` (lane 0's also sends), and for
-/// k ≥ 1 `tx` bound to port `local.port() + k`.
+/// k ≥ 1, with `own_ports`, `tx` bound to port `local.port() + k` (without, every lane sends
+/// from its `rx`).
 #[derive(Debug)]
 pub struct LaneSockets {
     /// Receives (and for lane 0 sends).
@@ -29,7 +36,7 @@ pub struct LaneSockets {
 
 /// Opens the sockets of `lanes` lanes on `local` and steers received ESP to lane SPI mod
 /// `lanes`. The group's sockets are bound in lane order, which is their index in the group.
-pub fn open_udp(local: SocketAddr, lanes: usize) -> io::Result<Vec<LaneSockets>> {
+pub fn open_udp(local: SocketAddr, lanes: usize, own_ports: bool) -> io::Result<Vec<LaneSockets>> {
     let mut out = Vec::with_capacity(lanes);
     for k in 0..lanes {
         let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
@@ -39,7 +46,7 @@ pub fn open_udp(local: SocketAddr, lanes: usize) -> io::Result<Vec<LaneSockets>>
         if k == 0 {
             crate::sys::attach_reuseport_spi_mod(s.as_raw_fd(), lanes as u32)?;
         }
-        let tx = if k == 0 {
+        let tx = if k == 0 || !own_ports {
             None
         } else {
             let port = local.port().checked_add(k as u16).ok_or_else(|| {
@@ -63,11 +70,11 @@ mod tests {
     /// k's socket, whatever the sender's port.
     #[test]
     fn reuseport_group_steers_by_spi() {
-        let Ok(lanes) = open_udp("127.0.0.1:0".parse().unwrap(), 1) else { return };
+        let Ok(lanes) = open_udp("127.0.0.1:0".parse().unwrap(), 1, true) else { return };
         // Port 0 cannot be shared: find a free port first, then build three lanes on it.
         let port = lanes[0].rx.local_addr().unwrap().port();
         drop(lanes);
-        let Ok(lanes) = open_udp(SocketAddr::from(([127, 0, 0, 1], port)), 3) else { return };
+        let Ok(lanes) = open_udp(SocketAddr::from(([127, 0, 0, 1], port)), 3, true) else { return };
         let to = SocketAddr::from(([127, 0, 0, 1], port));
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         for spi in [0x1000u32, 0x1001, 0x1002, 0x2002, 0x2003, 0x3000] {

@@ -124,8 +124,12 @@ impl ChildPath {
 
     /// Installs a pair; with `switch` its outbound SA sends at once (in the same envelope).
     pub fn install(&mut self, k: &ChildSaKeys, switch: bool, cx: &mut Ctx<'_>) {
-        let ChildSpecs { inbound, outbound } =
-            install::child_specs(k, cx.child, (cx.local, cx.esp_peer, cx.raw_ip), &self.name);
+        let ChildSpecs { inbound, outbound } = install::child_specs(
+            k,
+            cx.child,
+            (cx.local, cx.esp_peer, cx.raw_ip),
+            (&self.name, cx.plane.lanes()),
+        );
         let (in_key, out_key) = (in_key_of(&inbound.params), out_key_of(&outbound.params));
         let suite = crate::config::proposal::esp_suite_name(&k.suite);
         if cx.child.mip6 {

@@ -26,13 +26,21 @@ pub struct ChildSpecs {
 }
 
 /// Builds the SA pair. `local`: our outer address; `peer`: the peer's (and, for ESP in UDP,
-/// its port); `raw_ip`: ESP goes as IP protocol 50, not in UDP.
+/// its port); `raw_ip`: ESP goes as IP protocol 50, not in UDP. On a node with `lanes` > 1 the
+/// inbound SA goes to the lane its SPI steers to (SPI mod lanes, `crate::datapath::lanes`) and
+/// the outbound SA to every lane (`crate::keying::plane::EVERY_LANE`): any TUN queue may read
+/// the child's traffic.
 pub fn child_specs(
     k: &ChildSaKeys,
     c: &ChildConf,
     (local, peer, raw_ip): (IpAddr, SocketAddr, bool),
-    name: &str,
+    (name, lanes): (&str, usize),
 ) -> ChildSpecs {
+    let (in_lane, out_lane) = if lanes > 1 {
+        (k.spi_in as usize % lanes, crate::keying::plane::EVERY_LANE)
+    } else {
+        (0, 0)
+    };
     let remote = peer.ip();
     let mode = match k.mode {
         ike::Mode::Tunnel => Mode::Tunnel,
@@ -57,7 +65,7 @@ pub fn child_specs(
     ChildSpecs {
         inbound: SaSpec {
             params: params(k.spi_in, remote, local, &k.enc_key_in, &k.auth_key_in),
-            lane: 0,
+            lane: in_lane,
             endpoint: Some(peer),
             beet: false,
             raw_ip,
@@ -65,7 +73,7 @@ pub fn child_specs(
         },
         outbound: SaSpec {
             params: params(k.spi_out, local, remote, &k.enc_key_out, &k.auth_key_out),
-            lane: 0,
+            lane: out_lane,
             endpoint: Some(peer),
             beet: false,
             raw_ip,

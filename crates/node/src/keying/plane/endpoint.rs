@@ -16,7 +16,9 @@ impl ControlPlane {
             PlaneError::field("spi", format!("no outbound SA {} to {}", Spi(key.spi), key.dst))
         })?;
         let mut per = self.empty();
-        per[self.worker_for(r.lane, true)?].push(Update::SetEndpoint { key, endpoint });
+        for w in self.out_workers(r.lane)? {
+            per[w].push(Update::SetEndpoint { key, endpoint });
+        }
         self.send(per)?;
         if let Some(r) = self.outbound.get_mut(&key) {
             r.endpoint = Some(endpoint);

@@ -21,7 +21,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 mod endpoint;
+mod lanes;
 mod rekey;
+
+pub use lanes::EVERY_LANE;
 
 /// How long a worker may take to acknowledge an envelope.
 const ACK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -33,7 +36,8 @@ const MAX_PENDING: usize = 4096;
 pub struct SaSpec {
     /// Parameters (with keys; zeroized when dropped).
     pub params: SaParams,
-    /// The lane that owns it (inbound: SPI mod lanes must equal it).
+    /// The lane that owns it (inbound: SPI mod lanes must equal it); outbound also
+    /// [`EVERY_LANE`]: a copy on each lane.
     pub lane: usize,
     /// The peer's UDP endpoint; None: the node's default for this SA.
     pub endpoint: Option<SocketAddr>,
@@ -300,6 +304,9 @@ impl ControlPlane {
     }
 
     fn check_lane(&self, s: &SaSpec, inbound: bool, at: &str) -> Result<(), PlaneError> {
+        if !inbound && s.lane == EVERY_LANE {
+            return Ok(());
+        }
         if s.lane >= self.lanes {
             return Err(PlaneError::field(
                 format!("{at}lane"),
@@ -317,8 +324,8 @@ impl ControlPlane {
         }
         if !inbound && self.lanes > 1 {
             return Err(PlaneError::other(
-                "outbound SAs and policies can be changed at run time with one lane only \
-                 ([interface] queues = 1): each lane seals with SAs of its own",
+                "with several lanes ([interface] queues > 1) an outbound SA installed at run \
+                 time goes on every lane: each lane seals what its own TUN queue reads",
             ));
         }
         Ok(())
@@ -413,11 +420,8 @@ impl ControlPlane {
         replace: bool,
         then: Vec<(PolicyId, PolicySpec)>,
     ) -> Result<(), PlaneError> {
-        if !then.is_empty() && self.lanes > 1 {
-            return Err(PlaneError::other(
-                "policies can be changed at run time with one lane only ([interface] queues = 1)",
-            ));
-        }
+        let new_out: Vec<OutKey> = outbound.iter().map(|s| out_key_of(&s.params)).collect();
+        self.check_policies(&then, &new_out)?;
         let mut per = self.empty();
         let (mut in_recs, mut out_recs) = (Vec::new(), Vec::new());
         let mut seen = HashSet::new();
@@ -456,15 +460,13 @@ impl ControlPlane {
                     format!("{what} with spi {} to {}", s.params.spi, s.params.dst),
                 ));
             }
-            let sa = self.build(s, &format!("{at}key"))?;
+            let workers = self.out_workers(s.lane)?;
+            let sas = self.build_out(s, workers.len(), &format!("{at}key"))?;
             let endpoint = s.endpoint.or_else(|| self.default_endpoint(&s.params, true));
             let raw_ip = s.raw_ip;
-            per[self.worker_for(s.lane, true)?].push(Update::AddOutbound {
-                key,
-                sa,
-                endpoint,
-                raw_ip,
-            });
+            for (w, sa) in workers.into_iter().zip(sas) {
+                per[w].push(Update::AddOutbound { key, sa, endpoint, raw_ip });
+            }
             out_recs.push((key, SaRecord { endpoint, ..record(s) }));
         }
         Self::set_everywhere(&mut per, &then);
@@ -494,7 +496,9 @@ impl ControlPlane {
                     format!("no outbound SA {} to {}", Spi(k.spi), k.dst),
                 )
             })?;
-            per[self.worker_for(r.lane, true)?].push(Update::DelOutbound { key: *k });
+            for w in self.out_workers(r.lane)? {
+                per[w].push(Update::DelOutbound { key: *k });
+            }
         }
         let shrunk: Vec<(PolicyId, PolicySpec)> = self
             .policies
@@ -524,11 +528,7 @@ impl ControlPlane {
     /// Installs or replaces policies (a replacement at the same priority keeps its place).
     /// Protect may name SAs not installed yet: their packets raise acquires.
     pub fn set_policies(&mut self, ps: Vec<(PolicyId, PolicySpec)>) -> Result<(), PlaneError> {
-        if self.lanes > 1 {
-            return Err(PlaneError::other(
-                "policies can be changed at run time with one lane only ([interface] queues = 1)",
-            ));
-        }
+        self.check_policies(&ps, &[])?;
         let mut per = self.empty();
         Self::set_everywhere(&mut per, &ps);
         self.send(per)?;

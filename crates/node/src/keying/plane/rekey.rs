@@ -67,19 +67,16 @@ impl ControlPlane {
             if self.outbound.contains_key(&okey) {
                 return Err(PlaneError::field("out.spi", "an outbound SA with this key exists"));
             }
-            let sa = self.build(o, "out.key")?;
+            let workers = self.out_workers(o.lane)?;
+            let sas = self.build_out(o, workers.len(), "out.key")?;
             let endpoint = o.endpoint.or_else(|| self.default_endpoint(&o.params, true));
-            per[self.worker_for(o.lane, true)?].push(Update::AddOutbound {
-                key: okey,
-                sa,
-                endpoint,
-                raw_ip: o.raw_ip,
-            });
+            for (w, sa) in workers.into_iter().zip(sas) {
+                per[w].push(Update::AddOutbound { key: okey, sa, endpoint, raw_ip: o.raw_ip });
+            }
             out_rec = Some((okey, SaRecord { endpoint, ..record(o) }));
         }
-        if !then.is_empty() && self.lanes > 1 {
-            return Err(PlaneError::other("policies change at run time with one lane only"));
-        }
+        let new_out: Vec<OutKey> = out_rec.iter().map(|(k, _)| *k).collect();
+        self.check_policies(&then, &new_out)?;
         Self::set_everywhere(&mut per, &then);
         self.send(per)?;
         self.policies.extend(then);
@@ -104,8 +101,11 @@ impl ControlPlane {
         if key != old && self.outbound.contains_key(&key) {
             return Err(PlaneError::field("new.spi", "an outbound SA with this key exists"));
         }
-        let w = self.worker_for(r.lane, true)?;
-        let sa = self.build(&new, "new.key")?;
+        if (r.lane == super::EVERY_LANE) != (new.lane == super::EVERY_LANE) {
+            return Err(PlaneError::field("new.lane", "a successor goes where its SA was"));
+        }
+        let workers = self.out_workers(r.lane)?;
+        let sas = self.build_out(&new, workers.len(), "new.key")?;
         let endpoint =
             new.endpoint.or(r.endpoint).or_else(|| self.default_endpoint(&new.params, true));
         let mut repointed = Vec::new();
@@ -121,12 +121,14 @@ impl ControlPlane {
             }
         }
         let mut per = self.empty();
-        per[w].push(Update::AddOutbound { key, sa, endpoint, raw_ip: new.raw_ip });
-        for (id, spec) in &repointed {
-            per[w].push(Update::SetPolicy { id: *id, spec: spec.clone() });
-        }
-        if key != old {
-            per[w].push(Update::DelOutbound { key: old });
+        for (w, sa) in workers.into_iter().zip(sas) {
+            per[w].push(Update::AddOutbound { key, sa, endpoint, raw_ip: new.raw_ip });
+            for (id, spec) in &repointed {
+                per[w].push(Update::SetPolicy { id: *id, spec: spec.clone() });
+            }
+            if key != old {
+                per[w].push(Update::DelOutbound { key: old });
+            }
         }
         self.send(per)?;
         self.outbound.remove(&old);
