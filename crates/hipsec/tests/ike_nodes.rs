@@ -25,6 +25,11 @@ struct Nodes {
 impl Nodes {
     /// Node A with CHILD rekey_time `rekey` less up to `rand`; node B with `rekey_b`.
     fn start(rekey: &str, rand: &str, rekey_b: &str) -> Nodes {
+        Nodes::start_lines((rekey, rand, rekey_b), "", "")
+    }
+
+    /// [`Nodes::start`] with lines added to both nodes' `[interface]` and `[[connection]]`.
+    fn start_lines((rekey, rand, rekey_b): (&str, &str, &str), iface: &str, conn: &str) -> Nodes {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let k = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = format!("hikn-{}-{k}", std::process::id());
@@ -38,7 +43,7 @@ impl Nodes {
             let start = if i == 0 { "trap" } else { "none" };
             let (rekey, rand) = if i == 0 { (rekey, rand) } else { (rekey_b, rand) };
             let conf = format!(
-                "[interface]\nname = \"hipsec0\"\naddresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"192.0.2.{me}:4500\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"192.0.2.{peer}\"\nproposals = [\"aes128gcm16-prfsha256-x25519\"]\nrekey_time = \"20s\"\n[connection.local]\nid = \"node{me}.example\"\n[connection.remote]\nid = \"node{peer}.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.{me}.0/24\"]\nremote_ts = [\"10.0.{peer}.0/24\"]\nesp_proposals = [\"aes128gcm16\", \"aes128gcm16-x25519\"]\nrekey_time = \"{rekey}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"two hipsec nodes\"\n",
+                "[interface]\nname = \"hipsec0\"\n{iface}addresses = [\"10.0.{me}.1/24\"]\n[network]\nlocal = \"192.0.2.{me}:4500\"\n[control]\nsocket = \"{sock}\"\n[[connection]]\nname = \"site\"\nremote_addrs = \"192.0.2.{peer}\"\nproposals = [\"aes128gcm16-prfsha256-x25519\"]\nrekey_time = \"20s\"\n{conn}[connection.local]\nid = \"node{me}.example\"\n[connection.remote]\nid = \"node{peer}.example\"\n[connection.children.net]\nlocal_ts = [\"10.0.{me}.0/24\"]\nremote_ts = [\"10.0.{peer}.0/24\"]\nesp_proposals = [\"aes128gcm16\", \"aes128gcm16-x25519\"]\nrekey_time = \"{rekey}\"\nlife_time = \"2h\"\nrand_time = \"{rand}\"\nstart_action = \"{start}\"\n[secrets.ike-1]\nid = [\"node1.example\", \"node2.example\"]\nsecret = \"two hipsec nodes\"\n",
                 sock = n.sock(i).display(),
             );
             let path = n.dir.join(format!("{i}.toml"));
@@ -295,4 +300,45 @@ fn simultaneous_ike_rekeys_leave_one_ike_sa_and_lose_nothing() {
     let children = n.status(0)["ike"]["ike_sas"][0]["children"].as_array().map_or(0, Vec::len);
     assert!(children >= 1, "the CHILD SA did not move to the new IKE SA");
     assert_eq!(n.ping(5, "0.1"), 5);
+}
+
+/// Both nodes with two lanes (`queues = 2`, ESP in UDP): each CHILD SA's outbound SA is on
+/// both lanes with one sequence counter, and every lane sends from the group's port, so the
+/// peer's receiver never sees a packet of an SA from a new port (which it would follow as a
+/// NAT rebinding, RFC 3948 §3.1). Pings through CHILD rekeys by both and many flows at once:
+/// nothing lost, no rebinding on either node, and both lanes of A sealed on one SA.
+#[test]
+fn two_lanes_on_both_nodes_seal_one_sa_and_never_look_rebound() {
+    if !common::netns_ready(&["ping"]) {
+        return;
+    }
+    let n = Nodes::start_lines(("4s", "1s", "5s"), "queues = 2\n", "encap = true\n");
+    // The trap holds the first packet while IKE runs (its answer may come late).
+    n.ping(3, "0.3");
+    let py = "import socket\nfor i in range(64):\n  s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n  s.bind(('10.0.1.1',0))\n  s.sendto(b'x'*200,('10.0.2.1',9))\n  s.close()\n";
+    let out =
+        Command::new("ip").args(["netns", "exec", &n.ns[0], "python3", "-c", py]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = n.status(0);
+    let spi_out =
+        st["ike"]["ike_sas"][0]["children"][0]["spi_out"].as_str().unwrap_or_default().to_string();
+    let lanes: Vec<u64> = st["sas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| {
+            s["direction"] == "out" && s["spi"].as_str().is_some_and(|x| x.ends_with(&spi_out))
+        })
+        .filter(|s| s["packets"].as_u64().unwrap_or(0) > 0)
+        .filter_map(|s| s["lane"].as_u64())
+        .collect();
+    assert_eq!(lanes.len(), 2, "both lanes seal on {spi_out}: {}", st["sas"]);
+    let got = n.ping(100, "0.1");
+    assert_eq!(got, 100, "pings lost\n--- A\n{}\n--- B\n{}", n.log(0), n.log(1));
+    for i in 0..2 {
+        let st = n.status(i);
+        assert_eq!(st["node"]["nat_rebinds"], 0, "node {i} saw a rebinding\n{}", n.log(i));
+        let rekeys = st["ike"]["ike_sas"][0]["child_rekeys"].as_u64().unwrap_or(0);
+        assert!(rekeys >= 1, "node {i}: no CHILD rekey in 10 s: {}", st["ike"]);
+    }
 }
