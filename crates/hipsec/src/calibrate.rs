@@ -206,6 +206,7 @@ fn carriers(
             transport: bench_tunnel::TransportArg::Both,
             mss,
             filter_rules: 0,
+            keying: bench_tunnel::KeyingArg::Manual,
             json: true,
         };
         let stop = Arc::new(AtomicBool::new(false));

@@ -120,6 +120,7 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         transport: t.transport,
         mss: t.mss,
         filter_rules: t.rules,
+        keying: bench_tunnel::KeyingArg::Manual,
         json: true,
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -89,3 +89,30 @@ fn bench_tunnel_both_carriers_json_shape() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--queues 1"));
 }
+
+/// `--keying ike --queues 2 --parallel 2 --seconds 1 --rounds 1 --json`: the nodes make the
+/// tunnel's CHILD SA with IKEv2 and carry TCP through it on two lanes each; the report says
+/// how it was keyed.
+#[test]
+fn bench_tunnel_keyed_by_ike_on_two_lanes() {
+    if !common::netns_ready(&["iperf3"]) {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "tunnel", "--keying", "ike", "--queues", "2", "--parallel", "2"])
+        .args(["--seconds", "1", "--rounds", "1", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&r["keying"], &r["queues"]), (&serde_json::json!("ike"), &serde_json::json!(2)));
+    assert!(r["tunnel"]["bytes"].as_u64().unwrap() > 0, "nothing through the tunnel: {r}");
+    assert!(r["throughput_ratio"].is_number() && r["service_demand_us_per_kb"].is_number());
+    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+        .args(["bench", "tunnel", "--keying", "ike", "--transport", "raw"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--keying ike with --transport raw"));
+}

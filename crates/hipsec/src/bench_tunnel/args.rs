@@ -46,9 +46,33 @@ pub struct BenchTunnelArgs {
     /// (the filter-rules lab scenario's rule set). 0: no filter.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub filter_rules: u32,
+    /// Who keys the tunnel: "manual" (one SA pair per lane from the config) or "ike" (the
+    /// nodes run IKEv2 with a pre-shared key, one initiating at start, and the data path
+    /// carries the CHILD SA it makes: its outbound SA on every lane with one sequence counter).
+    /// IKE's ESP goes in UDP (`encap = true`).
+    #[arg(long, value_enum, default_value = "manual")]
+    pub keying: KeyingArg,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--keying`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeyingArg {
+    /// SAs from the config.
+    Manual,
+    /// A CHILD SA made by IKEv2.
+    Ike,
+}
+
+impl KeyingArg {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            KeyingArg::Manual => "manual",
+            KeyingArg::Ike => "ike",
+        }
+    }
 }
 
 /// `--transport`.

@@ -16,11 +16,12 @@
 //! (stale leftovers of a killed run) at the next start.
 
 mod args;
+mod ike;
 mod nodes;
 mod report;
 mod transfer;
 
-pub use args::{BenchTunnelArgs, TransportArg};
+pub use args::{BenchTunnelArgs, KeyingArg, TransportArg};
 pub use report::{BothReport, NodeCpu, Output, Report, RoundSummary};
 pub use transfer::PathResult;
 
@@ -52,6 +53,11 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
              gets every ESP packet); use --queues 1 or --transport udp",
             args.queues
         ));
+    }
+    if carriers.contains(&Carrier::Raw) && args.keying == KeyingArg::Ike {
+        return Err("--keying ike with --transport raw: IKE's ESP goes in UDP here (encap = \
+                    true); use --transport udp"
+            .into());
     }
     sa_keys(&args.suite, 0)?;
     let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
@@ -141,9 +147,10 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
         Output::Both(_) => "ESP in UDP and raw ESP (IP protocol 50)",
     };
     println!(
-        "hipsec bench tunnel: {} over {over}, {} lane(s), iperf3 TCP ({}, {} stream(s)) {} s \
-         each, {} round(s), {} CPUs, load average {:.2} at start",
+        "hipsec bench tunnel: {} over {over}, keyed {}, {} lane(s), iperf3 TCP ({}, {} \
+         stream(s)) {} s each, {} round(s), {} CPUs, load average {:.2} at start",
         r.suite,
+        r.keying,
         r.queues,
         r.congestion,
         r.parallel,

@@ -1,7 +1,7 @@
 //! The two hipsec nodes of the tunnel: their configs (the carrier, the filter), start, stop
 //! and status.
 
-use super::args::{BenchTunnelArgs, Carrier};
+use super::args::{BenchTunnelArgs, Carrier, KeyingArg};
 use crate::bench_net::{Topo, stop_child};
 use serde_json::Value;
 
@@ -13,7 +13,10 @@ pub(super) fn start_nodes(
 ) -> Result<[u32; 2], String> {
     let mut pids = [0u32; 2];
     for (side, pid) in pids.iter_mut().enumerate() {
-        let path = topo.config(side, &args.suite, args.queues)?;
+        let path = match args.keying {
+            KeyingArg::Manual => topo.config(side, &args.suite, args.queues)?,
+            KeyingArg::Ike => super::ike::config(topo, side, &args.suite, args.queues)?,
+        };
         let path = match carrier {
             Carrier::Udp => path,
             Carrier::Raw => {
@@ -27,6 +30,9 @@ pub(super) fn start_nodes(
         };
         let path = if args.filter_rules > 0 { with_filter(topo, &path, args)? } else { path };
         *pid = topo.start_node(side, &path)?;
+    }
+    if args.keying == KeyingArg::Ike {
+        super::ike::wait_child(topo)?;
     }
     Ok(pids)
 }

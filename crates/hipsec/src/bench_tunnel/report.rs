@@ -37,6 +37,8 @@ pub struct Report {
     pub congestion: String,
     /// Lanes of each node.
     pub queues: u32,
+    /// "manual" (SAs from the config) or "ike" (a CHILD SA made by IKEv2).
+    pub keying: &'static str,
     /// Parallel TCP streams.
     pub parallel: u32,
     /// TCP MSS asked of iperf3 (None: the path's).
@@ -195,6 +197,7 @@ pub(super) fn report(
         transport: carrier.name(),
         congestion: congestion.to_string(),
         queues: args.queues,
+        keying: args.keying.name(),
         parallel: args.parallel,
         mss: args.mss,
         filter_rules: args.filter_rules,
