@@ -5,7 +5,13 @@
 //! removed when the node stops (the kernel would also drop them with the device).
 //!
 //! Only protect policies get a route; bypass and discard entries keep their own routing. IKEv2
-//! CHILD SAs and HIP do not use this yet: their selectors come and go at run time.
+//! connections get routes for the remote selectors of their children as configured, from the
+//! start rather than when a CHILD SA comes up (as strongSwan does): traffic for them then goes
+//! into the device whether or not a CHILD SA is up, where a trap policy starts one or the
+//! packet is dropped, and never leaves in clear by another route while the SA is down. A
+//! selector that holds the peer's own address (`0.0.0.0/0` of a full tunnel) gets no route:
+//! it would take IKE and ESP to the peer into the device too. HIP needs none: the HIT on the
+//! device (2001:20::/28) routes every HIT there.
 //!
 //! Road warriors' address pools (`[pools.NAME]`) are routed into the device always, one route
 //! per prefix of each pool's range, from the start: each lease then needs no route of its own.
@@ -39,6 +45,31 @@ pub fn remote_prefixes(c: &NodeConfig) -> Vec<Prefix> {
         let connected = c.interface.addresses.iter().any(|a| a.len <= d.len && a.contains(&bytes));
         if !connected && !out.contains(&d) {
             out.push(d);
+        }
+    }
+    out
+}
+
+/// The remote selectors of every IKE connection's children (not Mobile IPv6 signalling), as
+/// prefixes, each once, in config order; those that hold the connection's peer are left out.
+pub fn ike_prefixes(c: &NodeConfig) -> Vec<Prefix> {
+    let mut out: Vec<Prefix> = Vec::new();
+    for conn in &c.connections {
+        for child in conn.children.iter().filter(|ch| !ch.mip6) {
+            for ts in &child.remote_ts {
+                for p in crate::keying::ike::install::prefixes(ts.start_addr, ts.end_addr) {
+                    let holds_peer = conn.remote_addr.is_some_and(|a| {
+                        let bytes = match a {
+                            std::net::IpAddr::V4(v) => v.octets().to_vec(),
+                            std::net::IpAddr::V6(v) => v.octets().to_vec(),
+                        };
+                        p.addr.is_ipv4() == a.is_ipv4() && p.contains(&bytes)
+                    });
+                    if !holds_peer && !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
         }
     }
     out
@@ -82,7 +113,8 @@ pub fn install(c: &NodeConfig) -> Result<Option<Installed>, String> {
         Some(conf) => (conf, remote_prefixes(c)),
         None => (default, Vec::new()),
     };
-    for p in pool_prefixes(c) {
+    let ike = if c.interface.routes.is_some() { ike_prefixes(c) } else { Vec::new() };
+    for p in ike.into_iter().chain(pool_prefixes(c)) {
         if !list.contains(&p) {
             list.push(p);
         }
@@ -243,5 +275,41 @@ secret = "correct horse battery staple"
         assert!(got.contains(&"fd00:3::10/126".to_string()), "{got:?}");
         // Routed without install_routes.
         assert_eq!(c.interface.routes, None);
+    }
+
+    /// With `install_routes`, an IKE connection's remote selectors are routed from the start;
+    /// a full tunnel's `0.0.0.0/0` holds the peer, so it is not (IKE itself would go in).
+    #[test]
+    fn ike_remote_selectors_are_routed_but_not_one_holding_the_peer() {
+        let text = r#"
+[interface]
+name = "hipsec0"
+addresses = ["10.0.1.1/24"]
+install_routes = true
+[network]
+local = "192.0.2.1:4500"
+[[connection]]
+name = "site"
+remote_addrs = "192.0.2.2"
+[connection.local]
+id = "a.example"
+[connection.remote]
+id = "b.example"
+[connection.children.net]
+local_ts = ["10.0.1.0/24"]
+remote_ts = ["10.0.2.0/24", "10.0.5.0/24"]
+[connection.children.all]
+local_ts = ["10.0.1.0/24"]
+remote_ts = ["0.0.0.0/0"]
+[secrets.s]
+id = ["a.example", "b.example"]
+secret = "correct horse battery staple"
+"#;
+        let c = crate::config::parse("t.toml", text).unwrap();
+        let got: Vec<String> = ike_prefixes(&c).iter().map(|p| p.to_string()).collect();
+        assert_eq!(got, ["10.0.2.0/24", "10.0.5.0/24"]);
+        let off = text.replace("install_routes = true\n", "");
+        let c = crate::config::parse("t.toml", &off).unwrap();
+        assert_eq!(c.interface.routes, None, "no routes asked for");
     }
 }
