@@ -207,6 +207,7 @@ fn carriers(
             mss,
             filter_rules: 0,
             keying: bench_tunnel::KeyingArg::Manual,
+            vs_queues: None,
             json: true,
         };
         let stop = Arc::new(AtomicBool::new(false));

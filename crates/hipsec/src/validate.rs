@@ -121,6 +121,7 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         mss: t.mss,
         filter_rules: t.rules,
         keying: bench_tunnel::KeyingArg::Manual,
+        vs_queues: None,
         json: true,
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -90,29 +90,43 @@ fn bench_tunnel_both_carriers_json_shape() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--queues 1"));
 }
 
-/// `--keying ike --queues 2 --parallel 2 --seconds 1 --rounds 1 --json`: the nodes make the
-/// tunnel's CHILD SA with IKEv2 and carry TCP through it on two lanes each; the report says
-/// how it was keyed.
+/// `--keying ike --queues 1 --vs-queues 2 --parallel 2 --seconds 1 --rounds 1 --json`: the
+/// nodes make the tunnel's CHILD SA with IKEv2 and carry TCP through it with one lane each,
+/// then (restarted) with two; the report has both, how they were keyed, and the ratios.
 #[test]
-fn bench_tunnel_keyed_by_ike_on_two_lanes() {
+fn bench_tunnel_keyed_by_ike_one_lane_beside_two() {
     if !common::netns_ready(&["iperf3"]) {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
-        .args(["bench", "tunnel", "--keying", "ike", "--queues", "2", "--parallel", "2"])
-        .args(["--seconds", "1", "--rounds", "1", "--json"])
+        .args(["bench", "tunnel", "--keying", "ike", "--queues", "1", "--vs-queues", "2"])
+        .args(["--parallel", "2", "--seconds", "1", "--rounds", "1", "--json"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {err}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((&r["keying"], &r["queues"]), (&serde_json::json!("ike"), &serde_json::json!(2)));
-    assert!(r["tunnel"]["bytes"].as_u64().unwrap() > 0, "nothing through the tunnel: {r}");
-    assert!(r["throughput_ratio"].is_number() && r["service_demand_us_per_kb"].is_number());
-    let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
-        .args(["bench", "tunnel", "--keying", "ike", "--transport", "raw"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--keying ike with --transport raw"));
+    for (k, lanes) in [("first", 1), ("second", 2)] {
+        let x = &r[k];
+        assert_eq!(
+            (&x["keying"], &x["queues"]),
+            (&serde_json::json!("ike"), &serde_json::json!(lanes))
+        );
+        assert!(x["tunnel"]["bytes"].as_u64().unwrap() > 0, "nothing through {k}: {r}");
+        assert_eq!(x["plain"]["bytes"], r["first"]["plain"]["bytes"], "one plain transfer: {r}");
+    }
+    assert!(r["throughput_ratio"].is_number() && r["service_demand_ratio"].is_number(), "{r}");
+    for bad in [["--transport", "raw"], ["--vs-queues", "1"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hipsec"))
+            .args(["bench", "tunnel", "--keying", "ike"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            e.contains("--keying ike with --transport raw") || e.contains("--vs-queues 1"),
+            "{e}"
+        );
+    }
 }

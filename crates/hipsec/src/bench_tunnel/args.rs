@@ -52,6 +52,12 @@ pub struct BenchTunnelArgs {
     /// IKE's ESP goes in UDP (`encap = true`).
     #[arg(long, value_enum, default_value = "manual")]
     pub keying: KeyingArg,
+    /// Also measure the tunnel with this many lanes in the same run: each round runs plain,
+    /// then the tunnel with --queues and with this many (the nodes restart between them, the
+    /// order alternating), and the report adds the ratio between the two. Example: hipsec
+    /// bench tunnel --keying ike --queues 1 --vs-queues 2 --parallel 2
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub vs_queues: Option<u32>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -22,7 +22,7 @@ mod report;
 mod transfer;
 
 pub use args::{BenchTunnelArgs, KeyingArg, TransportArg};
-pub use report::{BothReport, NodeCpu, Output, Report, RoundSummary};
+pub use report::{BothReport, LanesReport, NodeCpu, Output, Report, RoundSummary};
 pub use transfer::PathResult;
 
 use crate::bench_net::{Topo, congestion_control, load_avg, measured, remove_stale, sa_keys};
@@ -54,6 +54,15 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
             args.queues
         ));
     }
+    if let Some(n) = args.vs_queues
+        && (carriers != [Carrier::Udp] || n == args.queues)
+    {
+        return Err(format!(
+            "--vs-queues {n}: compares two lane counts over ESP in UDP (--transport udp, and \
+             not the --queues {} already measured)",
+            args.queues
+        ));
+    }
     if carriers.contains(&Carrier::Raw) && args.keying == KeyingArg::Ike {
         return Err("--keying ike with --transport raw: IKE's ESP goes in UDP here (encap = \
                     true); use --transport udp"
@@ -71,8 +80,16 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
     let load = load_avg();
     remove_stale(PREFIX);
     eprintln!("bench tunnel: setting up namespaces (load average {load:.2})");
+    // What each round measures after the plain transfer: the carriers, or two lane counts.
+    let variants: Vec<(Carrier, BenchTunnelArgs)> = match args.vs_queues {
+        Some(n) => vec![
+            (Carrier::Udp, args.clone()),
+            (Carrier::Udp, BenchTunnelArgs { queues: n, ..args.clone() }),
+        ],
+        None => carriers.iter().map(|&c| (c, args.clone())).collect(),
+    };
     let mut topo = Topo::new(PREFIX)?;
-    let mut running = (carriers[0], start_nodes(&mut topo, args, carriers[0])?);
+    let mut running = (0, start_nodes(&mut topo, &variants[0].1, variants[0].0)?);
     let mut rounds: Vec<Round> = Vec::new();
     for round in 1..=args.rounds {
         eprintln!(
@@ -88,34 +105,48 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
             stop,
             &mut |_| {},
         )?;
-        // With two carriers every other round starts with the one already running: one
-        // restart per round, and neither carrier always goes first.
-        let mut order: Vec<usize> = (0..carriers.len()).collect();
-        if order.first().map(|&k| carriers[k]) != Some(running.0) {
+        // With two variants every other round starts with the one already running: one
+        // restart per round, and neither always goes first.
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        if order.first() != Some(&running.0) {
             order.reverse();
         }
-        let mut tunnels: Vec<Option<Tunnel>> = carriers.iter().map(|_| None).collect();
+        let mut tunnels: Vec<Option<Tunnel>> = variants.iter().map(|_| None).collect();
         for k in order {
-            let carrier = carriers[k];
-            if running.0 != carrier {
+            let (carrier, v) = &variants[k];
+            if running.0 != k {
                 stop_nodes(&mut topo, running.1);
-                running = (carrier, start_nodes(&mut topo, args, carrier)?);
+                running = (k, start_nodes(&mut topo, v, *carrier)?);
             }
             eprintln!(
-                "bench tunnel: round {round}/{}: hipsec tunnel ({}, {}), iperf3 {} s",
+                "bench tunnel: round {round}/{}: hipsec tunnel ({}, {}, {} lane(s)), iperf3 {} s",
                 args.rounds,
                 args.suite,
                 carrier.name(),
+                v.queues,
                 args.seconds
             );
-            tunnels[k] = Some(measure_tunnel(&mut topo, args, &congestion, running.1, stop)?);
+            tunnels[k] = Some(measure_tunnel(&mut topo, v, &congestion, running.1, stop)?);
         }
         let tunnels = tunnels.into_iter().flatten().collect();
         rounds.push(Round { plain, tunnels });
     }
     drop(topo);
     let mut reports =
-        carriers.iter().enumerate().map(|(k, &c)| report(args, &congestion, load, &rounds, k, c));
+        variants.iter().enumerate().map(|(k, (c, v))| report(v, &congestion, load, &rounds, k, *c));
+    if args.vs_queues.is_some() {
+        let (Some(first), Some(second)) = (reports.next(), reports.next()) else {
+            return Err("bench tunnel: a lane count not measured".into());
+        };
+        let per = rounds.iter().map(|r| r.tunnels[1].path.gbps / r.tunnels[0].path.gbps).collect();
+        return Ok(Output::Lanes(Box::new(LanesReport {
+            throughput_ratio: second.tunnel.gbps / first.tunnel.gbps,
+            service_demand_ratio: second.service_demand_us_per_kb / first.service_demand_us_per_kb,
+            throughput_ratio_rounds: per,
+            first,
+            second,
+        })));
+    }
     match (reports.next(), reports.next()) {
         (Some(udp), Some(raw)) => {
             let raw_to_udp_rounds =
@@ -139,19 +170,24 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
     let reports: Vec<&Report> = match &out {
         Output::One(r) => vec![r],
         Output::Both(b) => vec![&b.udp, &b.raw],
+        Output::Lanes(l) => vec![&l.first, &l.second],
     };
     let r = reports[0];
     let over = match &out {
         Output::One(r) if r.transport == "raw" => "raw ESP (IP protocol 50)",
-        Output::One(_) => "ESP in UDP",
+        Output::One(_) | Output::Lanes(_) => "ESP in UDP",
         Output::Both(_) => "ESP in UDP and raw ESP (IP protocol 50)",
+    };
+    let lanes = match &out {
+        Output::Lanes(l) => format!("{} and {}", l.first.queues, l.second.queues),
+        _ => r.queues.to_string(),
     };
     println!(
         "hipsec bench tunnel: {} over {over}, keyed {}, {} lane(s), iperf3 TCP ({}, {} \
          stream(s)) {} s each, {} round(s), {} CPUs, load average {:.2} at start",
         r.suite,
         r.keying,
-        r.queues,
+        lanes,
         r.congestion,
         r.parallel,
         r.seconds,
@@ -180,9 +216,13 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
             "-",
             r.plain.machine_busy * 100.0
         );
+        let name = match &out {
+            Output::Lanes(_) => format!("hipsec {} lanes", r.queues),
+            _ => format!("hipsec {}", r.transport),
+        };
         println!(
             "{:<16} {:>8.2} {:>9.3} {:>8} {:>13} {:>10.2} {:>7.0}%",
-            format!("hipsec {}", r.transport),
+            name,
             r.tunnel.gbps,
             r.tunnel.rtt_ms,
             r.tunnel.retransmits,
@@ -195,6 +235,18 @@ pub fn run(args: &BenchTunnelArgs) -> Result<(), String> {
             format!("{}/plain", r.transport),
             r.throughput_ratio,
             r.rtt_ratio
+        );
+    }
+    if let Output::Lanes(l) = &out {
+        let per: Vec<String> =
+            l.throughput_ratio_rounds.iter().map(|x| format!("{x:.3}")).collect();
+        println!(
+            "{} lanes / {}      {:>8.3}   throughput (medians; per round {}); CPU µs/KB {:.3}×",
+            l.second.queues,
+            l.first.queues,
+            l.throughput_ratio,
+            per.join(", "),
+            l.service_demand_ratio
         );
     }
     if let Output::Both(b) = &out {

@@ -91,7 +91,23 @@ pub struct BothReport {
     pub raw_to_udp_rounds: Vec<f64>,
 }
 
-/// What a run reports: one carrier's report, or both carriers'.
+/// `--vs-queues`: a report for each lane count (the same plain transfers in both) and the ratios
+/// between them.
+#[derive(Debug, Clone, Serialize)]
+pub struct LanesReport {
+    /// With `--queues` lanes.
+    pub first: Report,
+    /// With `--vs-queues` lanes.
+    pub second: Report,
+    /// Median tunnel throughput of the second over the first's.
+    pub throughput_ratio: f64,
+    /// Service demand (CPU µs per KB) of the second over the first's.
+    pub service_demand_ratio: f64,
+    /// Per round, second / first throughput.
+    pub throughput_ratio_rounds: Vec<f64>,
+}
+
+/// What a run reports: one carrier's report, both carriers', or two lane counts'.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Output {
@@ -99,6 +115,8 @@ pub enum Output {
     One(Box<Report>),
     /// `--transport both`.
     Both(Box<BothReport>),
+    /// `--vs-queues`.
+    Lanes(Box<LanesReport>),
 }
 
 /// One round's headline figures.
