@@ -159,11 +159,6 @@ impl ResponderEap {
         self.auth.set_address_answer(answer);
     }
 
-    /// The identity (IDi) the first request claimed.
-    pub fn ike_identity(&self) -> Option<&Id> {
-        take_payload!(self.first, IdI)
-    }
-
     fn next(
         mut self: Box<Self>,
         bytes: &[u8],

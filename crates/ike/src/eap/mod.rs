@@ -65,7 +65,6 @@ impl EapConfig {
 }
 
 /// Where the authenticator is.
-#[derive(Debug)]
 enum Phase {
     /// Request/Identity sent.
     Identity,
@@ -76,15 +75,28 @@ enum Phase {
 }
 
 /// The authenticator between two Requests.
-#[derive(Debug)]
 pub struct EapServer {
     config: EapConfig,
     identifier: u8,
     phase: Phase,
 }
 
+// By hand: the MSK stays out of Debug output (logs).
+impl std::fmt::Debug for EapServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let phase = match &self.phase {
+            Phase::Identity => "identity",
+            Phase::Challenge { .. } => "challenge",
+            Phase::SuccessSent { .. } => "success sent",
+        };
+        f.debug_struct("EapServer")
+            .field("identifier", &self.identifier)
+            .field("phase", &phase)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the peer's Response leads to.
-#[derive(Debug)]
 pub enum EapStep {
     /// The next Request.
     Request(EapServer, Eap),
@@ -99,6 +111,20 @@ pub enum EapStep {
     },
     /// EAP Failure, and why.
     Failure(Eap, Error),
+}
+
+impl std::fmt::Debug for EapStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EapStep::Request(s, eap) => f.debug_tuple("Request").field(s).field(eap).finish(),
+            EapStep::Success { eap, user, .. } => f
+                .debug_struct("Success")
+                .field("eap", eap)
+                .field("user", &String::from_utf8_lossy(user))
+                .finish_non_exhaustive(),
+            EapStep::Failure(eap, e) => f.debug_tuple("Failure").field(eap).field(e).finish(),
+        }
+    }
 }
 
 fn eap_error(what: &'static str) -> Error {
