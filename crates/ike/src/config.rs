@@ -136,8 +136,8 @@ impl Config {
         if self.local_ts.is_empty() || self.remote_ts.is_empty() {
             return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
         }
-        // §2.16: "the responder ... MUST authenticate itself using a public key signature"
-        // (paraphrased): EAP behind a PSK (or EAP-only, RFC 5998) is not offered.
+        // §2.16 (paraphrased): the responder authenticates itself with a public-key signature
+        // when the initiator uses EAP; EAP behind a PSK (or EAP-only, RFC 5998) is not offered.
         if self.peer_eap.is_some() && matches!(self.auth, AuthConfig::Psk(_)) {
             return Err(ConfigError::UnsupportedAlgorithm(
                 "EAP needs our certificate or signature key, not a PSK",

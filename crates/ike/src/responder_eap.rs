@@ -12,8 +12,8 @@
 //! ```
 //!
 //! (the diagram paraphrased from §2.16). Both final AUTHs are §2.15's shared-key form keyed by
-//! the method's MSK — §2.16: "the shared key from the EAP method ... as the key for the AUTH"
-//! (quoted as the task gave it). The CHILD SA, CP(CFG_REPLY) and traffic selectors come from
+//! the method's MSK (§2.16, paraphrased: the shared key the EAP method generates is the AUTH
+//! key). The CHILD SA, CP(CFG_REPLY) and traffic selectors come from
 //! the first request, answered in the last response; the identity that is authenticated (and
 //! leases an address) is the EAP user, not IDi.
 
@@ -95,9 +95,8 @@ impl ResponderEap {
         let Some(idi) = take_payload!(payloads, IdI).cloned() else {
             return refuse(&mut auth, NotifyType::INVALID_SYNTAX, missing(ex, "IDi"));
         };
-        // §2.16: "An initiator indicates a desire to use EAP by leaving out the AUTH payload
-        // from the first message in the IKE_AUTH exchange" (quoted from memory). This
-        // connection authenticates its peers by EAP only.
+        // §2.16 (paraphrased): an initiator asks for EAP by leaving AUTH out of its first
+        // IKE_AUTH message. This connection authenticates its peers by EAP only.
         if take_payload!(payloads, Auth).is_some() {
             let e = PeerMisbehaved::Eap("AUTH sent where EAP is required").into();
             return refuse(&mut auth, NotifyType::AUTHENTICATION_FAILED, e);

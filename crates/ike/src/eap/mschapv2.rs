@@ -48,9 +48,8 @@ pub fn challenge_hash(peer: &[u8; 16], authenticator: &[u8; 16], user: &[u8]) ->
     c
 }
 
-/// A 7-octet key spread over 8 octets, seven bits each (RFC 2759 §8.6 DesEncrypt: "Use the
-/// DES encryption algorithm ... to encrypt Clear into Cypher such that Cypher can only be
-/// decrypted back to Clear by providing Key", paraphrased); DES ignores the parity bits.
+/// A 7-octet key spread over 8 octets, seven bits each (RFC 2759 §8.6 DesEncrypt, paraphrased:
+/// DES with the 7-octet key); DES ignores the parity bits left in the low bit.
 fn des_key(k: &[u8]) -> [u8; 8] {
     let mut bits: u64 = 0;
     for &b in k.iter().take(7) {

@@ -29,7 +29,7 @@ named_number! {
     }
 }
 
-/// Challenge length (RFC 2759 §3: "a 16-octet random number").
+/// Challenge length (RFC 2759 §3, paraphrased: 16 random octets).
 pub const MSCHAPV2_CHALLENGE_LEN: usize = 16;
 /// Response value length (RFC 2759 §4): 16 + 8 + 24 + 1.
 pub const MSCHAPV2_RESPONSE_LEN: usize = 49;
