@@ -318,3 +318,36 @@ fn retransmitted_eap_round_gets_the_same_answer_and_a_wrong_msk_auth_is_refused(
     assert_eq!(notify_types(&r5), vec![NotifyType::AUTHENTICATION_FAILED]);
     assert!(s.leases().iter().all(|l| l.holder.is_none()), "the lease is released");
 }
+
+#[test]
+fn a_nak_ends_in_eap_failure_and_auth_where_eap_is_required_is_refused() {
+    let key = Arc::new(SigningKey::generate(SignatureAlg::Ed25519).unwrap());
+    let mut s = server(&key);
+    // RFC 3748 §5.3.1 (paraphrased): a peer that will not run the method answers with a Nak
+    // naming the ones it wants; here only EAP-MSCHAPv2 is offered, so that ends it.
+    let mut c = Client::init(&mut s);
+    let r1 = c.first_auth(&mut s);
+    let id_req = eap_of(&r1);
+    let id_resp = Eap::response(id_req.identifier, EapType::IDENTITY, b"carol".to_vec());
+    let r2 = c.request(&mut s, &[Payload::Eap(id_resp)]);
+    let ch = eap_of(&r2);
+    let nak = Eap::response(ch.identifier, EapType::NAK, vec![EapType::MD5_CHALLENGE.0]);
+    let r3 = c.request(&mut s, &[Payload::Eap(nak)]);
+    assert_eq!(eap_of(&r3).code, EapCode::FAILURE);
+    assert_eq!(notify_types(&r3), vec![NotifyType::AUTHENTICATION_FAILED]);
+
+    // A first IKE_AUTH with AUTH (a PSK or certificate client) on this connection.
+    let mut c = Client::init(&mut s);
+    let any = TrafficSelector::any(false);
+    let child = connection(0, false, &Timers::short()).ike.child_suites[0];
+    let inner = vec![
+        Payload::IdI(c.idi.clone()),
+        Payload::Auth(Auth { method: AuthMethod::SHARED_KEY_MIC, data: vec![0; 32] }),
+        Payload::Sa(Sa { proposals: vec![child.to_proposal(1, 0x1234_5679).unwrap()] }),
+        Payload::TsI(Ts { selectors: vec![any] }),
+        Payload::TsR(Ts { selectors: vec![any] }),
+    ];
+    let r = c.request(&mut s, &inner);
+    assert_eq!(notify_types(&r), vec![NotifyType::AUTHENTICATION_FAILED]);
+    assert!(!r.iter().any(|p| matches!(p, Payload::Eap(_))));
+}
