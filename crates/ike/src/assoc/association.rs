@@ -469,13 +469,9 @@ impl Association {
                 Ok(None) => {}
                 Err(e) => return self.down(cfg, sink, DownReason::SetupFailed(e)),
             },
-            State::HalfOpen(st) => {
-                if t >= st.expires_ms() {
-                    return self.down(cfg, sink, DownReason::HalfOpenExpired);
-                }
-            }
-            State::Eap(st) => {
-                if t >= st.expires_ms() {
+            // The half-open timeout runs on through the EAP rounds.
+            State::HalfOpen(_) | State::Eap(_) => {
+                if self.poll_timeout().is_some_and(|e| now >= e) {
                     return self.down(cfg, sink, DownReason::HalfOpenExpired);
                 }
             }
