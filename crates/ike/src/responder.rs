@@ -1,7 +1,8 @@
 //! The responder of the initial exchanges (RFC 7296 §1.2). IKE_SA_INIT is answered statelessly
 //! when it must be refused: a COOKIE when the driver says half-open SAs are too many (§2.6),
 //! INVALID_KE_PAYLOAD naming our group (§1.2), NO_PROPOSAL_CHOSEN. Otherwise a half-open state
-//! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered.
+//! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered. A peer that
+//! authenticates with EAP (§2.16) goes on in [`crate::responder_eap`].
 
 use crate::auth::{
     CookieSecret, PeerCredentials, SIGNATURE_HASH_ALGORITHMS, cert_payloads, certreq, make_auth,
