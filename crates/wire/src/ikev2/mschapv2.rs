@@ -59,7 +59,7 @@ pub enum MsChapV2 {
         /// The user name, possibly prefixed "DOMAIN\".
         name: Vec<u8>,
     },
-    /// Request: the authenticator's Success message ("S=<AuthenticatorResponse> M=...").
+    /// Request: the authenticator's Success message (`S=<AuthenticatorResponse> M=...`).
     SuccessRequest {
         /// MS-CHAPv2-ID.
         id: u8,
