@@ -30,6 +30,7 @@ fn config(local: &str, remote: &str) -> Config {
             dh: DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite { esp, esn: false, pfs: Some(DhGroup::Curve25519) }],
         local_ts: vec![TrafficSelector::any(false)],
         remote_ts: vec![TrafficSelector::any(false)],

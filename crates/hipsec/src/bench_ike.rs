@@ -160,6 +160,7 @@ pub(crate) fn initiator_config(proposal: &str) -> Result<ike::Config, String> {
         remote_ts: vec![ts(2)],
         mode: ike::Mode::Tunnel,
         more_children: Vec::new(),
+        peer_eap: None,
     })
 }
 

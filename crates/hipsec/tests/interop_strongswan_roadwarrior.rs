@@ -3,7 +3,8 @@
 //! gets one from a hipsec `[pools.rw]`, then pings through the tunnel from it; and hipsec, with
 //! `vips = ["0.0.0.0"]`, gets one from charon's `pools`, puts it on its TUN device and pings
 //! from it. X.509 certificates both ways, made at test time with strongSwan's `pki` as in
-//! interop_strongswan_certs.rs (ECDSA P-256 end entities of one CA). Needs root, netns, TUN,
+//! interop_strongswan_certs.rs (ECDSA P-256 end entities of one CA); and charon as an
+//! EAP-MSCHAPv2 road warrior (RFC 7296 §2.16) behind our certificate. Needs root, netns, TUN,
 //! strongSwan and `pki`; else SKIPPED.
 //!
 //! ```text
@@ -245,4 +246,150 @@ fn hipsec_client_gets_an_address_from_a_strongswan_pool() {
         !String::from_utf8_lossy(&o.unwrap().stdout).contains("10.3.0.1")
     });
     assert!(gone, "10.3.0.1 still on hipsec0\n{}", logs(&p));
+}
+
+/// The password of EAP user carol on both sides (a test value, not a credential).
+const CAROL: &str = "carol-test-password";
+
+/// Whether charon can run EAP-MSCHAPv2: its plugin, and MD4 and DES, which charon's openssl
+/// plugin takes from OpenSSL 3's legacy provider (5.9.8 loads it unless
+/// `plugins.openssl.load_legacy = no`); there is no separate md4 plugin on Debian.
+fn can_run_eap() -> bool {
+    let plugin = "/usr/lib/ipsec/plugins/libstrongswan-eap-mschapv2.so";
+    if !Path::new(plugin).exists() {
+        println!("SKIPPED: needs {plugin} (package libcharon-extauth-plugins)");
+        return false;
+    }
+    let legacy = Command::new("openssl")
+        .args(["list", "-providers", "-provider", "legacy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !legacy {
+        println!("SKIPPED: OpenSSL's legacy provider (MD4, DES for MS-CHAPv2) is missing");
+        return false;
+    }
+    true
+}
+
+/// charon as an EAP-MSCHAPv2 road warrior (`local { auth = eap-mschapv2 eap_id = carol }`,
+/// `remote { auth = pubkey }` against our certificate) asking for a virtual IP; hipsec answers
+/// on a `%any` connection with `remote.auth = "eap-mschapv2"` and `pools = ["rw"]`.
+fn eap_pair(charon_password: &str) -> Pair {
+    let setup = Setup { hipsec_initiates: false, ..Setup::default() };
+    Pair::start_edited(BIN, setup, |d| {
+        flush_log(d);
+        certificates(d);
+        edit(d, "strongswan.conf", " x509 pubkey ", " x509 pubkey eap-identity eap-mschapv2 ");
+        edit(
+            d,
+            "swanctl.conf",
+            "auth = pubkey\n      certs = charon.pem\n      id = node2.example",
+            "auth = eap-mschapv2\n      eap_id = carol\n      id = node2.example",
+        );
+        edit(
+            d,
+            "swanctl.conf",
+            "secrets {\n",
+            &format!(
+                "secrets {{\n  eap-carol {{\n    id = carol\n    secret = \"{charon_password}\"\n  }}\n"
+            ),
+        );
+        edit(d, "swanctl.conf", "    encap = yes\n", "    encap = yes\n    vips = 0.0.0.0\n");
+        edit(d, "swanctl.conf", "local_ts = 10.0.2.0/24", "local_ts = dynamic");
+        let a = std::fs::read_to_string(d.join("a.toml")).unwrap();
+        let from = a.find("[connection.remote]\nauth = \"pubkey\"\ncacerts = ").unwrap();
+        let to = from + a[from..].find('\n').unwrap() + 1;
+        let to = to + a[to..].find('\n').unwrap() + 1;
+        let mut a =
+            format!("{}[connection.remote]\nauth = \"eap-mschapv2\"\n{}", &a[..from], &a[to..]);
+        a = a.replacen(
+            "remote_addrs = \"192.0.2.2\"",
+            "remote_addrs = \"%any\"\npools = [\"rw\"]",
+            1,
+        );
+        a = a.replacen("remote_ts = [\"10.0.2.0/24\"]", "remote_ts = [\"10.3.0.0/24\"]", 1);
+        a.push_str(&format!(
+            "[secrets.eap-carol]\neap_id = \"carol\"\nsecret = \"{CAROL}\"\n\
+             [pools.rw]\naddrs = \"10.3.0.0/24\"\n"
+        ));
+        std::fs::write(d.join("a.toml"), a).unwrap();
+    })
+}
+
+/// TCP from charon's virtual IP to our inner address: a SHA-256 sink on 10.0.1.1 in our
+/// namespace, `bytes` random bytes sent from 10.3.0.1 in charon's; (received, sent) digests.
+fn tcp_from_vip(p: &Pair, bytes: usize) -> (String, String) {
+    let sink = "import hashlib,socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.0.1.1',5203));s.listen(1);print('ready',flush=True)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n  b=c.recv(65536)\n  if not b: break\n  h.update(b)\nprint(h.hexdigest())";
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &p.a, "python3", "-c", sink])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap()));
+    assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
+    let send = format!(
+        "import hashlib,os,socket\ns=socket.create_connection(('10.0.1.1',5203),source_address=('10.3.0.1',0),timeout=30)\nd=os.urandom({bytes})\ns.sendall(d);s.close()\nprint(hashlib.sha256(d).hexdigest())"
+    );
+    let out =
+        Command::new("ip").args(["netns", "exec", &p.b, "python3", "-c", &send]).output().unwrap();
+    assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+    let got = lines.next().and_then(Result::ok).unwrap_or_default();
+    let _ = server.wait();
+    (got, String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// RFC 7296 §2.16 against charon: our certificate and signature first, then EAP-MSCHAPv2 for
+/// user carol; both AUTHs after EAP keyed by the MSK; carol leases 10.3.0.1 and carries ping
+/// and TCP from it.
+#[test]
+fn strongswan_eap_mschapv2_client_gets_an_address_from_a_hipsec_pool() {
+    if !can_run() || !can_run_eap() {
+        return;
+    }
+    let p = eap_pair(CAROL);
+    p.wait_up(BIN);
+    checked_our_certificate(&p);
+    let log = p.charon_log();
+    for line in [
+        "server requested EAP_IDENTITY",
+        "server requested EAP_MSCHAPV2 authentication",
+        "EAP method EAP_MSCHAPV2 succeeded, MSK established",
+        "authentication of 'node1.example' with EAP successful",
+    ] {
+        assert!(log.contains(line), "charon did not log {line:?}\n{}", logs(&p));
+    }
+    let installed =
+        p.wait_until(10, |p| p.charon_log().contains("installing new virtual IP 10.3.0.1"));
+    assert!(installed, "charon did not install 10.3.0.1\n{}", logs(&p));
+    let st = p.status(BIN);
+    let leases = st["ike"]["leases"].as_array().cloned().unwrap_or_default();
+    assert_eq!(leases.len(), 1, "{st}");
+    assert_eq!(leases[0]["address"], "10.3.0.1");
+    assert_eq!(leases[0]["identity"], "carol", "the lease is the EAP user's, not IDi's");
+    assert_eq!(ping_from_charon(&p, "10.3.0.1", "10.0.1.1", 5), 5, "pings lost\n{}", logs(&p));
+    let (got, sent) = tcp_from_vip(&p, 1 << 20);
+    assert_eq!(got, sent, "TCP from the virtual IP\n{}", logs(&p));
+    // The password is in no log and no status.
+    assert!(!p.hipsec_log().contains(CAROL) && !st.to_string().contains(CAROL));
+    assert!(!human_status(&p).contains(CAROL));
+}
+
+/// A wrong password: EAP Failure with AUTHENTICATION_FAILED, no IKE SA, no lease.
+#[test]
+fn strongswan_eap_mschapv2_wrong_password_is_refused() {
+    if !can_run() || !can_run_eap() {
+        return;
+    }
+    let p = eap_pair("not-carols-password");
+    let refused = p.wait_until(10, |p| {
+        let log = p.charon_log();
+        log.contains("received EAP_FAILURE") || log.contains("AUTHENTICATION_FAILED notify")
+    });
+    assert!(refused, "charon was not refused\n{}", logs(&p));
+    let st = p.status(BIN);
+    let leases = st["ike"]["leases"].as_array().cloned().unwrap_or_default();
+    assert!(leases.is_empty(), "{st}");
+    let sas = st["ike"]["ike_sas"].as_array().cloned().unwrap_or_default();
+    assert!(sas.iter().all(|s| s["state"] != "established"), "{st}");
+    assert!(!p.charon_log().contains("installing new virtual IP"), "{}", logs(&p));
 }

@@ -92,6 +92,9 @@ pub struct Config {
     /// after IKE_AUTH (§1.3.1) when we initiate, and picked by their selectors when the peer
     /// asks for one.
     pub more_children: Vec<ChildPolicy>,
+    /// The peer authenticates with EAP (RFC 7296 §2.16) instead of AUTH (swanctl's `remote {
+    /// auth = eap-mschapv2 }`), as responder only; we still sign our AUTH with `auth`'s key.
+    pub peer_eap: Option<crate::eap::EapConfig>,
 }
 
 /// A CHILD SA's selectors, mode and proposals.
@@ -132,6 +135,13 @@ impl Config {
         }
         if self.local_ts.is_empty() || self.remote_ts.is_empty() {
             return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
+        }
+        // §2.16 (paraphrased): the responder authenticates itself with a public-key signature
+        // when the initiator uses EAP; EAP behind a PSK (or EAP-only, RFC 5998) is not offered.
+        if self.peer_eap.is_some() && matches!(self.auth, AuthConfig::Psk(_)) {
+            return Err(ConfigError::UnsupportedAlgorithm(
+                "EAP needs our certificate or signature key, not a PSK",
+            ));
         }
         for c in &self.more_children {
             if c.suites.is_empty() {

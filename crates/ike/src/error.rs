@@ -62,6 +62,12 @@ pub enum PeerMisbehaved {
     /// The peer's public value was refused by the group (not on the curve, all-zero result).
     #[error("ke: public value refused by the group")]
     BadPublicValue,
+    /// The peer broke the EAP exchange (RFC 3748, or the EAP method's rules).
+    #[error("eap: {0}")]
+    Eap(&'static str),
+    /// The EAP method refused the peer's credentials (an unknown user or a wrong password).
+    #[error("eap: authentication failed")]
+    EapAuthenticationFailed,
     /// The narrowed traffic selectors are not within what we proposed (§2.9).
     #[error("ts: the responder's traffic selectors are not within ours")]
     TrafficSelectorsNotNarrowed,

@@ -26,6 +26,10 @@
 //! clock is [`Time`], microseconds since an epoch the caller owns. `tests/sim/` is the simulated
 //! network that tests it over thousands of seeds.
 //!
+//! EAP (§2.16) as responder: [`ResponderAuth::handle`] answers an IKE_AUTH request without
+//! AUTH with our signature and an EAP Request ([`AuthOutcome::Eap`]); the [`ResponderEap`]
+//! state takes the further IKE_AUTH rounds ([`eap`]: EAP-MSCHAPv2) and the AUTH keyed by the MSK.
+//!
 //! Road warriors (§2.19, §3.15): [`pool`] leases virtual IPs per peer identity and [`mod@cfg`]
 //! answers CP(CFG_REQUEST) in IKE_AUTH with them (or asks for one, as initiator).
 //!
@@ -40,12 +44,14 @@ pub mod cert;
 pub mod cfg;
 pub mod config;
 mod create_child;
+pub mod eap;
 pub mod error;
 mod ike_rekey;
 pub mod initiator;
 pub mod keys;
 pub mod pool;
 pub mod responder;
+pub mod responder_eap;
 pub mod sa;
 pub mod session;
 pub mod sk;
@@ -58,6 +64,7 @@ pub use error::{ConfigError, Error, PeerMisbehaved};
 pub use initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 pub use keys::{ChildKeyMat, IkeSaKeys, Secret};
 pub use responder::{AuthOutcome, InitOutcome, Responder, ResponderAuth};
+pub use responder_eap::ResponderEap;
 pub use sa::{Established, IkeSa, Rejected, Retransmit};
 pub use session::{ChildSa, Event, Output, Request, Session};
 pub use sk::Role;

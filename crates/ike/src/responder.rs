@@ -1,7 +1,8 @@
 //! The responder of the initial exchanges (RFC 7296 §1.2). IKE_SA_INIT is answered statelessly
 //! when it must be refused: a COOKIE when the driver says half-open SAs are too many (§2.6),
 //! INVALID_KE_PAYLOAD naming our group (§1.2), NO_PROPOSAL_CHOSEN. Otherwise a half-open state
-//! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered.
+//! waits for IKE_AUTH, which is checked (§2.15 PSK), narrowed (§2.9) and answered. A peer that
+//! authenticates with EAP (§2.16) goes on in [`crate::responder_eap`].
 
 use crate::auth::{
     CookieSecret, PeerCredentials, SIGNATURE_HASH_ALGORITHMS, cert_payloads, certreq, make_auth,
@@ -49,19 +50,21 @@ pub enum InitOutcome {
 
 /// Half-open: keys derived, waiting for IKE_AUTH.
 pub struct ResponderAuth {
-    config: Config,
-    ike: IkeSa,
-    ni: Vec<u8>,
-    nr: Vec<u8>,
-    msg1: Vec<u8>,
-    msg2: Vec<u8>,
+    pub(crate) config: Config,
+    pub(crate) ike: IkeSa,
+    pub(crate) ni: Vec<u8>,
+    pub(crate) nr: Vec<u8>,
+    pub(crate) msg1: Vec<u8>,
+    pub(crate) msg2: Vec<u8>,
     expires_ms: u64,
     /// When IKE_SA_INIT came: the time the peer's certificates are checked at.
     init_ms: u64,
-    provider: &'static dyn Provider,
+    pub(crate) provider: &'static dyn Provider,
     initial_contact: bool,
     /// The endpoint's answer to a CFG_REQUEST (connections with pools only).
-    address: Option<AddressAnswer>,
+    pub(crate) address: Option<AddressAnswer>,
+    /// The message ID of the IKE_AUTH request expected (1; one more per EAP round, §2.16).
+    pub(crate) msg_id: u32,
 }
 
 impl std::fmt::Debug for ResponderAuth {
@@ -78,6 +81,9 @@ pub enum AuthOutcome {
     /// Refused after decrypting: send the response (AUTHENTICATION_FAILED, NO_PROPOSAL_CHOSEN,
     /// TS_UNACCEPTABLE), drop the IKE SA.
     Failed(Error, Vec<u8>),
+    /// The peer authenticates with EAP (§2.16): send the response (our IDr, CERT and AUTH and
+    /// the first EAP Request); the state takes the next IKE_AUTH request.
+    Eap(Box<crate::responder_eap::ResponderEap>, Vec<u8>),
 }
 
 impl Responder {
@@ -256,8 +262,12 @@ impl Responder {
         }
         // §1.2: HDR, SAr1, KEr, Nr, [CERTREQ]: the anchors we will validate the initiator's
         // certificate against (§3.7).
+        // (None when the store is empty: a server for EAP road warriors, which present no
+        // certificate.)
         if let AuthConfig::Certificate { trust, .. } = &self.config.auth {
-            payloads.push(certreq(trust));
+            if !trust.certreq_hashes().is_empty() {
+                payloads.push(certreq(trust));
+            }
         }
         let h = header(spi_i, spi_r, ExchangeType::IKE_SA_INIT, Role::Responder, true, 0);
         let msg2 = emit(&Message { header: h, payloads })?;
@@ -285,12 +295,19 @@ impl Responder {
             provider: p,
             initial_contact: false,
             address: None,
+            msg_id: 1,
         };
         Ok((st, msg2))
     }
 }
 
 impl ResponderAuth {
+    /// Whether the peer authenticates with EAP (§2.16): its address is leased under the EAP
+    /// user, later.
+    pub fn uses_eap(&self) -> bool {
+        self.config.peer_eap.is_some()
+    }
+
     /// When the driver should forget this half-open SA.
     pub fn expires_ms(&self) -> u64 {
         self.expires_ms
@@ -322,14 +339,14 @@ impl ResponderAuth {
         self.initial_contact = on;
     }
 
-    fn respond(&mut self, inner: &[Payload]) -> Result<Vec<u8>, Error> {
+    pub(crate) fn respond(&mut self, inner: &[Payload]) -> Result<Vec<u8>, Error> {
         let h = header(
             self.ike.spi_i,
             self.ike.spi_r,
             ExchangeType::IKE_AUTH,
             Role::Responder,
             true,
-            1,
+            self.msg_id,
         );
         self.ike.sk.seal(self.provider, &h, inner)
     }
@@ -372,7 +389,7 @@ impl ResponderAuth {
     }
 
     /// The payloads of this SA's IKE_AUTH request (header checked, SK opened).
-    fn auth_request(&self, bytes: &[u8]) -> Result<Vec<Payload>, Error> {
+    pub(crate) fn auth_request(&self, bytes: &[u8]) -> Result<Vec<Payload>, Error> {
         wire::ikev2::Packet::new_checked(bytes)
             .map_err(Error::InvalidMessage)
             .and_then(|p| {
@@ -381,7 +398,7 @@ impl ResponderAuth {
                     && p.exchange_type() == ExchangeType::IKE_AUTH
                     && !p.flags().response
                     && p.flags().initiator
-                    && p.message_id() == 1;
+                    && p.message_id() == self.msg_id;
                 if ok {
                     Ok(())
                 } else {
@@ -416,6 +433,9 @@ impl ResponderAuth {
             Err(e) => Err(Rejected::Failed(e)),
         };
         let ex = ExchangeType::IKE_AUTH;
+        if let Some(eap) = self.config.peer_eap.clone() {
+            return crate::responder_eap::ResponderEap::start(self, bytes, payloads, eap);
+        }
         let (Some(idi), Some(auth)) = (take_payload!(payloads, IdI), take_payload!(payloads, Auth))
         else {
             return refuse(&mut self, NotifyType::INVALID_SYNTAX, missing(ex, "IDi or AUTH"));
@@ -436,6 +456,51 @@ impl ResponderAuth {
             };
             return refuse(&mut self, NotifyType::AUTHENTICATION_FAILED, why);
         }
+        let signed = (|| {
+            let c = &self.config;
+            let my_auth =
+                make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
+            Ok::<_, Error>(self.identity_payloads(my_auth))
+        })();
+        let head = match signed {
+            Ok(h) => h,
+            Err(e) => return Err(Rejected::Failed(e)),
+        };
+        let peer_id = idi.clone();
+        self.finish(&payloads, peer_id, head)
+    }
+
+    /// Our IDr, CERT chain, INITIAL_CONTACT (when set) and `auth`: what the first IKE_AUTH
+    /// response opens with.
+    pub(crate) fn identity_payloads(&self, auth: wire::ikev2::Auth) -> Vec<Payload> {
+        let c = &self.config;
+        let mut inner = vec![Payload::IdR(c.local_id.clone())];
+        // §1.2: the responder "MAY send its certificate(s) in CERT payload(s)"; the
+        // CERTREQ was in IKE_SA_INIT, so only the chain goes here.
+        inner.extend(cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))));
+        if self.initial_contact {
+            inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
+        }
+        inner.push(Payload::Auth(auth));
+        inner
+    }
+
+    /// The peer is authenticated as `peer_id`: the CHILD SA from the request's `payloads`
+    /// (the first IKE_AUTH request's, with EAP), answered with `head` (IDr, CERT, AUTH; after
+    /// EAP the MSK's AUTH alone), then CP(CFG_REPLY), SA, TSi and TSr.
+    pub(crate) fn finish(
+        mut self,
+        payloads: &[Payload],
+        peer_id: Id,
+        head: Vec<Payload>,
+    ) -> Result<AuthOutcome, Rejected<Self>> {
+        let refuse = |st: &mut Self, ty: NotifyType, error: Error| match st
+            .respond(&[notify(ty, Vec::new())])
+        {
+            Ok(reply) => Ok(AuthOutcome::Failed(error, reply)),
+            Err(e) => Err(Rejected::Failed(e)),
+        };
+        let prf = self.ike.suite.prf;
         // §2.21.3: a CHILD SA refused in IKE_AUTH (NO_PROPOSAL_CHOSEN, TS_UNACCEPTABLE) leaves
         // the IKE SA up: the response carries IDr and AUTH and the notify instead of SA, TSi
         // and TSr ("the IKE SA is still created as usual", §1.2, quoted from memory).
@@ -444,31 +509,19 @@ impl ResponderAuth {
             Some(a) => {
                 let ty = a.refusal().unwrap_or(NotifyType::INTERNAL_ADDRESS_FAILURE);
                 let e = PeerMisbehaved::ErrorNotify(ty).into();
-                return self.without_child(&payloads, idi, ty, e);
+                return self.without_child(payloads, peer_id, head, ty, e);
             }
             None => None,
         };
-        let child = self.child(&payloads, grant.as_ref());
+        let child = self.child(payloads, grant.as_ref());
         let (num, suite, spi_out, tsi, tsr, mode) = match child {
             Ok(v) => v,
             Err((ty, e)) if ty == NotifyType::INVALID_SYNTAX => return refuse(&mut self, ty, e),
-            Err((ty, e)) => return self.without_child(&payloads, idi, ty, e),
+            Err((ty, e)) => return self.without_child(payloads, peer_id, head, ty, e),
         };
         let result = (|| {
             let spi_in = crypto::random_spi(self.provider)?;
-            let c = &self.config;
-            let my_auth =
-                make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
-            let mut inner = vec![Payload::IdR(c.local_id.clone())];
-            // §1.2: the responder "MAY send its certificate(s) in CERT payload(s)"; the
-            // CERTREQ was in IKE_SA_INIT, so only the chain goes here.
-            inner.extend(
-                cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))),
-            );
-            if self.initial_contact {
-                inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
-            }
-            inner.push(Payload::Auth(my_auth));
+            let mut inner = head;
             // §3.15.4's example: "CP(CFG_REPLY)" right after AUTH, before SA, TSi and TSr.
             if let Some(g) = &grant {
                 inner.push(cfg::reply(g));
@@ -506,8 +559,7 @@ impl ResponderAuth {
             Ok((child, reply)) => {
                 let mut ike = self.ike;
                 ike.last_response = Some(reply.clone());
-                let initial_contact = find_notify(&payloads, NotifyType::INITIAL_CONTACT).is_some();
-                let peer_id = idi.clone();
+                let initial_contact = find_notify(payloads, NotifyType::INITIAL_CONTACT).is_some();
                 let e = Established {
                     ike,
                     child: Some(child),
@@ -522,32 +574,22 @@ impl ResponderAuth {
         }
     }
 
-    /// The IKE SA up without the CHILD SA it was asked for: IDr, AUTH and the notify `ty`.
+    /// The IKE SA up without the CHILD SA it was asked for: `head` (IDr, CERT and AUTH —
+    /// our chain as with a CHILD SA: without it a peer that authenticates us by certificate
+    /// cannot verify the AUTH that keeps the IKE SA up) and the notify `ty`.
     fn without_child(
         mut self,
         payloads: &[Payload],
-        idi: &wire::ikev2::Id,
+        peer_id: Id,
+        head: Vec<Payload>,
         ty: NotifyType,
         error: Error,
     ) -> Result<AuthOutcome, Rejected<Self>> {
-        let result = (|| {
-            let c = &self.config;
-            let prf = self.ike.suite.prf;
-            let my_auth =
-                make_auth(&c.auth, prf, &self.msg2, &self.ni, &self.ike.keys.sk_pr, &c.local_id)?;
-            let mut inner = vec![Payload::IdR(c.local_id.clone())];
-            // Our chain as with a CHILD SA: without it a peer that authenticates us by
-            // certificate cannot verify the AUTH that keeps the IKE SA up.
-            inner.extend(
-                cert_payloads(&c.auth).into_iter().filter(|p| matches!(p, Payload::Cert(_))),
-            );
-            if self.initial_contact {
-                inner.push(notify(NotifyType::INITIAL_CONTACT, Vec::new()));
-            }
-            inner.push(Payload::Auth(my_auth));
+        let result = {
+            let mut inner = head;
             inner.push(notify(ty, Vec::new()));
             self.respond(&inner)
-        })();
+        };
         match result {
             Ok(reply) => {
                 let mut ike = self.ike;
@@ -557,7 +599,7 @@ impl ResponderAuth {
                     ike,
                     child: None,
                     child_error: Some(error),
-                    peer_id: idi.clone(),
+                    peer_id,
                     initial_contact,
                     vip: Default::default(),
                 };

@@ -173,6 +173,7 @@ fn config(local: &str, remote: Option<&str>, auth: AuthConfig) -> Config {
         remote_ts: vec![TrafficSelector::any(false)],
         mode: Mode::Tunnel,
         more_children: Vec::new(),
+        peer_eap: None,
     }
 }
 
@@ -214,6 +215,7 @@ fn exchange(ids: (&str, &str), a: AuthConfig, b: AuthConfig, b_wants: Option<&st
     let outcome = half.handle(&msg3).unwrap();
     let reply = match &outcome {
         AuthOutcome::Established(_, r) | AuthOutcome::Failed(_, r) => r.clone(),
+        AuthOutcome::Eap(..) => panic!("no EAP configured"),
     };
     let a_end = auth.handle(&reply).map(|_| ()).map_err(|r| match r {
         Rejected::Failed(e) => e,
@@ -227,6 +229,7 @@ fn refused_with(outcome: &AuthOutcome) -> &CertError {
         AuthOutcome::Failed(Error::PeerMisbehaved(PeerMisbehaved::Certificate(e)), _) => e,
         AuthOutcome::Failed(e, _) => panic!("refused, but not for the certificate: {e}"),
         AuthOutcome::Established(..) => panic!("established"),
+        AuthOutcome::Eap(..) => panic!("no EAP configured"),
     }
 }
 

@@ -67,6 +67,7 @@ fn config(
         auth: AuthConfig::Psk(Zeroizing::new(psk.to_vec())),
         ike_suites: vec![GCM, CBC],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![child_gcm(), child_cbc()],
         local_ts: vec![local_ts],
         remote_ts: vec![remote_ts],
@@ -429,6 +430,7 @@ fn responder_picks_the_connection_by_the_initiators_identity() {
                 assert!(!switch, "refused after the switch: {e}");
                 assert_eq!(e, Error::PeerMisbehaved(PeerMisbehaved::UnexpectedIdentity));
             }
+            AuthOutcome::Eap(..) => panic!("no EAP configured"),
         }
     }
 }

@@ -45,6 +45,7 @@ fn config(local: &str, remote: &str, groups: &[Option<DhGroup>]) -> Config {
             dh: DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: groups
             .iter()
             .map(|&pfs| ChildSuite { esp: esp(), esn: false, pfs })

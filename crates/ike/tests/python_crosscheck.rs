@@ -110,6 +110,7 @@ fn config(
         auth,
         ike_suites: vec![suite],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![child],
         local_ts: vec![TrafficSelector::any(false)],
         remote_ts: vec![TrafficSelector::any(false)],

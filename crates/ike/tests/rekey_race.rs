@@ -46,6 +46,7 @@ fn config(local: &str, remote: &str) -> Config {
             dh: crypto::DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128))
                 .unwrap(),

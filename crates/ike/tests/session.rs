@@ -26,6 +26,7 @@ fn config(local: &str, remote: &str, pfs: Option<DhGroup>) -> Config {
             dh: DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Cbc(CbcAlg::Aes128), IntegAlg::Hmac(HmacAlg::Sha256_128))
                 .unwrap(),

@@ -26,6 +26,7 @@ fn config(local: &str, remote: &str, auth: AuthConfig) -> Config {
             dh: DhGroup::Ecp256,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::ChaCha20Poly1305), IntegAlg::None).unwrap(),
             esn: false,
@@ -71,6 +72,7 @@ fn run(a: AuthConfig, b: AuthConfig) -> (Outcome, Vec<u8>) {
     let outcome = half.handle(&msg3).unwrap();
     let reply = match &outcome {
         AuthOutcome::Established(_, r) | AuthOutcome::Failed(_, r) => r.clone(),
+        AuthOutcome::Eap(..) => panic!("no EAP configured"),
     };
     let a_end = auth.handle(&reply).map_err(|r| match r {
         Rejected::Failed(e) => e,

@@ -59,6 +59,7 @@ impl Us {
                     vec![reply]
                 }
                 ike::AuthOutcome::Failed(e, _) => panic!("we refused charon's IKE_AUTH: {e}"),
+                ike::AuthOutcome::Eap(..) => panic!("no EAP configured"),
             };
         }
         match self.responder.handle_init(0, Endpoints { local, remote: from }, msg, false) {

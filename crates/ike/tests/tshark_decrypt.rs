@@ -22,6 +22,7 @@ fn config(local: &str, remote: &str, suite: IkeSuite) -> Config {
         auth: AuthConfig::Psk(Zeroizing::new(b"tshark".to_vec())),
         ike_suites: vec![suite],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).unwrap(),
             esn: false,

@@ -10,6 +10,7 @@ use crate::config::ChildSaKeys;
 use crate::error::Error;
 use crate::initiator::{InitiatorAuth, InitiatorSaInit, SaInitNext};
 use crate::responder::{AuthOutcome, ResponderAuth};
+use crate::responder_eap::ResponderEap;
 use crate::sa::{Established, Rejected};
 use crate::session::{self, Output, Request, Session};
 use crate::sk::Role;
@@ -46,6 +47,8 @@ pub(crate) enum State {
     InitSent(Box<InitiatorSaInit>),
     AuthSent(Box<InitiatorAuth>),
     HalfOpen(Box<ResponderAuth>),
+    /// IKE_AUTH with EAP under way (RFC 7296 §2.16): one state per round.
+    Eap(Box<ResponderEap>),
     Up(Box<Up>),
     /// Over: the endpoint removes it (its `Down` event is queued).
     Gone,
@@ -211,16 +214,22 @@ impl Association {
                     self.local = l;
                 }
                 match st.handle(bytes) {
-                    Ok(AuthOutcome::Established(est, reply)) => {
-                        self.send(sink, reply);
-                        Ok(self.establish(now, *est, cfg, provider, sink))
-                    }
-                    Ok(AuthOutcome::Failed(e, reply)) => {
-                        self.send(sink, reply);
-                        Ok(self.down(cfg, sink, DownReason::SetupFailed(e)))
-                    }
+                    Ok(outcome) => Ok(self.auth_outcome(now, outcome, cfg, provider, sink)),
                     Err(Rejected::Dropped { state, error }) => {
                         self.state = State::HalfOpen(state);
+                        Err(error)
+                    }
+                    Err(Rejected::Failed(e)) => {
+                        Ok(self.down(cfg, sink, DownReason::SetupFailed(e)))
+                    }
+                }
+            }
+            State::Eap(st) => {
+                self.peer = from;
+                match st.handle(bytes) {
+                    Ok(outcome) => Ok(self.auth_outcome(now, outcome, cfg, provider, sink)),
+                    Err(Rejected::Dropped { state, error }) => {
+                        self.state = State::Eap(state);
                         Err(error)
                     }
                     Err(Rejected::Failed(e)) => {
@@ -261,6 +270,33 @@ impl Association {
                 Ok(step)
             }
             State::Gone => Ok(Step::default()),
+        }
+    }
+
+    /// Sends the responder's IKE_AUTH response and moves on: up, refused, or on to the next
+    /// EAP round.
+    fn auth_outcome(
+        &mut self,
+        now: Time,
+        outcome: AuthOutcome,
+        cfg: &ConnectionConfig,
+        provider: &'static dyn Provider,
+        sink: &mut Sink<'_>,
+    ) -> Step {
+        match outcome {
+            AuthOutcome::Established(est, reply) => {
+                self.send(sink, reply);
+                self.establish(now, *est, cfg, provider, sink)
+            }
+            AuthOutcome::Failed(e, reply) => {
+                self.send(sink, reply);
+                self.down(cfg, sink, DownReason::SetupFailed(e))
+            }
+            AuthOutcome::Eap(st, reply) => {
+                self.send(sink, reply);
+                self.state = State::Eap(st);
+                Step::default()
+            }
         }
     }
 
@@ -405,6 +441,7 @@ impl Association {
             State::InitSent(st) => Some(Time::from_millis(st.retransmit().deadline_ms())),
             State::AuthSent(st) => Some(Time::from_millis(st.retransmit().deadline_ms())),
             State::HalfOpen(st) => Some(Time::from_millis(st.expires_ms())),
+            State::Eap(st) => Some(Time::from_millis(st.expires_ms())),
             State::Up(up) => up.poll_timeout(),
             State::Gone => None,
         }
@@ -432,8 +469,9 @@ impl Association {
                 Ok(None) => {}
                 Err(e) => return self.down(cfg, sink, DownReason::SetupFailed(e)),
             },
-            State::HalfOpen(st) => {
-                if t >= st.expires_ms() {
+            // The half-open timeout runs on through the EAP rounds.
+            State::HalfOpen(_) | State::Eap(_) => {
+                if self.poll_timeout().is_some_and(|e| now >= e) {
                     return self.down(cfg, sink, DownReason::HalfOpenExpired);
                 }
             }
@@ -526,6 +564,7 @@ impl Association {
             State::InitSent(_) => "IKE_SA_INIT sent",
             State::AuthSent(_) => "IKE_AUTH sent",
             State::HalfOpen(_) => "half-open",
+            State::Eap(_) => "IKE_AUTH (EAP)",
             State::Up(up) if up.terminating => "deleting",
             State::Up(_) => "established",
             State::Gone => "gone",

@@ -516,9 +516,27 @@ impl Endpoint {
     /// releases the lease), and tell the responder what to answer.
     fn answer_addresses(&mut self, now: Time, id: AssocId, datagram: &[u8]) {
         let Some(a) = self.assocs.get_mut(&id) else { return };
-        let State::HalfOpen(h) = &mut a.state else { return };
         let names = &self.conns[a.conn].cfg.pools;
         if names.is_empty() {
+            return;
+        }
+        // With EAP (RFC 7296 §2.16) the lease waits for the EAP user, known once EAP
+        // succeeded: it is leased before the request with the peer's AUTH is checked (a
+        // refused AUTH ends the association, which releases it).
+        if let State::Eap(h) = &mut a.state {
+            let Some(user) = h.wants_address() else { return };
+            let answer = match h.requested_families() {
+                None => AddressAnswer::Required,
+                Some(fams) => match self.pools.acquire(names, &fams, &user, id, now) {
+                    Some(g) => AddressAnswer::Granted(g),
+                    None => AddressAnswer::Exhausted,
+                },
+            };
+            h.set_address_answer(Some(answer));
+            return;
+        }
+        let State::HalfOpen(h) = &mut a.state else { return };
+        if h.uses_eap() {
             return;
         }
         let Some(claimed) = h.peer_id(datagram) else { return };

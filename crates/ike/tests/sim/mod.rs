@@ -44,6 +44,7 @@ pub fn connection(i: usize, start: bool, timers: &Timers) -> ConnectionConfig {
             dh: DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None)
                 .expect("AES-GCM is an ESP suite"),

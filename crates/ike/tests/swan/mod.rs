@@ -221,6 +221,7 @@ pub fn config() -> Config {
             dh: DhGroup::Curve25519,
         }],
         more_children: Vec::new(),
+        peer_eap: None,
         child_suites: vec![ChildSuite {
             esp: EspSuite::new(EncrAlg::Aead(AeadAlg::Aes128Gcm), IntegAlg::None).unwrap(),
             esn: false,

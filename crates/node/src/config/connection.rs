@@ -114,6 +114,9 @@ pub struct ConnectionConf {
     pub children: Vec<ChildConf>,
     /// Pools that lease road warriors their virtual IP (`[pools.NAME]`, RFC 7296 §2.19).
     pub pools: Vec<String>,
+    /// `remote.auth = "eap-mschapv2"`: road warriors authenticate with EAP-MSCHAPv2 as the
+    /// users of `[secrets]` with `eap_id` (RFC 7296 §2.16); we sign with our certificate.
+    pub eap: Option<ike::eap::EapConfig>,
     /// Virtual IPs we ask the responder for (`0.0.0.0` / `::`: any).
     pub vips: Vec<IpAddr>,
 }
@@ -121,7 +124,7 @@ pub struct ConnectionConf {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConnection {
-    name: Spanned<String>,
+    pub(super) name: Spanned<String>,
     local_addrs: Option<Spanned<String>>,
     remote_addrs: Spanned<String>,
     #[serde(default)]
@@ -130,8 +133,8 @@ pub(super) struct RawConnection {
     dpd_delay: Option<Spanned<String>>,
     encap: Option<bool>,
     version: Option<Spanned<i64>>,
-    local: Option<RawAuth>,
-    remote: Option<RawAuth>,
+    pub(super) local: Option<RawAuth>,
+    pub(super) remote: Option<RawAuth>,
     #[serde(default)]
     children: BTreeMap<String, Spanned<RawChild>>,
     #[serde(default)]
@@ -142,19 +145,19 @@ pub(super) struct RawConnection {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawAuth {
+pub(super) struct RawAuth {
     auth: Option<Spanned<String>>,
     id: Option<Spanned<String>>,
     /// `local`: our private key file (PKCS#8).
-    key: Option<Spanned<String>>,
+    pub(super) key: Option<Spanned<String>>,
     /// `remote`: the peer's public key file (SubjectPublicKeyInfo), swanctl's name.
     pubkeys: Option<Spanned<String>>,
     /// `local`: our certificate chain files, end entity first.
-    certs: Option<Spanned<super::certs::Paths>>,
+    pub(super) certs: Option<Spanned<super::certs::Paths>>,
     /// `remote`: trust anchors, a directory (swanctl's `x509ca/`) or files.
-    cacerts: Option<Spanned<super::certs::Paths>>,
+    pub(super) cacerts: Option<Spanned<super::certs::Paths>>,
     /// `remote`: CRL files (swanctl's `x509crl/`), a directory or files.
-    crls: Option<Spanned<super::certs::Paths>>,
+    pub(super) crls: Option<Spanned<super::certs::Paths>>,
 }
 
 #[derive(Deserialize)]
@@ -181,7 +184,9 @@ struct RawChild {
 pub(super) struct RawSecret {
     #[serde(default)]
     id: IdList,
-    secret: Spanned<String>,
+    /// An EAP user's name (swanctl's `id` in an `eap-` secret): the secret is its password.
+    pub(super) eap_id: Option<Spanned<String>>,
+    pub(super) secret: Spanned<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -375,7 +380,12 @@ fn connection(
     };
     let local_id = id(&r.local, "local.id")?;
     let remote_id = id(&r.remote, "remote.id")?;
-    let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr)?;
+    let remote_auth = r.remote.as_ref().and_then(|a| a.auth.as_ref());
+    let eap = match remote_auth.filter(|m| m.get_ref() == super::eap::EAP_MSCHAPV2) {
+        Some(m) => Some(super::eap::users(ctx, m.span(), secrets)?),
+        None => None,
+    };
+    let auth = auth(ctx, r, secrets, remote_id.as_ref(), remote_addr, eap.is_some())?;
     let local_key_file = match &auth {
         AuthConf::Pubkey { .. } | AuthConf::Certificate { .. } => {
             r.local.as_ref().and_then(|a| a.key.as_ref()).map(|k| key_path(ctx, k))
@@ -400,6 +410,15 @@ fn connection(
             "%any only responds: its children need start_action = \"none\"",
         ));
     }
+    if let (Some(m), true) = (remote_auth, eap.is_some()) {
+        if children.iter().any(|c| c.start_action != StartAction::None) {
+            return Err(ctx.err(
+                m.span(),
+                "remote.auth",
+                "with eap-mschapv2 hipsec only responds: its children need start_action = \"none\"",
+            ));
+        }
+    }
     Ok(ConnectionConf {
         name,
         local_addr,
@@ -414,6 +433,7 @@ fn connection(
         encap: r.encap.unwrap_or(false),
         children,
         pools: r.pools.clone(),
+        eap,
         vips: r.vips.iter().map(|v| addr(v, "vips")).collect::<Result<_, _>>()?,
     })
 }
@@ -425,17 +445,26 @@ fn auth(
     secrets: &BTreeMap<String, RawSecret>,
     remote_id: Option<&Id>,
     remote_addr: Option<IpAddr>,
+    eap: bool,
 ) -> Result<AuthConf, ConfigError> {
     let method = |a: &Option<RawAuth>, f: &'static str| -> Result<&'static str, ConfigError> {
         match a.as_ref().and_then(|a| a.auth.as_ref()) {
             None => Ok("psk"),
             Some(m) if m.get_ref() == "psk" => Ok("psk"),
             Some(m) if m.get_ref() == "pubkey" => Ok("pubkey"),
-            Some(m) => {
-                Err(ctx.err(m.span(), f, format!("{:?}: want \"psk\" or \"pubkey\"", m.get_ref())))
-            }
+            Some(m) => Err(ctx.err(
+                m.span(),
+                f,
+                format!(
+                    "{:?}: want \"psk\" or \"pubkey\" (or \"eap-mschapv2\" as remote.auth)",
+                    m.get_ref()
+                ),
+            )),
         }
     };
+    if eap {
+        return super::eap::server_auth(ctx, r, method(&r.local, "local.auth")?);
+    }
     let (l, rm) = (method(&r.local, "local.auth")?, method(&r.remote, "remote.auth")?);
     if l != rm {
         return Err(ctx.err(r.name.span(), "remote.auth", "both sides use the same method here"));
@@ -490,7 +519,7 @@ fn auth(
 }
 
 /// A key file's path: relative paths are relative to the config file.
-fn key_path(ctx: &Ctx<'_>, s: &Spanned<String>) -> std::path::PathBuf {
+pub(super) fn key_path(ctx: &Ctx<'_>, s: &Spanned<String>) -> std::path::PathBuf {
     let p = std::path::PathBuf::from(s.get_ref());
     match std::path::Path::new(ctx.file).parent() {
         Some(dir) if p.is_relative() => dir.join(p),
@@ -505,7 +534,7 @@ fn find_secret<'a>(
 ) -> Option<&'a RawSecret> {
     let want = remote_id.cloned().or_else(|| remote_addr.map(Id::ip))?;
     let matches = |s: &str| identity(s).is_ok_and(|i| i == want);
-    secrets.values().find(|s| match &s.id {
+    secrets.values().filter(|s| s.eap_id.is_none()).find(|s| match &s.id {
         IdList::None => false,
         IdList::One(i) => matches(i),
         IdList::Many(v) => v.iter().any(|i| matches(i)),

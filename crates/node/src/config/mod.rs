@@ -5,6 +5,7 @@
 
 pub mod certs;
 pub mod connection;
+pub mod eap;
 pub mod error;
 pub mod filter;
 pub mod guard;

@@ -51,7 +51,7 @@ named_number! {
         SK = 46,
         /// Configuration (§3.15).
         CP = 47,
-        /// EAP (§3.16); not understood here.
+        /// EAP (§3.16).
         EAP = 48,
     }
 }

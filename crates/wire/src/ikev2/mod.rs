@@ -10,8 +10,10 @@
 mod cert;
 mod consts;
 mod cp;
+mod eap;
 mod error;
 mod header;
+mod mschapv2;
 mod payload;
 mod sa;
 mod ts;
@@ -22,8 +24,10 @@ pub use consts::{
     PayloadType, ProtocolId, TransformType, dh, encr, esn, integ, prf,
 };
 pub use cp::{CfgAttrType, CfgAttribute, CfgType, Cp, KnownAttribute};
+pub use eap::{EAP_HEADER_LEN, Eap, EapCode, EapType};
 pub use error::IkeError;
 pub use header::{Flags, HEADER_LEN, Header, Packet};
+pub use mschapv2::{MSCHAPV2_CHALLENGE_LEN, MSCHAPV2_RESPONSE_LEN, MsChapV2, MsChapV2OpCode};
 pub use payload::{
     Auth, Cert, Delete, Id, Ke, Message, Notify, Payload, RawPayload, RawPayloads, Sk, emit_chain,
     parse_chain,
@@ -33,6 +37,8 @@ pub use ts::{TS_IPV4_ADDR_RANGE, TS_IPV6_ADDR_RANGE, TrafficSelector, Ts};
 
 #[cfg(test)]
 mod cp_tests;
+#[cfg(test)]
+mod eap_tests;
 #[cfg(test)]
 mod scapy_tests;
 #[cfg(test)]

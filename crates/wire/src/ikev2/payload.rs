@@ -8,6 +8,7 @@ use super::consts::{
     ProtocolId,
 };
 use super::cp::Cp;
+use super::eap::Eap;
 use super::error::IkeError;
 use super::header::{HEADER_LEN, Header, Packet};
 use super::sa::Sa;
@@ -241,6 +242,8 @@ pub enum Payload {
     Sk(Sk),
     /// CP (§3.15).
     Cp(Cp),
+    /// EAP (§3.16): one EAP packet.
+    Eap(Eap),
 }
 
 fn with_reserved<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<u8, IkeError> {
@@ -268,6 +271,7 @@ impl Payload {
             Payload::TsR(_) => PayloadType::TSR,
             Payload::Sk(_) => PayloadType::SK,
             Payload::Cp(_) => PayloadType::CP,
+            Payload::Eap(_) => PayloadType::EAP,
         }
     }
 
@@ -351,6 +355,7 @@ impl Payload {
             PayloadType::TSR => Payload::TsR(Ts::parse(body)?),
             PayloadType::SK => Payload::Sk(Sk { first_inner: raw.next, body: body.to_vec() }),
             PayloadType::CP => Payload::Cp(Cp::parse(body)?),
+            PayloadType::EAP => Payload::Eap(Eap::parse(body)?),
             other if raw.critical => {
                 return Err(IkeError::UnsupportedCriticalPayload { payload_type: other.0 });
             }
@@ -373,6 +378,7 @@ impl Payload {
             Payload::TsI(ts) | Payload::TsR(ts) => ts.buffer_len(),
             Payload::Sk(sk) => sk.body.len(),
             Payload::Cp(cp) => cp.buffer_len(),
+            Payload::Eap(e) => e.buffer_len(),
         }
     }
 
@@ -440,6 +446,7 @@ impl Payload {
             Payload::TsI(ts) | Payload::TsR(ts) => ts.emit(w.sub(ts.buffer_len())?)?,
             Payload::Sk(sk) => w.bytes(&sk.body)?,
             Payload::Cp(cp) => cp.emit(w.sub(cp.buffer_len())?)?,
+            Payload::Eap(e) => e.emit(w.sub(e.buffer_len())?)?,
         }
         Ok(w.finish()?)
     }

@@ -142,6 +142,7 @@ fn ike_config(c: &ConnectionConf, local_ip: IpAddr) -> Config {
         },
         remote_ts: first.map(|ch| ch.remote_ts.clone()).unwrap_or_default(),
         mode: first.map_or(ike::Mode::Tunnel, |ch| ch.mode),
+        peer_eap: c.eap.clone(),
         more_children: c
             .children
             .iter()
