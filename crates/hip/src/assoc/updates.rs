@@ -130,8 +130,8 @@ impl Association {
             }
             _ => return Err(not_now("UPDATE")),
         };
-        // §4.4.2 R2-SENT: "Receive UPDATE, process: move to ESTABLISHED" (from memory): the
-        // Initiator has R2.
+        // RFC 7401 §4.4 R2-SENT, paraphrased (text not reachable): a processed UPDATE moves
+        // to ESTABLISHED: the Initiator has R2.
         self.confirm(ctx);
         let (peer, to) = (self.peer, self.locator);
         let up = self.established().ok_or_else(|| not_now("UPDATE"))?;

@@ -294,7 +294,7 @@ mod fuzz {
 
 /// An RSA host and an ECDSA host complete the base exchange in both roles, and two RSA hosts
 /// too. Each signs with its own HI algorithm (RFC 7401 §5.2.14: HIP_SIGNATURE's "SIG alg"
-/// is the signer's HI algorithm, §5.2.9: RSA = 5, ECDSA = 7; quoted from memory), and the
+/// is the signer's HI algorithm, §5.2.9: RSA = 5, ECDSA = 7; paraphrased, text not reachable), and the
 /// exchange runs under the Responder's HIT suite: the puzzle's #I is RHASH_len long
 /// (§5.2.4), the HIP keys and HIP_MAC are the suite's HMAC (§5.2.10: RSA,DSA/SHA-256 →
 /// HMAC-SHA-256, ECDSA/SHA-384 → HMAC-SHA-384).
