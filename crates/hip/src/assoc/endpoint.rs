@@ -477,3 +477,7 @@ impl Endpoint {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod tests;

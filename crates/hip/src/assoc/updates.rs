@@ -172,6 +172,15 @@ impl Association {
             )?;
             ctx.send(from, b);
         }
+        // RFC 7401 §6.12.1, paraphrased (text not reachable): the SEQ of a received UPDATE is
+        // acknowledged by an UPDATE carrying it in ACK. The rekey, move and echo paths above
+        // answer with an ACK of their own; an UPDATE asking for nothing else (cutehip sends
+        // SEQ alone) gets a bare ACK, again each time it is repeated.
+        let rekey = u.esp_info.is_some_and(|i| crate::rekey::is_rekey(&i));
+        if let (false, None, None, Some(seq)) = (rekey, moved, &u.echo_request, u.seq) {
+            let b = crate::rekey::acknowledge(ctx.host, &up.est, seq, ctx.local, to)?;
+            ctx.send(to, b);
+        }
         let verified = match (&u.echo_response, &up.check) {
             (Some(r), Some(c)) if u.acks.contains(&c.seq) => {
                 crypto::provider::constant_time_eq(r, &c.nonce).then_some(c.locator)
