@@ -38,10 +38,9 @@ fn curve_id(c: EcCurve) -> u16 {
 
 /// Splits an RFC 3110 §2 RSA public key into (exponent, modulus).
 ///
-/// RFC 3110 §2 (quoted from memory, no copy reachable here): "The exponent length is 1 or 3
-/// octets: if the first octet is non-zero it is the length of the exponent in octets; if it
-/// is zero, the next two octets are the length" and "Leading zero octets are prohibited in
-/// the exponent and modulus."
+/// RFC 3110 §2, paraphrased (text not reachable): the exponent length is one octet, or a zero
+/// octet and two more holding it; then the exponent, then the modulus; neither has leading
+/// zero octets.
 fn rfc3110_split(host_id: &[u8]) -> Result<(&[u8], &[u8]), Error> {
     let (elen, rest) = match host_id {
         [0, a, b, rest @ ..] => (usize::from(u16::from_be_bytes([*a, *b])), rest),

@@ -5,10 +5,11 @@
 //! with SHA-256 computed by `openssl dgst` (RFC 7343 §2, suite RSA,DSA/SHA-256 of RFC 7401
 //! §5.2.10: OGA ID 1, Encode_96 the middle 96 bits of the 256-bit digest).
 //!
-//! Quoted from memory (no copy of RFC 7401's body is reachable here), §5.2.14: "The signature
-//! in the Signature field is encoded using the method depending on the signature algorithm
-//! (e.g., according to [RFC3110] in case of RSA/SHA-1, according to [RFC5702] in case of
-//! RSA/SHA-256 ...)", and RFC 5702 §3 signs RSA/SHA-256 with RSASSA-PKCS1-v1_5.
+//! RFC 7401 §5.2.14, paraphrased (text not reachable): an RSA signature is encoded as RFC 5702
+//! has it for RSA/SHA-256, and RFC 5702 §3 (paraphrased) signs RSA/SHA-256 with
+//! RSASSA-PKCS1-v1_5. The field table that is quoted elsewhere says only "SIG alg signature
+//! algorithm" and that "the signature is calculated over the HIP packet, excluding the
+//! HIP_SIGNATURE parameter and any parameters that follow the HIP_SIGNATURE parameter".
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 

@@ -490,7 +490,7 @@ impl Association {
                         let p = p.to_vec();
                         ctx.resend(to, &p);
                     }
-                    // §4.4.4 (from memory): CLOSING, "timeout: move to UNASSOCIATED".
+                    // RFC 7401 §4.4 CLOSING, paraphrased (text not reachable): on timeout, to UNASSOCIATED.
                     None => return self.down(ctx, DownReason::CloseTimedOut),
                 }
             }

@@ -281,8 +281,8 @@ impl Endpoint {
     pub fn initiate(&mut self, now: Time, peer: HostIdentityTag, locator: IpAddr) {
         let w = self.wanted.entry(peer).or_insert(Wanted { locator, retry_at: None, failures: 0 });
         w.locator = locator;
-        // §4.4.2 CLOSED: a datagram to send starts another incarnation of the association
-        // (I1, to I1-SENT; from memory); CLOSED only answered repeated CLOSEs.
+        // §4.4.2 CLOSED, paraphrased (text not reachable): a datagram to send starts another
+        // incarnation of the association (I1, to I1-SENT); CLOSED only answered repeated CLOSEs.
         if matches!(self.assocs.get(&peer).map(|a| &a.state), Some(State::Closed { .. })) {
             self.assocs.remove(&peer);
         }
@@ -390,8 +390,9 @@ impl Endpoint {
         let me = self.host.hit();
         match ty {
             PacketType::I1 => {
-                // §4.4.2 I1-SENT: an I1 crossing ours is dropped when the local HIT is the
-                // smaller, answered with R1 when it is the greater (from memory): the greater
+                // RFC 7401 §4.4 I1-SENT, paraphrased (text not reachable; a translated summary
+                // of its state table says the same): an I1 crossing ours is dropped when the
+                // local HIT is the smaller, answered with R1 when it is the greater: the greater
                 // HIT becomes the Responder.
                 let crossing = matches!(
                     self.assocs.get(&sender).map(|a| &a.state),
@@ -450,17 +451,19 @@ impl Endpoint {
                 return Ok(());
             }
         }
-        // §4.4.2 I2-SENT: an I2 crossing ours is dropped when the local HIT is the smaller,
-        // answered with R2 (to R2-SENT) when it is the greater (from memory): as for crossing
-        // I1s, the greater HIT becomes the Responder, and our own I2 is then forgotten.
+        // RFC 7401 §4.4 I2-SENT, paraphrased (text not reachable; a translated summary of its
+        // state table says the same): an I2 crossing ours is dropped when the local HIT is the
+        // smaller, answered with R2 (to R2-SENT) when it is the greater: as for crossing I1s,
+        // the greater HIT becomes the Responder, and our own I2 is then forgotten.
         if matches!(held, Some(State::I2Sent { .. })) && me.0 < sender.0 {
             return Err(Error::Peer("I2 crossing ours; the greater HIT goes on".into()));
         }
         let (r2, est) = self.responder.on_i2(&self.host, bytes, from, self.local)?;
         let (mut ctx, assocs) = self.ctx();
-        // A new base exchange with a peer we hold (it restarted, §4.4.2 ESTABLISHED: "Receive
-        // I2, process ... send R2, drop old HIP association", from memory): the old pairs go
-        // first.
+        // A new base exchange with a peer we hold (it restarted; RFC 7401 §4.4 ESTABLISHED,
+        // paraphrased, text not reachable: an I2 that processes sends R2 and replaces the old
+        // association; RFC 5201 §4.4.2, as quoted in HIPL's source, has for a processed I2
+        // "send R2 and go to R2-SENT"): the old pairs go first.
         if let Some(mut old) = assocs.remove(&sender) {
             if old.state.up().is_some() {
                 old.down(&mut ctx, DownReason::Replaced);
@@ -474,3 +477,7 @@ impl Endpoint {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod tests;

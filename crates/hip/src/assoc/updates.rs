@@ -130,8 +130,8 @@ impl Association {
             }
             _ => return Err(not_now("UPDATE")),
         };
-        // §4.4.2 R2-SENT: "Receive UPDATE, process: move to ESTABLISHED" (from memory): the
-        // Initiator has R2.
+        // RFC 7401 §4.4 R2-SENT, paraphrased (text not reachable): a processed UPDATE moves
+        // to ESTABLISHED: the Initiator has R2.
         self.confirm(ctx);
         let (peer, to) = (self.peer, self.locator);
         let up = self.established().ok_or_else(|| not_now("UPDATE"))?;
@@ -171,6 +171,15 @@ impl Association {
                 from,
             )?;
             ctx.send(from, b);
+        }
+        // RFC 7401 §6.12.1, paraphrased (text not reachable): the SEQ of a received UPDATE is
+        // acknowledged by an UPDATE carrying it in ACK. The rekey, move and echo paths above
+        // answer with an ACK of their own; an UPDATE asking for nothing else (cutehip sends
+        // SEQ alone) gets a bare ACK, again each time it is repeated.
+        let rekey = u.esp_info.is_some_and(|i| crate::rekey::is_rekey(&i));
+        if let (false, None, None, Some(seq)) = (rekey, moved, &u.echo_request, u.seq) {
+            let b = crate::rekey::acknowledge(ctx.host, &up.est, seq, ctx.local, to)?;
+            ctx.send(to, b);
         }
         let verified = match (&u.echo_response, &up.check) {
             (Some(r), Some(c)) if u.acks.contains(&c.seq) => {

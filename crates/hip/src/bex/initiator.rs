@@ -129,7 +129,8 @@ impl I1Sent {
                 HostIdentityTag(m.header.sender_hit)
             )));
         }
-        let peer = peer_identity(get!(m, HostId).ok_or_else(|| missing("HOST_ID"))?)?;
+        let peer_host_id = get!(m, HostId).ok_or_else(|| missing("HOST_ID"))?.clone();
+        let peer = peer_identity(&peer_host_id)?;
         if peer.hit() != self.peer {
             return Err(Error::Peer("R1: HOST_ID is not that of the Responder's HIT".into()));
         }
@@ -246,6 +247,7 @@ impl I1Sent {
         let state = I2Sent {
             me: self.me,
             peer,
+            peer_host_id,
             i2: bytes,
             hip,
             keymat: km,
@@ -262,6 +264,9 @@ impl I1Sent {
 pub struct I2Sent {
     me: HostIdentityTag,
     peer: HostIdentity,
+    /// The Responder's HOST_ID parameter as R1 carried it, Domain Identifier included: the
+    /// one HIP_MAC_2 covers.
+    peer_host_id: wire::hip::HostId,
     i2: Vec<u8>,
     hip: HipKeys,
     keymat: Keymat,
@@ -311,13 +316,12 @@ impl I2Sent {
             return Err(Error::Peer("R2 from another HIT".into()));
         }
         let mac = get!(m, HipMac2).ok_or_else(|| missing("HIP_MAC_2"))?;
+        // HIP_MAC_2 (§5.2.13, paraphrased, text not reachable) covers R2 with the sender's
+        // HOST_ID parameter put in: the one the Responder sends, R1's as it came, its Domain
+        // Identifier included (cutehip sends an NAI there; a HOST_ID rebuilt without it does
+        // not verify).
         let mut with_hi = m.clone();
-        let hi = wire::hip::HostId {
-            algorithm: HiAlgorithm(self.peer.algorithm()),
-            host_identity: self.peer.encoded().to_vec(),
-            di_type: wire::hip::DiType::NONE,
-            domain_identifier: Vec::new(),
-        };
+        let hi = self.peer_host_id.clone();
         let at = with_hi
             .params
             .iter()

@@ -175,10 +175,11 @@ pub struct Established {
 /// The HIT suite of an exchange: the Responder's, whose HIT the Initiator asked for. Its RHASH
 /// is the puzzle's hash and the KEYMAT's HKDF hash, its HMAC that of HIP_MAC and HIP_MAC_2.
 ///
-/// RFC 7401 §5.2.4 (quoted from memory; no copy of the body of RFC 7401 is reachable here):
-/// "RHASH_len / 8" octets of #I, RHASH being "the hash function of the Responder's HIT
-/// Suite" (hiplib, the HIPv2 implementation read, likewise takes RHASH and the HMAC from the
-/// Responder's HIT's OGA ID). A HIT whose suite we do not implement is refused, naming it.
+/// RFC 7401 §5.2.4's PUZZLE layout (its field table, as another HIPv2 implementation's source
+/// quotes it): "Length 4 + RHASH_len / 8" and "Random #I random number of size RHASH_len
+/// bits". That RHASH is the Responder's HIT suite's hash is paraphrased (the sentence itself
+/// was not reachable); hiplib and cutehip likewise take RHASH and the HMAC from the Responder
+/// HIT's OGA ID. A HIT whose suite we do not implement is refused, naming it.
 pub fn exchange_suite(responder: &HostIdentityTag) -> Result<HitSuite, Error> {
     responder.suite().filter(|s| s.hmac().is_some()).ok_or_else(|| {
         Error::Peer(format!("HIT {responder}: its HIT suite (OGA ID) is not one we implement"))

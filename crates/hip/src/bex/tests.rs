@@ -294,7 +294,7 @@ mod fuzz {
 
 /// An RSA host and an ECDSA host complete the base exchange in both roles, and two RSA hosts
 /// too. Each signs with its own HI algorithm (RFC 7401 §5.2.14: HIP_SIGNATURE's "SIG alg"
-/// is the signer's HI algorithm, §5.2.9: RSA = 5, ECDSA = 7; quoted from memory), and the
+/// is the signer's HI algorithm, §5.2.9: RSA = 5, ECDSA = 7; paraphrased, text not reachable), and the
 /// exchange runs under the Responder's HIT suite: the puzzle's #I is RHASH_len long
 /// (§5.2.4), the HIP keys and HIP_MAC are the suite's HMAC (§5.2.10: RSA,DSA/SHA-256 →
 /// HMAC-SHA-256, ECDSA/SHA-384 → HMAC-SHA-384).
@@ -340,4 +340,62 @@ fn rsa_and_ecdsa_hosts_complete_in_both_roles() {
             assert_eq!(hi_alg, HI_ECDSA);
         }
     }
+}
+
+/// A Responder whose HOST_ID carries a Domain Identifier (cutehip sends an NAI there): its
+/// HIP_MAC_2 covers R2 with that HOST_ID parameter, DI included (§5.2.13, paraphrased, text
+/// not reachable: "the sender's HOST_ID parameter"), so the Initiator must put in R1's HOST_ID
+/// as it came, not one rebuilt from the key.
+#[test]
+fn r2_mac_2_covers_the_responders_host_id_with_its_domain_identifier() {
+    use wire::hip::{DiType, HipMac2, HipSignature, HipSignature2, Message, Param, ParamType};
+    let hi = LocalHost::generate(EcCurve::P256).unwrap();
+    let hr = LocalHost::generate(EcCurve::P384).unwrap();
+    let resp = Responder::new(&hr, Config::default(), p()).unwrap();
+    let s = I1Sent::start(&hi, hr.hit(), Config::default(), A, B).unwrap();
+    let r1 = resp.on_i1(&hr.hit(), s.i1(), A, B).unwrap();
+    let mut with_di = host_id(&hr);
+    with_di.di_type = DiType::NAI;
+    with_di.domain_identifier = b"responder@example.org".to_vec();
+    // R1 with that HOST_ID, signed again as a Responder sending it would.
+    let mut m = Message::parse(&r1).unwrap();
+    for p in &mut m.params {
+        if let Param::HostId(h) = p {
+            *h = with_di.clone();
+        }
+    }
+    let mut covered = m.to_vec_before(ParamType::HIP_SIGNATURE_2).unwrap();
+    wire::hip::zero_for_signature_2(&mut covered).unwrap();
+    let sig2 = hr.sign(&covered).unwrap();
+    for p in &mut m.params {
+        if let Param::HipSignature2(HipSignature2 { signature, .. }) = p {
+            *signature = sig2.clone();
+        }
+    }
+    let r1 = seal(&m, B, A).unwrap();
+    let (s, _) = s.on_r1(&hi, p(), &r1, B, A).unwrap();
+    let (r2, r) = resp.on_i2(&hr, s.i2(), A, B).unwrap();
+    // R2 as that Responder sends it: HIP_MAC_2 over R2 with its HOST_ID (DI included) put in.
+    let mut m = Message::parse(&r2).unwrap();
+    let mut with_hi = m.clone();
+    let at = with_hi.params.iter().position(|p| p.param_type() > ParamType::HOST_ID).unwrap();
+    with_hi.params.insert(at, Param::HostId(with_di));
+    let mac2 =
+        hmac(r.suite, &r.hip.integ_out, &with_hi.to_vec_before(ParamType::HIP_MAC_2).unwrap())
+            .unwrap();
+    for p in &mut m.params {
+        if let Param::HipMac2(HipMac2 { mac }) = p {
+            *mac = mac2.clone();
+        }
+    }
+    let sig = hr.sign(&m.to_vec_before(ParamType::HIP_SIGNATURE).unwrap()).unwrap();
+    for p in &mut m.params {
+        if let Param::HipSignature(HipSignature { signature, .. }) = p {
+            *signature = sig.clone();
+        }
+    }
+    let r2 = seal(&m, B, A).unwrap();
+    let i = s.on_r2(&r2, B, A).map_err(|rej| rej.error.to_string()).unwrap();
+    assert_eq!(i.peer.hit(), hr.hit());
+    assert_eq!(*i.esp.enc_out, *r.esp.enc_in);
 }
