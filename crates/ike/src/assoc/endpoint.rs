@@ -2,9 +2,10 @@
 //! to them by IKE SPI (RFC 7296 §2.6: IKE_SA_INIT to its connection's responder, the rest by
 //! our SPI), each connection's one setup retry chain, and INITIAL_CONTACT (§2.4) across them.
 
-use super::association::{Association, Sink, State, Step};
+use super::association::{Association, State, Step};
 use super::schedule::Jitter;
-use super::{AssocId, CommandError, ConnectionConfig, DownReason, Event, Target, Transmit};
+use super::sink::Sink;
+use super::{AssocId, ConnectionConfig, DownReason, Event, Transmit};
 use crate::auth::CookieSecret;
 use crate::cfg::AddressAnswer;
 use crate::config::Endpoints;
@@ -12,7 +13,6 @@ use crate::error::Error;
 use crate::initiator;
 use crate::pool::{LeaseView, PoolConfig, Pools};
 use crate::responder::{InitOutcome, Responder};
-use crate::session::Request;
 use crate::time::Time;
 use crypto::Provider;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -24,14 +24,14 @@ use wire::ikev2::{ExchangeType, Id, Packet};
 const COOKIE_THRESHOLD: usize = 64;
 
 /// A connection and its retry chain.
-struct Conn {
-    cfg: ConnectionConfig,
+pub(super) struct Conn {
+    pub(super) cfg: ConnectionConfig,
     responder: Responder,
     /// We want it up (it starts, or an operator initiated it, and nobody terminated it).
-    wanted: bool,
+    pub(super) wanted: bool,
     /// The pending retry of a failed setup, and the failures in a row so far.
-    retry_at: Option<Time>,
-    failures: u32,
+    pub(super) retry_at: Option<Time>,
+    pub(super) failures: u32,
 }
 
 /// Counters for status and tests.
@@ -61,61 +61,13 @@ pub struct Stats {
     pub blocked: u64,
 }
 
-/// A CHILD SA pair as the endpoint holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChildView {
-    /// Its association.
-    pub assoc: AssocId,
-    /// Its connection.
-    pub conn: String,
-    /// Its child's name.
-    pub child: String,
-    /// Inbound SPI.
-    pub spi_in: u32,
-    /// Outbound SPI.
-    pub spi_out: u32,
-    /// Whether the child's traffic is sent on it.
-    pub sending: bool,
-    /// When it is rekeyed next (none: never, or it has a successor).
-    pub rekey_at: Option<Time>,
-    /// Its hard lifetime.
-    pub expires: Option<Time>,
-    /// Our rekeys of it that failed in a row (each is retried with back-off).
-    pub rekey_failures: u32,
-    /// Our rekey of it is under way.
-    pub rekeying: bool,
-    /// The peer rekeyed its predecessor; outbound moves here when the peer deletes that.
-    pub awaiting_switch: bool,
-}
-
-/// An association as the endpoint holds it (never its keys).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssocView {
-    /// Its handle.
-    pub assoc: AssocId,
-    /// Its connection.
-    pub conn: String,
-    /// Our address.
-    pub local: SocketAddr,
-    /// The peer's address.
-    pub peer: SocketAddr,
-    /// Its state's name.
-    pub state: &'static str,
-    /// We initiated it.
-    pub initiated: bool,
-    /// When it was made.
-    pub created: Time,
-    /// Once established: initiator and responder SPI, and the negotiated suite.
-    pub ike: Option<(u64, u64, crate::suite::IkeSuite)>,
-}
-
 /// Every connection and association of one IKE daemon.
 pub struct Endpoint {
     provider: &'static dyn Provider,
-    conns: Vec<Conn>,
-    assocs: BTreeMap<AssocId, Association>,
+    pub(super) conns: Vec<Conn>,
+    pub(super) assocs: BTreeMap<AssocId, Association>,
     /// Our IKE SPIs (old ones stay until their association ends) to the association.
-    by_spi: HashMap<u64, AssocId>,
+    pub(super) by_spi: HashMap<u64, AssocId>,
     next_id: AssocId,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -125,7 +77,7 @@ pub struct Endpoint {
     cookie_threshold: usize,
     half_open_per_peer: usize,
     /// Road warriors' address pools and their leases.
-    pools: Pools,
+    pub(super) pools: Pools,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -243,47 +195,6 @@ impl Endpoint {
         self.stats
     }
 
-    /// Every CHILD SA pair in the data path.
-    pub fn children(&self) -> Vec<ChildView> {
-        let mut v = Vec::new();
-        for a in self.assocs.values() {
-            for (p, sending) in a.pairs() {
-                let cfg = &self.conns[a.conn].cfg;
-                v.push(ChildView {
-                    assoc: a.id,
-                    conn: cfg.name.clone(),
-                    child: cfg.child_name(p.child),
-                    spi_in: p.spi_in,
-                    spi_out: p.spi_out,
-                    sending,
-                    rekey_at: p.rekey_at,
-                    expires: p.expires,
-                    rekey_failures: p.rekey_failures,
-                    rekeying: a.rekeying(p.spi_in),
-                    awaiting_switch: p.awaiting_switch,
-                });
-            }
-        }
-        v
-    }
-
-    /// Every association, oldest first.
-    pub fn views(&self) -> Vec<AssocView> {
-        self.assocs
-            .values()
-            .map(|a| AssocView {
-                assoc: a.id,
-                conn: self.conns[a.conn].cfg.name.clone(),
-                local: a.local,
-                peer: a.peer,
-                state: a.state_name(),
-                initiated: a.initiated,
-                created: a.created,
-                ike: a.ike_sa().map(|s| (s.spi_i, s.spi_r, s.suite)),
-            })
-            .collect()
-    }
-
     /// Associations of any state (half-open and setting up included).
     pub fn associations(&self) -> usize {
         self.assocs.len()
@@ -305,7 +216,7 @@ impl Endpoint {
         self.conns.iter().any(|c| c.cfg.name == conn && c.retry_at.is_some())
     }
 
-    fn sink(&mut self) -> (Sink<'_>, &mut BTreeMap<AssocId, Association>, &[Conn]) {
+    pub(super) fn sink(&mut self) -> (Sink<'_>, &mut BTreeMap<AssocId, Association>, &[Conn]) {
         (
             Sink {
                 transmits: &mut self.transmits,
@@ -319,7 +230,7 @@ impl Endpoint {
         )
     }
 
-    fn start_setup(&mut self, now: Time, conn: usize) {
+    pub(super) fn start_setup(&mut self, now: Time, conn: usize) {
         let c = &mut self.conns[conn];
         c.retry_at = None;
         if c.cfg.any_peer {
@@ -384,7 +295,7 @@ impl Endpoint {
     }
 
     /// Acts on what an association's step says.
-    fn after(&mut self, now: Time, id: AssocId, step: Step) {
+    pub(super) fn after(&mut self, now: Time, id: AssocId, step: Step) {
         let Some(conn) = self.assocs.get(&id).map(|a| a.conn) else { return };
         for spi in step.new_spis {
             self.by_spi.insert(spi, id);
@@ -659,128 +570,6 @@ impl Endpoint {
         for i in 0..self.conns.len() {
             if self.conns[i].retry_at.is_some_and(|t| t <= now) {
                 self.start_setup(now, i);
-            }
-        }
-    }
-
-    fn conn_index(&self, name: &str) -> Result<usize, CommandError> {
-        self.conns
-            .iter()
-            .position(|c| c.cfg.name == name)
-            .ok_or_else(|| CommandError::NoConnection(name.to_owned()))
-    }
-
-    fn up_assoc(&self, conn: usize) -> Option<AssocId> {
-        self.assocs.values().rev().find(|a| a.conn == conn && a.is_up()).map(|a| a.id)
-    }
-
-    /// Brings the connection up. Nothing new starts while it is up or being set up; a pending
-    /// retry is brought forward to `now` in the same chain (its back-off count kept).
-    pub fn initiate(&mut self, now: Time, conn: &str) -> Result<(), CommandError> {
-        let i = self.conn_index(conn)?;
-        self.conns[i].wanted = true;
-        let busy = self.assocs.values().any(|a| a.conn == i && (a.is_up() || a.is_setting_up()));
-        if busy {
-            return Ok(());
-        }
-        if self.conns[i].retry_at.is_some() {
-            self.conns[i].retry_at = Some(now);
-            return Ok(());
-        }
-        self.start_setup(now, i);
-        Ok(())
-    }
-
-    fn ask(
-        &mut self,
-        now: Time,
-        conn: &str,
-        req: impl Fn(&Association) -> Option<Request>,
-    ) -> Result<(), CommandError> {
-        let i = self.conn_index(conn)?;
-        let id = self.up_assoc(i).ok_or_else(|| CommandError::NotEstablished(conn.to_owned()))?;
-        let (mut sink, assocs, conns) = self.sink();
-        let Some(a) = assocs.get_mut(&id) else { return Ok(()) };
-        let Some(r) = req(a) else { return Ok(()) };
-        let step = a.request(now, r, &conns[i].cfg, &mut sink);
-        self.after(now, id, step);
-        Ok(())
-    }
-
-    /// Rekeys the child's newest pair now (§1.3.3; one the peer has just rekeyed is left alone).
-    pub fn rekey_child(&mut self, now: Time, conn: &str, child: &str) -> Result<(), CommandError> {
-        let i = self.conn_index(conn)?;
-        let c = self.conns[i]
-            .cfg
-            .child_index(child)
-            .ok_or_else(|| CommandError::NoChild(child.to_owned()))?;
-        self.ask(now, conn, |a| a.rekey_target(c).map(Request::RekeyChild))
-    }
-
-    /// Rekeys the IKE SA now (§1.3.2).
-    pub fn rekey_ike(&mut self, now: Time, conn: &str) -> Result<(), CommandError> {
-        self.ask(now, conn, |_| Some(Request::RekeyIke))
-    }
-
-    /// Ends what `target` names. `All`: the pending retry is cancelled, the connection is no
-    /// longer wanted, and every IKE SA of it is DELETEd (§1.4.1; its CHILD SAs go with it).
-    pub fn terminate(
-        &mut self,
-        now: Time,
-        conn: &str,
-        target: &Target,
-    ) -> Result<(), CommandError> {
-        let i = self.conn_index(conn)?;
-        match target {
-            Target::All => {
-                let c = &mut self.conns[i];
-                c.wanted = false;
-                c.retry_at = None;
-                c.failures = 0;
-                let ids: Vec<AssocId> =
-                    self.assocs.values().filter(|a| a.conn == i).map(|a| a.id).collect();
-                for id in ids {
-                    let up = self.assocs.get(&id).is_some_and(Association::is_up);
-                    if up {
-                        let (mut sink, assocs, conns) = self.sink();
-                        if let Some(a) = assocs.get_mut(&id) {
-                            let step = a.request(now, Request::DeleteIke, &conns[i].cfg, &mut sink);
-                            self.after(now, id, step);
-                        }
-                    } else if let Some(mut a) = self.assocs.remove(&id) {
-                        // Not up yet: forgotten (the peer's half-open state times out).
-                        let (mut sink, _, conns) = self.sink();
-                        a.end(&conns[i].cfg, &mut sink, DownReason::Terminated);
-                        self.by_spi.retain(|_, x| *x != id);
-                        self.pools.release(id, now);
-                    }
-                }
-                Ok(())
-            }
-            Target::Child(name) => {
-                let c = self.conns[i]
-                    .cfg
-                    .child_index(name)
-                    .ok_or_else(|| CommandError::NoChild(name.clone()))?;
-                let i_up = self.up_assoc(i);
-                let Some(id) = i_up else {
-                    return Err(CommandError::NotEstablished(conn.to_owned()));
-                };
-                let spis: Vec<u32> = self
-                    .assocs
-                    .get(&id)
-                    .map(|a| {
-                        a.pairs()
-                            .iter()
-                            .filter(|(p, _)| p.child == c)
-                            .map(|(p, _)| p.spi_in)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                for s in spis {
-                    self.ask(now, conn, |_| Some(Request::DeleteChild(s)))?;
-                }
-                Ok(())
             }
         }
     }

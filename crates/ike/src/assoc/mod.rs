@@ -22,11 +22,16 @@
 //! ESP pairs fit the same shape.
 
 mod association;
+mod commands;
 mod endpoint;
 mod schedule;
+mod sink;
+mod up;
+mod views;
 
-pub use endpoint::{AssocView, ChildView, Endpoint, Stats};
+pub use endpoint::{Endpoint, Stats};
 pub use schedule::{Backoff, Lifetimes};
+pub use views::{AssocView, ChildView};
 
 use crate::config::{ChildSaKeys, Config};
 use crate::error::Error;
