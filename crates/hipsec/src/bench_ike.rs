@@ -353,16 +353,9 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
         rate: a.rate,
         delete: !a.no_delete,
     };
-    let ns = topo.ns[0].clone();
-    let (c2, d2) = (Arc::clone(&counters), Arc::clone(&done));
-    let worker = std::thread::Builder::new()
-        .name("ike-generator".into())
-        .spawn(move || -> Result<Option<String>, String> {
-            node::netns::enter(&ns).map_err(|e| format!("setns {ns}: {e}"))?;
-            loadgen::run(&g, &c2, &d2)
-        })
-        .map_err(|e| format!("generator thread: {e}"))?;
-    let stop_gen = |worker: std::thread::JoinHandle<Result<Option<String>, String>>| {
+    let worker =
+        loadgen::spawn_in(topo.ns[0].clone(), g, Arc::clone(&counters), Arc::clone(&done))?;
+    let stop_gen = |worker: loadgen::Worker| {
         done.store(true, Ordering::Relaxed);
         worker.join().map_err(|_| "generator thread panicked".to_string())?
     };

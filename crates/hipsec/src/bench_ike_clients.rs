@@ -248,16 +248,9 @@ fn phase(
     );
     let counters = Arc::new(Counters::default());
     let done = Arc::new(AtomicBool::new(false));
-    let ns = topo.ns[0].clone();
-    let (c2, d2) = (Arc::clone(&counters), Arc::clone(&done));
     let t0 = Instant::now();
-    let worker = std::thread::Builder::new()
-        .name("ike-generator".into())
-        .spawn(move || -> Result<Option<String>, String> {
-            node::netns::enter(&ns).map_err(|e| format!("setns {ns}: {e}"))?;
-            loadgen::run(&g, &c2, &d2)
-        })
-        .map_err(|e| format!("generator thread: {e}"))?;
+    let worker =
+        loadgen::spawn_in(topo.ns[0].clone(), g, Arc::clone(&counters), Arc::clone(&done))?;
     // Every setup answered or given up (the crate's retransmissions end in minutes at most).
     let mut last_report = Instant::now();
     let mut interrupted = false;

@@ -289,6 +289,25 @@ impl Gen<'_> {
     }
 }
 
+/// The generator's thread: its first failure's reason, if any.
+pub(crate) type Worker = std::thread::JoinHandle<Result<Option<String>, String>>;
+
+/// Runs the generator on a thread of its own in network namespace `ns` until `stop`.
+pub(crate) fn spawn_in(
+    ns: String,
+    g: GenConfig,
+    c: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+) -> Result<Worker, String> {
+    std::thread::Builder::new()
+        .name("ike-generator".into())
+        .spawn(move || -> Result<Option<String>, String> {
+            node::netns::enter(&ns).map_err(|e| format!("setns {ns}: {e}"))?;
+            run(&g, &c, &stop)
+        })
+        .map_err(|e| format!("generator thread: {e}"))
+}
+
 /// Runs the generator on the calling thread until `stop`; returns the first failure's reason.
 pub(crate) fn run(
     g: &GenConfig,

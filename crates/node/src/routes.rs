@@ -38,16 +38,20 @@ pub fn remote_prefixes(c: &NodeConfig) -> Vec<Prefix> {
             continue;
         }
         let d = p.selector.dst;
-        let bytes = match d.addr {
-            std::net::IpAddr::V4(v) => v.octets().to_vec(),
-            std::net::IpAddr::V6(v) => v.octets().to_vec(),
-        };
+        let bytes = octets(d.addr);
         let connected = c.interface.addresses.iter().any(|a| a.len <= d.len && a.contains(&bytes));
         if !connected && !out.contains(&d) {
             out.push(d);
         }
     }
     out
+}
+
+fn octets(a: std::net::IpAddr) -> Vec<u8> {
+    match a {
+        std::net::IpAddr::V4(v) => v.octets().to_vec(),
+        std::net::IpAddr::V6(v) => v.octets().to_vec(),
+    }
 }
 
 /// The remote selectors of every IKE connection's children (not Mobile IPv6 signalling), as
@@ -58,13 +62,9 @@ pub fn ike_prefixes(c: &NodeConfig) -> Vec<Prefix> {
         for child in conn.children.iter().filter(|ch| !ch.mip6) {
             for ts in &child.remote_ts {
                 for p in crate::keying::ike::install::prefixes(ts.start_addr, ts.end_addr) {
-                    let holds_peer = conn.remote_addr.is_some_and(|a| {
-                        let bytes = match a {
-                            std::net::IpAddr::V4(v) => v.octets().to_vec(),
-                            std::net::IpAddr::V6(v) => v.octets().to_vec(),
-                        };
-                        p.addr.is_ipv4() == a.is_ipv4() && p.contains(&bytes)
-                    });
+                    let holds_peer = conn
+                        .remote_addr
+                        .is_some_and(|a| p.addr.is_ipv4() == a.is_ipv4() && p.contains(&octets(a)));
                     if !holds_peer && !out.contains(&p) {
                         out.push(p);
                     }

@@ -221,16 +221,7 @@ fn drops(st: &serde_json::Value) -> BTreeMap<String, u64> {
     WATCHED.iter().map(|k| (k.to_string(), st["drops"][k].as_u64().unwrap_or(0))).collect()
 }
 
-/// The median (mean of the two middle values for an even count).
-pub fn median_of(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
-}
+pub use crate::traffic::stats::median as median_of;
 
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
