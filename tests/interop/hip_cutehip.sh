@@ -69,6 +69,10 @@ openssl ecparam -name secp384r1 -genkey -noout -out "$cute/config/private.pem"
 openssl ec -in "$cute/config/private.pem" -pubout -out "$cute/config/public.pem" 2>/dev/null
 sed -i 's/"sig_alg": 0x5,/"sig_alg": 0x7,/; s/"hash_alg": 0x1,/"hash_alg": 0x2,/' "$cute/config/config.py"
 sed -i "s/\"puzzle_difficulty\": 0x10,/\"puzzle_difficulty\": ${CUTEHIP_K:-10},/" "$cute/config/config.py"
+# cutehip sends its I1 before it records I1-SENT, so an R1 that comes back at once (ours does,
+# in under a millisecond) is sometimes dropped as arriving in UNASSOCIATED; its I1 is then
+# resent only after i1_timeout_s (20 s by default, longer than this run): 2 s here.
+sed -i 's/"i1_timeout_s": 20,/"i1_timeout_s": 2,/' "$cute/config/config.py"
 hit_c=$(cd "$cute" && "$CUTEHIP_PY" -c '
 import sys; sys.path.insert(0, ".")
 from crypto.asymmetric import ECDSAPublicKey

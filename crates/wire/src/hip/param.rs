@@ -46,8 +46,8 @@ impl RawParam<'_> {
 /// Iterates over a sequence of parameters (a packet's, or the plaintext of an ENCRYPTED
 /// parameter). Yields one error and stops on truncation, a bad length or a parameter whose type
 /// is lower than the previous one (§5.2.1, paraphrased, text not reachable: parameters in
-/// ascending order of type; equal types
-/// may repeat, e.g. several ESP_INFO in an UPDATE, RFC 7402 §5.1.1).
+/// ascending order of type; equal types may repeat, e.g. several ESP_INFO in an UPDATE, RFC
+/// 7402 §5.1.1).
 #[derive(Debug, Clone)]
 pub struct Params<'a> {
     bytes: &'a [u8],
