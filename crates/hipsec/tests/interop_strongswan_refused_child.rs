@@ -1,8 +1,8 @@
 //! A CHILD SA refused inside IKE_AUTH leaves the IKE SA up, against strongSwan 5.9 (charon +
-//! kernel-libipsec), in both roles. RFC 7296 §2.21.3 (quoted from memory; the stored RFC copies
-//! gave only their openings): an error in the CHILD SA part of IKE_AUTH, such as
-//! TS_UNACCEPTABLE, "does not prevent the IKE SA from being set up"; the response carries IDr
-//! and AUTH and the error notify instead of SA, TSi and TSr.
+//! kernel-libipsec), in both roles. RFC 7296 §1.2: "If creating the Child SA during the
+//! IKE_AUTH exchange fails for some reason, the IKE SA is still created as usual." The response
+//! then carries IDr and AUTH and the error notify (TS_UNACCEPTABLE, NO_PROPOSAL_CHOSEN) instead
+//! of SA, TSi and TSr (§2.21.3, paraphrased: the stored RFC copies gave only their openings).
 //!
 //! The selectors are made not to meet: hipsec's `remote_ts` is a network charon does not have
 //! (hipsec initiating), or charon's `local_ts` one hipsec does not accept (charon initiating).

@@ -503,7 +503,8 @@ impl ResponderAuth {
         let prf = self.ike.suite.prf;
         // §2.21.3: a CHILD SA refused in IKE_AUTH (NO_PROPOSAL_CHOSEN, TS_UNACCEPTABLE) leaves
         // the IKE SA up: the response carries IDr and AUTH and the notify instead of SA, TSi
-        // and TSr ("the IKE SA is still created as usual", §1.2, quoted from memory).
+        // and TSr (§1.2: "If creating the Child SA during the IKE_AUTH exchange fails for some
+        // reason, the IKE SA is still created as usual").
         let grant = match self.address.take() {
             Some(AddressAnswer::Granted(g)) => Some(g),
             Some(a) => {

@@ -135,8 +135,8 @@ pub struct Established {
     /// The IKE SA (kept by the driver for CREATE_CHILD_SA and INFORMATIONAL, not yet here).
     pub ike: IkeSa,
     /// The CHILD SA to install; `None` when it failed and the IKE SA stands without it
-    /// (§1.2: "If creating the Child SA during the IKE_AUTH exchange fails, the IKE SA is still
-    /// created as usual", quoted from memory).
+    /// (§1.2: "If creating the Child SA during the IKE_AUTH exchange fails for some reason, the
+    /// IKE SA is still created as usual").
     pub child: Option<ChildSaKeys>,
     /// Why the CHILD SA of IKE_AUTH failed (the error notify either way), when it did.
     pub child_error: Option<Error>,
