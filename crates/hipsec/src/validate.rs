@@ -8,7 +8,9 @@
 //! then predicts the CPU the nodes used from the profile alone and the work the run reports
 //! (packets and their sizes from the nodes' counters; handshakes completed), the way `hipsec
 //! size` adds costs. Predicted beside measured, and the error; a check misses when the error is
-//! beyond [`TOLERANCE`].
+//! beyond [`TOLERANCE`]. With a profile of several rounds each prediction is also made at both
+//! ends of the profile's ranges (`Profile::bracket`, the interval `hipsec size` gives), and the
+//! check says whether the measured CPU fell inside it.
 
 use crate::calibrate::tunnel_work;
 use crate::{bench_ike, bench_tunnel};
@@ -52,11 +54,33 @@ pub struct Check {
     pub within: bool,
     /// Unit of `predicted` and `measured`.
     pub unit: &'static str,
+    /// The prediction at the low and the high end of the profile's ranges (none: a profile
+    /// of one round has no range).
+    pub interval: Option<(f64, f64)>,
+    /// Whether `measured` fell inside `interval`.
+    pub inside: Option<bool>,
 }
 
-fn check(run: String, work: String, predicted: f64, measured: f64, unit: &'static str) -> Check {
+/// `predicted` is a prediction on `[low, high]` (the profile at both ends of its ranges).
+fn check(
+    run: String,
+    work: String,
+    (predicted, low, high): (f64, f64, f64),
+    measured: f64,
+    unit: &'static str,
+) -> Check {
     let error = if measured > 0.0 { (predicted - measured) / measured } else { f64::NAN };
-    Check { run, work, predicted, measured, error, within: error.abs() <= TOLERANCE, unit }
+    let (lo, hi) = (low.min(high), low.max(high));
+    let interval = (hi > lo).then_some((lo, hi));
+    let inside = interval.map(|(lo, hi)| (lo..=hi).contains(&measured));
+    let within = error.abs() <= TOLERANCE;
+    Check { run, work, predicted, measured, error, within, unit, interval, inside }
+}
+
+/// The profile and the profile at the low and the high end of its ranges.
+fn brackets(p: &Profile) -> Result<[Profile; 3], String> {
+    let b = |high| p.bracket(high).map_err(|e| format!("profile ranges: {e}"));
+    Ok([p.clone(), b(false)?, b(true)?])
 }
 
 /// One tunnel run: what varies from calibration's (aes128gcm over both carriers, full-size
@@ -90,7 +114,8 @@ const TUNNELS: [TunnelRun; 8] = {
     ]
 };
 
-fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
+/// The CPU seconds profile `p` predicts for tunnel run `t` that reported `r`.
+fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result<f64, String> {
     let carrier = match t.transport {
         bench_tunnel::TransportArg::Raw => "raw",
         _ => "udp",
@@ -102,6 +127,28 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         .get(carrier)
         .ok_or_else(|| format!("the profile has no carrier {carrier} (calibrated --no-tunnel?)"))?;
     let tun = p.carriers.get("tun").ok_or("the profile has no tun carrier")?;
+    let w = tunnel_work(r, cost)?;
+    // A sealed packet costs the TUN's receive and the carrier's send, an opened one the
+    // carrier's receive and the TUN's send (`sizing::model`); the model takes rx and tx alike.
+    // With a filter, every packet handled also meets the rules once.
+    let per_packet_io = (io.rx_ns + io.tx_ns + tun.rx_ns + tun.tx_ns) / 2.0;
+    let per_byte_io = io.per_byte_ns + tun.per_byte_ns;
+    let filter_ns = if t.rules > 0 {
+        p.filter.per_packet_ns + p.filter.per_rule_ns * f64::from(t.rules)
+    } else {
+        0.0
+    };
+    Ok((w.engine_ns + w.handled * (per_packet_io + filter_ns) + w.bytes * per_byte_io) / 1e9)
+}
+
+fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
+    let [mid, low, high] = brackets(p)?;
+    let carrier = match t.transport {
+        bench_tunnel::TransportArg::Raw => "raw",
+        _ => "udp",
+    };
+    let suite = t.suite;
+    let cost = p.suites.get(suite).ok_or_else(|| format!("the profile has no suite {suite}"))?;
     let mut name = format!("bench tunnel --suite {suite} --transport {carrier}");
     if let Some(m) = t.mss {
         name += &format!(" --mss {m}");
@@ -129,18 +176,8 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         return Err("the tunnel bench ran both carriers".into());
     };
     let w = tunnel_work(&r, cost)?;
-    // A sealed packet costs the TUN's receive and the carrier's send, an opened one the
-    // carrier's receive and the TUN's send (`sizing::model`); the model takes rx and tx alike.
-    // With a filter, every packet handled also meets the rules once.
-    let per_packet_io = (io.rx_ns + io.tx_ns + tun.rx_ns + tun.tx_ns) / 2.0;
-    let per_byte_io = io.per_byte_ns + tun.per_byte_ns;
-    let filter_ns = if t.rules > 0 {
-        p.filter.per_packet_ns + p.filter.per_rule_ns * f64::from(t.rules)
-    } else {
-        0.0
-    };
     let predicted =
-        (w.engine_ns + w.handled * (per_packet_io + filter_ns) + w.bytes * per_byte_io) / 1e9;
+        (predict_tunnel(&mid, t, &r)?, predict_tunnel(&low, t, &r)?, predict_tunnel(&high, t, &r)?);
     Ok(check(
         name,
         format!(
@@ -181,10 +218,11 @@ fn ike_check(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let r = bench_ike::measure(&args, &stop)?;
+    let [mid, low, high] = brackets(p)?;
     Ok(check(
         format!("bench ike --pin {load} (responder, x25519, PSK)"),
         format!("{:.0} setups/s", r.setups_per_s),
-        p.ike.ike_sa_setup_us,
+        (mid.ike.ike_sa_setup_us, low.ike.ike_sa_setup_us, high.ike.ike_sa_setup_us),
         r.responder_us_per_setup,
         "µs per setup",
     ))
@@ -208,11 +246,18 @@ pub fn measure(args: &ValidateArgs) -> Result<Vec<Check>, String> {
 /// The table.
 pub fn render(checks: &[Check]) -> String {
     let mut s = String::from(
-        "| run | work | predicted | measured | error | within 20 % |\n|---|---|---|---|---|---|\n",
+        "| run | work | predicted (interval) | measured | error | within 20 % | inside the interval |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for c in checks {
+        let interval = c.interval.map_or(String::new(), |(lo, hi)| format!(" ({lo:.3}–{hi:.3})"));
+        let inside = match c.inside {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "– (one round)",
+        };
         s.push_str(&format!(
-            "| {} | {} | {:.3} {} | {:.3} {} | {:+.1} % | {} |\n",
+            "| {} | {} | {:.3}{interval} {} | {:.3} {} | {:+.1} % | {} | {inside} |\n",
             c.run,
             c.work,
             c.predicted,
@@ -222,6 +267,11 @@ pub fn render(checks: &[Check]) -> String {
             c.error * 100.0,
             if c.within { "yes" } else { "no" }
         ));
+    }
+    let n = checks.iter().filter(|c| c.inside.is_some()).count();
+    if n > 0 {
+        let inside = checks.iter().filter(|c| c.inside == Some(true)).count();
+        s.push_str(&format!("\n{inside} of {n} runs inside the profile's interval.\n"));
     }
     s
 }
@@ -243,11 +293,25 @@ mod tests {
 
     #[test]
     fn errors_and_the_tolerance() {
-        let c = check("r".into(), "w".into(), 1.1, 1.0, "CPU s");
+        let c = check("r".into(), "w".into(), (1.1, 1.1, 1.1), 1.0, "CPU s");
         assert!((c.error - 0.1).abs() < 1e-9 && c.within);
-        let c = check("r".into(), "w".into(), 0.7, 1.0, "CPU s");
+        assert_eq!((c.interval, c.inside), (None, None), "one round: no interval");
+        let c = check("r".into(), "w".into(), (0.7, 0.7, 0.7), 1.0, "CPU s");
         assert!(!c.within);
         let t = render(&[c]);
-        assert!(t.contains("-30.0 %") && t.contains("| no |"), "{t}");
+        assert!(t.contains("-30.0 %") && t.contains("| no | – (one round) |"), "{t}");
+    }
+
+    /// The measured CPU inside the range the profile's ends predict, or outside it, whichever
+    /// end is the higher.
+    #[test]
+    fn a_measurement_inside_or_outside_the_interval() {
+        let c = check("r".into(), "w".into(), (1.0, 0.8, 1.2), 1.1, "CPU s");
+        assert_eq!((c.interval, c.inside), (Some((0.8, 1.2)), Some(true)));
+        let c = check("r".into(), "w".into(), (1.0, 1.2, 0.8), 1.3, "CPU s");
+        assert_eq!((c.interval, c.inside), (Some((0.8, 1.2)), Some(false)));
+        let t = render(&[c]);
+        assert!(t.contains("1.000 (0.800–1.200) CPU s") && t.contains("| no | no |"), "{t}");
+        assert!(t.contains("0 of 1 runs inside the profile's interval."), "{t}");
     }
 }
