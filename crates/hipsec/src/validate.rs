@@ -95,6 +95,16 @@ struct TunnelRun {
     rules: u32,
 }
 
+impl TunnelRun {
+    /// The profile's name of its carrier.
+    fn carrier(&self) -> &'static str {
+        match self.transport {
+            bench_tunnel::TransportArg::Raw => "raw",
+            _ => "udp",
+        }
+    }
+}
+
 const fn plain(suite: &'static str, transport: bench_tunnel::TransportArg) -> TunnelRun {
     TunnelRun { suite, transport, mss: None, rules: 0 }
 }
@@ -116,10 +126,7 @@ const TUNNELS: [TunnelRun; 8] = {
 
 /// The CPU seconds profile `p` predicts for tunnel run `t` that reported `r`.
 fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result<f64, String> {
-    let carrier = match t.transport {
-        bench_tunnel::TransportArg::Raw => "raw",
-        _ => "udp",
-    };
+    let carrier = t.carrier();
     let suite = t.suite;
     let cost = p.suites.get(suite).ok_or_else(|| format!("the profile has no suite {suite}"))?;
     let io = p
@@ -143,10 +150,7 @@ fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result
 
 fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
     let [mid, low, high] = brackets(p)?;
-    let carrier = match t.transport {
-        bench_tunnel::TransportArg::Raw => "raw",
-        _ => "udp",
-    };
+    let carrier = t.carrier();
     let suite = t.suite;
     let cost = p.suites.get(suite).ok_or_else(|| format!("the profile has no suite {suite}"))?;
     let mut name = format!("bench tunnel --suite {suite} --transport {carrier}");
