@@ -121,6 +121,11 @@ struct RunArgs {
     /// window drops the packets until the numbers pass where they were.
     #[arg(long)]
     reset_sequence: bool,
+    /// Which events to log, as a `RUST_LOG`-style filter; overrides `RUST_LOG` and the
+    /// config's `[log]`. One peer's story alone: `--log 'warn,[ike{conn=gw}]=debug'`
+    /// (docs/monitoring.md, "Logs").
+    #[arg(long, value_name = "FILTER")]
+    log: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -154,6 +159,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 export_ike_keys: a.debug_export_ike_keys,
                 export_hip_keys: a.debug_export_hip_keys,
                 reset_sequence: a.reset_sequence,
+                log: a.log,
             };
             node::run::run_with(&a.config, o).map_err(|e| e.to_string())
         }

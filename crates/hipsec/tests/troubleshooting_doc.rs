@@ -101,3 +101,74 @@ fn the_page_explains_the_no_policy_drops_of_a_working_tunnel() {
     assert!(text.contains("working tunnel shows one or two `no_policy`"), "section missing");
     assert!(text.contains("router solicitation"), "the cause is named");
 }
+
+/// Every event name the node's code logs (the last string literal of each `tracing` event
+/// macro in crates/node/src, and the names chosen at run time listed below) is explained in
+/// docs/logs.md's tables.
+#[test]
+fn every_log_event_is_explained_in_the_logs_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let logs = std::fs::read_to_string(root.join("docs/logs.md")).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![root.join("crates/node/src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                names.extend(event_names(&std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    // Chosen at run time: (level, name) pairs picked before the macro.
+    names.extend(
+        ["ike-failed", "ike-sa-down", "sa-soft-expired", "sa-hard-expired", "virtual-ip", "lease"]
+            .map(String::from),
+    );
+    names.extend(["binding-created", "binding-updated", "binding-deleted"].map(String::from));
+    assert!(names.len() > 60, "the scan found too few events: {names:?}");
+    let missing: Vec<&String> =
+        names.iter().filter(|n| !logs.contains(&format!("`{n}`"))).collect();
+    assert!(missing.is_empty(), "docs/logs.md does not explain {missing:?}");
+}
+
+/// The event names of one source file: each `tracing::LEVEL!(... "name")` or `event_at!`.
+fn event_names(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let starts = ["tracing::debug!(", "tracing::info!(", "tracing::warn!(", "tracing::error!("];
+    let mut rest = src;
+    while let Some(at) = starts.iter().filter_map(|s| rest.find(s).map(|i| i + s.len())).min() {
+        let body = &rest[at..];
+        // To the macro's closing parenthesis (string literals may hold parentheses).
+        let (mut depth, mut in_str, mut end) = (1, false, body.len());
+        let mut chars = body.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' if in_str => {
+                    chars.next();
+                }
+                '"' => in_str = !in_str,
+                '(' if !in_str => depth += 1,
+                ')' if !in_str => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let call = body[..end].trim_end().trim_end_matches(',');
+        if let Some(lit) = call.strip_suffix('"').and_then(|c| c.rsplit_once('"')).map(|x| x.1) {
+            if !lit.is_empty()
+                && lit.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c.is_ascii_digit())
+            {
+                out.push(lit.to_string());
+            }
+        }
+        rest = &body[end..];
+    }
+    out
+}

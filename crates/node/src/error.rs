@@ -31,6 +31,9 @@ pub enum NodeError {
     /// The packet filter's rule file could not be loaded.
     #[error("filter: {0}")]
     Filter(FilterError),
+    /// The log filter (`--log`, `RUST_LOG` or `[log] filter`) does not parse.
+    #[error("{0}")]
+    Log(String),
     /// The link MTU leaves no room for the IPsec overhead.
     #[error("link mtu {link} minus IPsec overhead {overhead} is below 576")]
     MtuTooSmall {

@@ -1,46 +1,59 @@
-//! The node's log: one line per event on stderr, as text (`hipsec-node: up interface=hipsec0
-//! mtu=1420`) or as one JSON object per line (`{"ts":"2025-01-02T03:04:05.678Z","level":"info",
-//! "event":"up",...}`) for log shippers. Chosen once per process by `[log]` in the config
-//! (`crate::config`); until then, and in tests, text at level info.
+//! The node's log, through `tracing`: one line per event on stderr, as text for people
+//! (`2025-01-02T03:04:05.678Z  INFO ike{conn=gw id=1 peer=192.0.2.2:500}: ike-sa-up spi_i=…`)
+//! or as one JSON object per line for log shippers (`tracing-subscriber`'s JSON: `timestamp`,
+//! `level`, `message` — the event's name — its fields, and `spans`, the spans it happened in,
+//! outermost first).
 //!
-//! Events are rare (start, stop, SA lifetimes, a refused offload); nothing here is called per
-//! packet, so a line is built in a `String` and written with one `write_all` (lines of two
-//! threads never interleave).
+//! The keying code opens a span per IKE SA (`ike`), CHILD SA (`child`), HIP association
+//! (`hip`) and Mobile IPv6 binding (`binding`), so that one peer's story can be read alone,
+//! in order, with a span filter: `--log 'warn,[ike{conn=gw}]=debug'`. Which events are
+//! written is a `RUST_LOG`-style filter (`tracing_subscriber::EnvFilter`) taken from, first
+//! to last: `hipsec run --log`, the `RUST_LOG` environment variable, `[log] filter`, `[log]
+//! level`. Chosen once per process by [`init`]; until then (and in unit tests) nothing is
+//! written.
+//!
+//! Events are rare (start, stop, SA lifetimes, exchanges, a refused offload); nothing here is
+//! called per packet.
 
-use serde_json::Value;
-use std::io::Write;
-use std::sync::OnceLock;
+use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
 
-/// How important an event is; events below the configured level are not written.
+/// The lowest level written when no filter is given (`[log] level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Level {
-    /// Detail for finding a problem (a refused metrics request).
+    /// Every step of every exchange, and why a packet of the control plane was refused.
     Debug,
     /// Normal operation (start, stop, an SA's soft lifetime).
     #[default]
     Info,
     /// Something the operator should look at (an SA's hard lifetime, a refused offload).
     Warn,
+    /// Only failures.
+    Error,
 }
 
 impl Level {
-    /// From its config name (`debug`, `info`, `warn`).
+    /// From its config name (`debug`, `info`, `warn`, `error`).
     pub fn from_name(s: &str) -> Option<Level> {
         match s {
             "debug" => Some(Level::Debug),
             "info" => Some(Level::Info),
             "warn" => Some(Level::Warn),
+            "error" => Some(Level::Error),
             _ => None,
         }
     }
 
-    /// Its name, as written in the config and in JSON lines.
+    /// Its name, as written in the config and in a filter.
     pub fn name(self) -> &'static str {
         match self {
             Level::Debug => "debug",
             Level::Info => "info",
             Level::Warn => "warn",
+            Level::Error => "error",
         }
     }
 }
@@ -48,10 +61,10 @@ impl Level {
 /// How lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
-    /// `hipsec-node: <event> key=value ...`, for people.
+    /// `<time> <LEVEL> <spans>: <event> key=value ...`, for people.
     #[default]
     Text,
-    /// One JSON object per line with `ts`, `level`, `event` and the fields, for machines.
+    /// One JSON object per line, for machines.
     Json,
 }
 
@@ -66,113 +79,79 @@ impl LogFormat {
     }
 }
 
-/// The `[log]` section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LogConf {
-    /// Line format.
-    pub format: LogFormat,
-    /// Lowest level written.
-    pub level: Level,
-}
-
-static LOGGER: OnceLock<LogConf> = OnceLock::new();
-
-/// Sets the process's log configuration; only the first call counts (a process runs one node),
-/// later ones return false and change nothing.
-pub fn init(conf: LogConf) -> bool {
-    LOGGER.set(conf).is_ok()
-}
-
-fn conf() -> LogConf {
-    LOGGER.get().copied().unwrap_or_default()
-}
-
-/// Whether an event of `level` would be written (lets callers skip building fields).
-pub fn enabled(level: Level) -> bool {
-    level >= conf().level
-}
-
-/// Writes one event to stderr if its level is enabled. Field names must not be `ts`, `level`
-/// or `event` (they would repeat those keys in a JSON line).
-pub fn event(level: Level, event: &str, fields: &[(&str, Value)]) {
-    let c = conf();
-    if level < c.level {
-        return;
-    }
-    let mut line = format_line(c.format, SystemTime::now(), level, event, fields);
-    line.push('\n');
-    // A daemon whose stderr is gone keeps running: unlike eprintln!, a failed write is ignored.
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
-}
-
-/// Logs an event with `name => value` fields (any `Serialize` value):
-/// `log_event!(Level::Info, "up", "interface" => name, "mtu" => mtu)`.
-macro_rules! log_event {
-    ($level:expr, $event:expr $(, $k:literal => $v:expr)* $(,)?) => {
-        if $crate::log::enabled($level) {
-            $crate::log::event(
-                $level,
-                $event,
-                &[$(($k, ::serde_json::to_value(&$v).unwrap_or(::serde_json::Value::Null))),*],
-            );
+/// An event at a level chosen at run time (`tracing`'s macros want a constant one):
+/// `event_at!(level, spi = %spi, "sa-expired")`.
+macro_rules! event_at {
+    ($level:expr, $($rest:tt)+) => {
+        match $level {
+            $crate::log::Level::Debug => ::tracing::debug!($($rest)+),
+            $crate::log::Level::Info => ::tracing::info!($($rest)+),
+            $crate::log::Level::Warn => ::tracing::warn!($($rest)+),
+            $crate::log::Level::Error => ::tracing::error!($($rest)+),
         }
     };
 }
-pub(crate) use log_event;
+pub(crate) use event_at;
 
-/// One line without its newline, in `format`, stamped `now`.
-pub fn format_line(
-    format: LogFormat,
-    now: SystemTime,
-    level: Level,
-    event: &str,
-    fields: &[(&str, Value)],
-) -> String {
-    match format {
-        LogFormat::Text => {
-            let mut s = format!("hipsec-node: {event}");
-            for (k, v) in fields {
-                s.push(' ');
-                s.push_str(k);
-                s.push('=');
-                s.push_str(&text_value(v));
-            }
-            s
-        }
-        LogFormat::Json => {
-            // Written key by key so that ts, level and event come first whatever the map order.
-            let q = |s: &str| Value::from(s).to_string();
-            let mut s = format!(
-                "{{\"ts\":{},\"level\":{},\"event\":{}",
-                q(&rfc3339_ms(now)),
-                q(level.name()),
-                q(event)
-            );
-            for (k, v) in fields {
-                s.push(',');
-                s.push_str(&q(k));
-                s.push(':');
-                s.push_str(&v.to_string());
-            }
-            s.push('}');
-            s
-        }
-    }
+/// The `[log]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogConf {
+    /// Line format.
+    pub format: LogFormat,
+    /// Lowest level written, when no filter is given.
+    pub level: Level,
+    /// A `RUST_LOG`-style filter (`info,[ike{conn=gw}]=debug`); overrides `level`.
+    pub filter: Option<String>,
+    /// The filter given on the command line (`hipsec run --log`); overrides the others.
+    pub command_line: Option<String>,
 }
 
-/// A field value in a text line: bare when that is unambiguous, else a JSON string literal
-/// (so a value never hides a `key=` or a line break).
-fn text_value(v: &Value) -> String {
-    match v {
-        Value::String(s)
-            if !s.is_empty()
-                && !s
-                    .chars()
-                    .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '=') =>
-        {
-            s.clone()
-        }
-        other => other.to_string(),
+/// Checks a filter as [`init`] would read it; the error names what is wrong.
+pub fn check_filter(s: &str) -> Result<(), String> {
+    EnvFilter::builder().parse(s).map(|_| ()).map_err(|e| format!("{s:?}: {e}"))
+}
+
+/// The filter in force: the command line's, else `RUST_LOG`, else the config's.
+pub fn filter_of(conf: &LogConf) -> String {
+    let env = std::env::var("RUST_LOG").ok().filter(|s| !s.trim().is_empty());
+    conf.command_line
+        .clone()
+        .or(env)
+        .or_else(|| conf.filter.clone())
+        .unwrap_or_else(|| conf.level.name().to_string())
+}
+
+/// Installs the process's logger; only the first call counts (a process runs one node): later
+/// ones return `Ok(false)` and change nothing. A bad filter is refused with its reason.
+pub fn init(conf: &LogConf) -> Result<bool, String> {
+    let spec = filter_of(conf);
+    let filter =
+        EnvFilter::builder().parse(&spec).map_err(|e| format!("log filter {spec:?}: {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_timer(Millis)
+        .with_target(false)
+        .with_ansi(false);
+    let r = match conf.format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .try_init(),
+    };
+    Ok(r.is_ok())
+}
+
+/// Timestamps as [`rfc3339_ms`].
+#[derive(Debug, Clone, Copy)]
+struct Millis;
+
+impl FormatTime for Millis {
+    fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
+        w.write_str(&rfc3339_ms(SystemTime::now()))
     }
 }
 
@@ -211,7 +190,6 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use std::time::Duration;
 
     fn at(secs: u64, ms: u64) -> SystemTime {
@@ -241,51 +219,32 @@ mod tests {
     }
 
     #[test]
-    fn text_lines() {
-        let f = [
-            ("interface", json!("hipsec0")),
-            ("mtu", json!(1420)),
-            ("offload", json!(true)),
-            ("error", json!("Operation not permitted (os error 1)")),
-            ("odd", json!("a=b")),
-            ("empty", json!("")),
-        ];
-        let l = format_line(LogFormat::Text, UNIX_EPOCH, Level::Info, "up", &f);
-        assert_eq!(
-            l,
-            "hipsec-node: up interface=hipsec0 mtu=1420 offload=true \
-             error=\"Operation not permitted (os error 1)\" odd=\"a=b\" empty=\"\""
-        );
-        let l = format_line(LogFormat::Text, UNIX_EPOCH, Level::Info, "stopped", &[]);
-        assert_eq!(l, "hipsec-node: stopped");
-    }
-
-    #[test]
-    fn json_lines() {
-        let f = [("spi", json!("0x00001001")), ("limit", json!("bytes")), ("n", json!(3))];
-        let l = format_line(LogFormat::Json, at(1, 2), Level::Warn, "sa-hard-expired", &f);
-        assert!(l.starts_with("{\"ts\":\"1970-01-01T00:00:01.002Z\",\"level\":\"warn\""), "{l}");
-        let v: Value = serde_json::from_str(&l).unwrap_or_default();
-        assert_eq!(v["event"], "sa-hard-expired");
-        assert_eq!(v["spi"], "0x00001001");
-        assert_eq!(v["n"], 3);
-        let nasty = [("msg", json!("line\nbreak \"quoted\" \\"))];
-        let l = format_line(LogFormat::Json, UNIX_EPOCH, Level::Info, "ev\"", &nasty);
-        assert!(!l.contains('\n'));
-        let v: Value = serde_json::from_str(&l).unwrap_or_default();
-        assert_eq!((v["event"].as_str(), v["msg"].as_str()), (Some("ev\""), nasty[0].1.as_str()));
-    }
-
-    #[test]
     fn names_and_levels() {
         assert!(Level::Debug < Level::Info && Level::Info < Level::Warn);
-        for l in [Level::Debug, Level::Info, Level::Warn] {
+        for l in [Level::Debug, Level::Info, Level::Warn, Level::Error] {
             assert_eq!(Level::from_name(l.name()), Some(l));
         }
-        assert_eq!(Level::from_name("error"), None);
+        assert_eq!(Level::from_name("trace"), None);
         assert_eq!(LogFormat::from_name("json"), Some(LogFormat::Json));
         assert_eq!(LogFormat::from_name("JSON"), None);
-        // Not initialised in unit tests: text at info.
-        assert!(enabled(Level::Info) && !enabled(Level::Debug));
+    }
+
+    #[test]
+    fn filters() {
+        for good in ["info", "warn,[ike{conn=gw}]=debug", "node::keying::hip=debug", "off"] {
+            assert_eq!(check_filter(good), Ok(()), "{good}");
+        }
+        let e = check_filter("info,[ike{conn=gw]=debug").unwrap_err();
+        assert!(e.contains("ike{conn=gw"), "{e}");
+        let e = check_filter("node=loud").unwrap_err();
+        assert!(e.contains("loud"), "{e}");
+        // The command line comes before the config; without either, the level.
+        let mut conf = LogConf { filter: Some("debug".into()), ..LogConf::default() };
+        if std::env::var_os("RUST_LOG").is_none() {
+            assert_eq!(filter_of(&conf), "debug");
+            assert_eq!(filter_of(&LogConf::default()), "info");
+        }
+        conf.command_line = Some("warn".into());
+        assert_eq!(filter_of(&conf), "warn");
     }
 }

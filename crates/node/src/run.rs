@@ -25,7 +25,7 @@ use crate::keying::mip6::HomeAgentRuntime;
 use crate::keying::mip6::mobile::MobileNodeRuntime;
 use crate::keying::plane::{ControlPlane, EndpointDefaults, WorkerPort};
 use crate::keying::sequence::Checkpointer;
-use crate::log::{self, Level, log_event};
+use crate::log;
 use ipsec::Time;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -44,7 +44,7 @@ pub fn run(config_path: &Path) -> Result<(), NodeError> {
 }
 
 /// What `hipsec run` may say beside the config file (never set from the file itself).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Keep the IKE SAs' keys for `hipsec ike wireshark-keys` (a debugging switch: tshark
     /// can then decrypt the exchanges).
@@ -54,6 +54,8 @@ pub struct RunOptions {
     /// `--reset-sequence`: manual SAs without a usable checkpoint in the `[state] file` start
     /// at sequence number 1 (`crate::keying::sequence`).
     pub reset_sequence: bool,
+    /// `--log FILTER`: which events to write, overriding `RUST_LOG` and `[log]`.
+    pub log: Option<String>,
 }
 
 /// [`run`] with the command line's options.
@@ -62,6 +64,10 @@ pub fn run_with(config_path: &Path, o: RunOptions) -> Result<(), NodeError> {
     c.export_ike_keys = o.export_ike_keys;
     c.export_hip_keys = o.export_hip_keys;
     c.reset_sequence = o.reset_sequence;
+    if let Some(f) = o.log {
+        log::check_filter(&f).map_err(|e| NodeError::Log(format!("--log {e}")))?;
+        c.log.command_line = Some(f);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(io_err("signal handler"))?;
@@ -83,7 +89,7 @@ pub fn run_until(c: &NodeConfig, stop: &AtomicBool) -> Result<(), NodeError> {
 pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<(), NodeError> {
     let start = Instant::now();
     // Set once per process: the first node's `[log]` counts (a process runs one node).
-    log::init(c.log);
+    log::init(&c.log).map_err(NodeError::Log)?;
     // Weak settings the node accepts: readable key files, legacy algorithms, weak keys.
     config::warnings::log_all(&config::warnings::check_config(c));
     // Before the TUN device and the sockets: a restart never leaves a moment without it.
@@ -189,7 +195,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
             };
             let socket = HipSocket::open(local)
                 .map_err(io_err(format!("HIP socket (IP protocol 139 on {local})")))?;
-            log_event!(Level::Info, "hip-identity", "hit" => host.hit().to_string(), "locator" => local);
+            tracing::info!(hit = %host.hit(), locator = %local, "hip-identity");
             let driver = HipDriver::new(host, h.clone(), local, esp_port, c.export_hip_keys)
                 .map_err(|e| NodeError::Io { what: "[hip]".into(), source: io::Error::other(e) })?;
             Some(HipRuntime::new(driver, socket))
@@ -203,7 +209,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
                 what: "[home-agent]".into(),
                 source: io::Error::other(e),
             })?;
-            log_event!(Level::Info, "home-agent", "address" => h.address.to_string(), "interface" => h.interface, "mobile_nodes" => h.mobile_nodes.len());
+            tracing::info!(address = %h.address, interface = %h.interface, mobile_nodes = %h.mobile_nodes.len(), "home-agent");
             Some(rt)
         }
     };
@@ -215,7 +221,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
                 what: "[mobile-node]".into(),
                 source: io::Error::other(e),
             })?;
-            log_event!(Level::Info, "mobile-node", "home_address" => m.home_address.to_string(), "home_agent" => m.home_agent.to_string(), "interface" => m.interface);
+            tracing::info!(home_address = %m.home_address, home_agent = %m.home_agent, interface = %m.interface, "mobile-node");
             Some(rt)
         }
     };
@@ -249,7 +255,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         crate::routes::install(c).map_err(|e| io_err("routes")(std::io::Error::other(e)))?;
     if let Some(r) = &routes {
         let list: Vec<String> = r.prefixes().iter().map(|p| p.to_string()).collect();
-        log_event!(Level::Info, "routes", "interface" => c.interface.name, "prefixes" => list.join(","));
+        tracing::info!(interface = %c.interface.name, prefixes = %list.join(","), "routes");
     }
     let filter = match &c.filter {
         Some(f) => Some(Arc::new(std::sync::Mutex::new(
@@ -341,29 +347,10 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
         w.beet = beet.clone();
         w.scheduling = scheduling;
     }
-    log_event!(
-        Level::Info,
-        "up",
-        "interface" => c.interface.name,
-        "mtu" => mtu,
-        "link_mtu" => c.interface.link_mtu,
-        "overhead" => overhead,
-        "sas" => c.sas.len(),
-        "policies" => c.policies.len(),
-        "lanes" => lanes,
-        "workers" => workers.len(),
-        "scheduling" => scheduling.as_str(),
-        "huge_pages" => crate::huge_pages::current().name(),
-        "mmsg" => mmsg,
-        "udp_gso" => gso,
-        "udp_gro" => gro,
-        "raw_esp_beside_udp" => raw_beside.is_some(),
-        "tun_offload" => offload,
-        "metrics" => metrics
+    tracing::info!(interface = %c.interface.name, mtu = mtu, link_mtu = %c.interface.link_mtu, overhead = %overhead, sas = %c.sas.len(), policies = c.policies.len(), lanes = lanes, workers = workers.len(), scheduling = %scheduling.as_str(), huge_pages = %crate::huge_pages::current().name(), mmsg = %mmsg, udp_gso = %gso, udp_gro = %gro, raw_esp_beside_udp = %raw_beside.is_some(), tun_offload = %offload, metrics = %metrics
             .as_ref()
             .and_then(|m| m.local_addr().ok())
-            .map_or_else(|| "off".to_string(), |a| a.to_string()),
-    );
+            .map_or_else(|| "off".to_string(), |a| a.to_string()), "up");
     // The control plane: a mailbox per worker, one event queue back.
     let (events_tx, events_rx) = std::sync::mpsc::channel();
     let mut ports = Vec::with_capacity(workers.len());
@@ -409,7 +396,7 @@ pub fn run_tuned(c: &NodeConfig, stop: &AtomicBool, tuning: Tuning) -> Result<()
     drop(routes);
     drop(control);
     drop(metrics);
-    log_event!(Level::Info, "stopped", "interface" => c.interface.name, "tun_removed" => true);
+    tracing::info!(interface = %c.interface.name, tun_removed = true, "stopped");
     r
 }
 
@@ -481,12 +468,7 @@ fn sequence_state(c: &NodeConfig) -> Result<Option<Checkpointer>, NodeError> {
         .map_err(|e| NodeError::Io { what: "[state] file".into(), source: io::Error::other(e) })?;
     let manual_out = c.sas.iter().filter(|s| s.direction == Direction::Out).count();
     if cp.is_none() && manual_out > 0 {
-        log_event!(
-            Level::Warn,
-            "no-sequence-state",
-            "sas" => manual_out,
-            "action" => "without [state] file a restart starts the manual outbound SAs at sequence number 1 and the peer drops their packets as replays: set [state] file"
-        );
+        tracing::warn!(sas = %manual_out, action = "without [state] file a restart starts the manual outbound SAs at sequence number 1 and the peer drops their packets as replays: set [state] file", "no-sequence-state");
     }
     Ok(cp)
 }
@@ -500,25 +482,19 @@ fn guard(c: &NodeConfig) -> Result<(), NodeError> {
     };
     if !c.guard.enabled() {
         if crate::guard::remove(Some(&c.interface.name)).unwrap_or(false) {
-            log_event!(Level::Warn, "guard-removed", "interface" => c.interface.name, "why" => "[guard] enabled = false");
+            tracing::warn!(interface = %c.interface.name, why = "[guard] enabled = false", "guard-removed");
         }
         return Ok(());
     }
     let Some(g) = crate::guard::Guard::for_config(c) else {
         // A previous config's chains would keep guarding prefixes this one no longer protects.
         if crate::guard::remove(Some(&c.interface.name)).unwrap_or(false) {
-            log_event!(Level::Info, "guard-removed", "interface" => c.interface.name, "why" => "nothing to guard");
+            tracing::info!(interface = %c.interface.name, why = "nothing to guard", "guard-removed");
         }
         return Ok(());
     };
     g.install().map_err(fail)?;
-    log_event!(
-        Level::Info,
-        "guard",
-        "table" => format!("inet {}", crate::guard::TABLE),
-        "interface" => g.interface,
-        "rules" => g.rules.len()
-    );
+    tracing::info!(table = %format!("inet {}", crate::guard::TABLE), interface = %g.interface, rules = %g.rules.len(), "guard");
     Ok(())
 }
 

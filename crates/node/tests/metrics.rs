@@ -201,16 +201,18 @@ fn metrics_endpoint_and_json_logs() {
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}\nwhole log:\n{text}"));
-        let ts = v["ts"].as_str().unwrap_or_else(|| panic!("no ts: {line}"));
+        // tracing-subscriber's JSON lines, with our millisecond RFC 3339 timestamps.
+        let ts = v["timestamp"].as_str().unwrap_or_else(|| panic!("no timestamp: {line}"));
         assert!(ts.len() == 24 && ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{line}");
-        assert!(["debug", "info", "warn"].contains(&v["level"].as_str().unwrap_or("")), "{line}");
-        events.push(v["event"].as_str().unwrap_or_else(|| panic!("no event: {line}")).to_string());
+        assert!(["DEBUG", "INFO", "WARN"].contains(&v["level"].as_str().unwrap_or("")), "{line}");
+        let event = v["message"].as_str().unwrap_or_else(|| panic!("no message: {line}"));
+        events.push(event.to_string());
     }
     assert!(events.first().is_some_and(|e| e == "up" || e == "tun-offload-refused"), "{events:?}");
     assert!(events.iter().any(|e| e == "up"), "{events:?}");
     assert_eq!(events.last().map(String::as_str), Some("stopped"), "{events:?}");
     let up: serde_json::Value =
-        serde_json::from_str(text.lines().find(|l| l.contains("\"event\":\"up\"")).unwrap())
+        serde_json::from_str(text.lines().find(|l| l.contains("\"message\":\"up\"")).unwrap())
             .unwrap();
     assert_eq!(up["interface"], "hipsec0");
     assert_eq!(up["metrics"], METRICS);

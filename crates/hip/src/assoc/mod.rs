@@ -186,6 +186,22 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The peer the event is about.
+    pub fn peer(&self) -> HostIdentityTag {
+        match self {
+            Event::Established { peer, .. }
+            | Event::InstallPair { peer, .. }
+            | Event::SwitchOutbound { peer, .. }
+            | Event::RemovePair { peer, .. }
+            | Event::Rekeyed { peer, .. }
+            | Event::PeerMoved { peer, .. }
+            | Event::Closed { peer }
+            | Event::Down { peer, .. } => *peer,
+        }
+    }
+}
+
 /// Why a command was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CommandError {

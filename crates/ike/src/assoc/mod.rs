@@ -280,6 +280,39 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The association the event is about (none for a setup not started yet).
+    pub fn assoc(&self) -> Option<AssocId> {
+        match self {
+            Event::Initiating { .. } => None,
+            Event::DecryptionKeys { assoc, .. }
+            | Event::ChildFailed { assoc, .. }
+            | Event::RekeyStarted { assoc, .. }
+            | Event::VirtualIp { assoc, .. }
+            | Event::Established { assoc, .. }
+            | Event::InstallChild { assoc, .. }
+            | Event::SwitchOutbound { assoc, .. }
+            | Event::RemoveChild { assoc, .. }
+            | Event::ChildRekeyed { assoc, .. }
+            | Event::IkeRekeyed { assoc, .. }
+            | Event::Down { assoc, .. } => Some(*assoc),
+        }
+    }
+
+    /// The CHILD SA the event is about, by name.
+    pub fn child(&self) -> Option<&str> {
+        match self {
+            Event::ChildFailed { child, .. }
+            | Event::RekeyStarted { child, .. }
+            | Event::InstallChild { child, .. }
+            | Event::SwitchOutbound { child, .. }
+            | Event::RemoveChild { child, .. }
+            | Event::ChildRekeyed { child, .. } => Some(child),
+            _ => None,
+        }
+    }
+}
+
 /// What a command asks to end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {

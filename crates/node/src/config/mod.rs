@@ -227,6 +227,7 @@ struct RawMetrics {
 struct RawLog {
     format: Option<Spanned<String>>,
     level: Option<Spanned<String>>,
+    filter: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -560,8 +561,8 @@ fn metrics_listen(ctx: &Ctx<'_>, r: &RawMetrics) -> Result<SocketAddr, ConfigErr
     })
 }
 
-/// `[log]`: `format` ("text" or "json", default text) and `level` ("debug", "info" or "warn",
-/// default info).
+/// `[log]`: `format` ("text" or "json", default text), `level` ("debug", "info", "warn" or
+/// "error", default info) and `filter` (a `RUST_LOG`-style filter, which overrides `level`).
 fn log_conf(ctx: &Ctx<'_>, r: &RawLog) -> Result<crate::log::LogConf, ConfigError> {
     use crate::log::{Level, LogConf, LogFormat};
     let mut c = LogConf::default();
@@ -570,8 +571,13 @@ fn log_conf(ctx: &Ctx<'_>, r: &RawLog) -> Result<crate::log::LogConf, ConfigErro
             .ok_or_else(|| ctx.err(f.span(), "format", "want \"text\" or \"json\""))?;
     }
     if let Some(l) = &r.level {
-        c.level = Level::from_name(l.get_ref())
-            .ok_or_else(|| ctx.err(l.span(), "level", "want \"debug\", \"info\" or \"warn\""))?;
+        c.level = Level::from_name(l.get_ref()).ok_or_else(|| {
+            ctx.err(l.span(), "level", "want \"debug\", \"info\", \"warn\" or \"error\"")
+        })?;
+    }
+    if let Some(f) = &r.filter {
+        crate::log::check_filter(f.get_ref()).map_err(|e| ctx.err(f.span(), "filter", e))?;
+        c.filter = Some(f.get_ref().clone());
     }
     Ok(c)
 }

@@ -213,7 +213,10 @@ fn metrics_and_log_sections() {
     use crate::log::{Level, LogConf, LogFormat};
     let c = parse("t.toml", EXAMPLE).unwrap();
     assert_eq!(c.metrics_listen, None);
-    assert_eq!(c.log, LogConf { format: LogFormat::Text, level: Level::Info });
+    assert_eq!(
+        c.log,
+        LogConf { format: LogFormat::Text, level: Level::Info, ..LogConf::default() }
+    );
 
     let with = |extra: &str| format!("{EXAMPLE}\n{extra}");
     let c = parse(
@@ -224,12 +227,20 @@ fn metrics_and_log_sections() {
     )
     .unwrap();
     assert_eq!(c.metrics_listen, Some("127.0.0.1:9469".parse().unwrap()));
-    assert_eq!(c.log, LogConf { format: LogFormat::Json, level: Level::Warn });
+    assert_eq!(
+        c.log,
+        LogConf { format: LogFormat::Json, level: Level::Warn, ..LogConf::default() }
+    );
     let c =
         parse("t.toml", &with("[metrics]\nlisten = \"[::1]:9000\"\n[log]\nlevel = \"debug\"\n"))
             .unwrap();
     assert_eq!(c.metrics_listen, Some("[::1]:9000".parse().unwrap()));
-    assert_eq!(c.log, LogConf { format: LogFormat::Text, level: Level::Debug });
+    assert_eq!(
+        c.log,
+        LogConf { format: LogFormat::Text, level: Level::Debug, ..LogConf::default() }
+    );
+    let c = parse("t.toml", &with("[log]\nfilter = \"warn,[ike{conn=gw}]=debug\"\n")).unwrap();
+    assert_eq!(c.log.filter.as_deref(), Some("warn,[ike{conn=gw}]=debug"));
 
     let cases: &[(&str, &str)] = &[
         ("[metrics]\nlisten = \"127.0.0.1\"\n", "listen"),
@@ -238,7 +249,9 @@ fn metrics_and_log_sections() {
         ("[metrics]\nlisten = \"::1:9469\"\n", "listen"),
         ("[log]\nformat = \"xml\"\n", "format"),
         ("[log]\nformat = \"JSON\"\n", "format"),
-        ("[log]\nlevel = \"error\"\n", "level"),
+        ("[log]\nlevel = \"trace\"\n", "level"),
+        ("[log]\nfilter = \"info,[ike{conn=gw]=debug\"\n", "filter"),
+        ("[log]\nfilter = \"node=loud\"\n", "filter"),
     ];
     for (extra, field) in cases {
         let text = with(extra);

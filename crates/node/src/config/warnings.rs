@@ -8,7 +8,6 @@ use super::NodeConfig;
 use super::connection::AuthConf;
 use super::mip6_sa::SignallingKeys;
 use super::sa::{Direction, SaConf};
-use crate::log::Level;
 use crypto::{EncrAlg, IntegAlg};
 use ipsec::sa::Protocol;
 use serde_json::{Value, json};
@@ -209,11 +208,8 @@ impl Warning {
 
     /// Logs it at warn level.
     pub fn log(&self) {
-        if crate::log::enabled(Level::Warn) {
-            let mut f = self.fields();
-            f.push(("message", json!(self.message())));
-            crate::log::event(Level::Warn, self.event(), &f);
-        }
+        let fields = Value::Object(self.fields().into_iter().map(|(k, v)| (k.into(), v)).collect());
+        tracing::warn!(detail = self.message(), fields = %fields, "{}", self.event());
     }
 }
 

@@ -256,12 +256,7 @@ impl Front<'_> {
                 // EMFILE, ENFILE, ENOBUFS: the pending client stays queued; try later.
                 Err(e) => {
                     self.counters.of(kind).accept_errors.fetch_add(1, Ordering::Relaxed);
-                    crate::log::log_event!(
-                        crate::log::Level::Warn,
-                        "accept-failed",
-                        "listener" => match kind { Kind::Control => "control_socket", Kind::Metrics => "metrics" },
-                        "error" => e.to_string()
-                    );
+                    tracing::warn!(listener = %match kind { Kind::Control => "control_socket", Kind::Metrics => "metrics" }, error = e.to_string(), "accept-failed");
                     self.paused[kind as usize] = Some(now + ACCEPT_PAUSE);
                     return;
                 }

@@ -20,7 +20,7 @@ use crate::keying::ike::runtime::IkeRuntime;
 use crate::keying::mip6::HomeAgentRuntime;
 use crate::keying::mip6::mobile::MobileNodeRuntime;
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
+use crate::log::{Level, event_at};
 use ipsec::Time;
 use serde_json::{Value, json};
 use std::os::fd::RawFd;
@@ -120,7 +120,7 @@ impl<'a> ControlThread<'a> {
         let (mut front, link) = match front::new(self.socket, self.metrics, Limits::DEFAULT) {
             Ok(x) => x,
             Err(e) => {
-                log_event!(Level::Warn, "front-thread-failed", "error" => e.to_string());
+                tracing::warn!(error = e.to_string(), "front-thread-failed");
                 return self.serve(stop);
             }
         };
@@ -130,7 +130,7 @@ impl<'a> ControlThread<'a> {
                 .name("hipsec-front".into())
                 .spawn_scoped(s, move || front.run(stop));
             if let Err(e) = started {
-                log_event!(Level::Warn, "front-thread-failed", "error" => e.to_string());
+                tracing::warn!(error = e.to_string(), "front-thread-failed");
                 self.front = None;
             }
             self.serve(stop);
@@ -221,7 +221,7 @@ impl<'a> ControlThread<'a> {
             } else if let Some(mn) = &mut self.mobile_node {
                 mn.signalling(e);
             } else {
-                log_event!(Level::Warn, "mip6-ike-no-role", "connection" => e.connection());
+                tracing::warn!(connection = %e.connection(), "mip6-ike-no-role");
             }
         }
     }
@@ -407,12 +407,14 @@ impl<'a> ControlThread<'a> {
             other => {
                 let what = op_name(&other);
                 let v = exec::execute(&mut self.plane, other);
-                log_event!(
-                    if v["ok"] == true { Level::Info } else { Level::Warn },
-                    "control-request",
-                    "op" => what,
-                    "ok" => v["ok"] == true,
-                    "error" => v["error"].as_str().unwrap_or("")
+                let ok = v["ok"] == true;
+                let error = v["error"].as_str().unwrap_or("");
+                event_at!(
+                    if ok { Level::Info } else { Level::Warn },
+                    op = what,
+                    ok,
+                    error,
+                    "control-request"
                 );
                 v
             }
@@ -476,31 +478,20 @@ fn op_name(r: &Request) -> &'static str {
 /// Logs an event (RFC 4301 §4.4.2.1: soft is the time to rekey, hard stops the SA).
 fn log(e: &Event) {
     match e {
-        Event::Lifetime { lane, direction, spi, hard, limit } => log_event!(
-            if *hard { Level::Warn } else { Level::Info },
-            if *hard { "sa-hard-expired" } else { "sa-soft-expired" },
-            "lane" => lane,
-            "direction" => *direction,
-            "spi" => spi.to_string(),
-            "limit" => *limit
-        ),
-        Event::Acquire { lane, policy, src, dst, proto } => log_event!(
-            Level::Info,
-            "acquire",
-            "lane" => lane,
-            "policy" => policy,
-            "src" => src.to_string(),
-            "dst" => dst.to_string(),
-            "proto" => proto
-        ),
-        Event::Rebound { lane, spi, from, to } => log_event!(
-            Level::Info,
-            "nat-rebind",
-            "lane" => lane,
-            "spi" => spi.to_string(),
-            "from" => from.to_string(),
-            "to" => to.to_string()
-        ),
+        Event::Lifetime { lane, direction, spi, hard, limit } => {
+            let (level, what) = if *hard {
+                (Level::Warn, "sa-hard-expired")
+            } else {
+                (Level::Info, "sa-soft-expired")
+            };
+            event_at!(level, lane, direction = ?direction, spi = %spi, limit = ?limit, "{what}")
+        }
+        Event::Acquire { lane, policy, src, dst, proto } => {
+            tracing::info!(lane = lane, policy = %policy, src = %src, dst = %dst, proto = proto, "acquire")
+        }
+        Event::Rebound { lane, spi, from, to } => {
+            tracing::info!(lane = lane, spi = %spi, from = %from, to = %to, "nat-rebind")
+        }
         Event::Punted { .. } | Event::Applied { .. } => {}
     }
 }

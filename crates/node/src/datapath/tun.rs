@@ -40,13 +40,7 @@ pub fn open(
     let (dev, on) = match build(offload) {
         Ok(d) => (d, offload),
         Err(e) if offload => {
-            crate::log::log_event!(
-                crate::log::Level::Warn,
-                "tun-offload-refused",
-                "interface" => c.name,
-                "error" => e.to_string(),
-                "action" => "running without offloads"
-            );
+            tracing::warn!(interface = %c.name, error = e.to_string(), action = "running without offloads", "tun-offload-refused");
             (build(false)?, false)
         }
         Err(e) => return Err(e),

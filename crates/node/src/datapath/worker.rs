@@ -19,7 +19,6 @@ use super::inbound::Inbound;
 use super::mailbox::{Event, Mailbox, Update};
 use super::outbound::Outbound;
 use super::snapshot;
-use crate::log::{Level, log_event};
 use crate::sys;
 use ipsec::{Engine, SaEvent, Time};
 use serde_json::{Value, json};
@@ -86,13 +85,14 @@ impl Worker {
         }
         match sys::set_thread_fifo(1) {
             Ok(()) => self.scheduled = Scheduling::Fifo,
-            Err(e) => crate::log::log_event!(
-                crate::log::Level::Warn,
-                "realtime-refused",
-                "lane" => self.lane,
-                "error" => e.to_string(),
-                "action" => "data path runs as an ordinary thread (SCHED_OTHER)"
-            ),
+            Err(e) => {
+                tracing::warn!(
+                    lane = self.lane,
+                    error = e.to_string(),
+                    action = "data path runs as an ordinary thread (SCHED_OTHER)",
+                    "realtime-refused"
+                )
+            }
         }
     }
 
@@ -307,25 +307,14 @@ fn event_of(lane: usize, direction: &'static str, ev: SaEvent) -> Event {
 /// acquire asks for an SA a policy lacks.
 fn log_sa_event(ev: &SaEvent) {
     match ev {
-        SaEvent::SoftExpired { spi, limit } => log_event!(
-            Level::Info,
-            "sa-soft-expired",
-            "spi" => spi.to_string(),
-            "limit" => limit
-        ),
-        SaEvent::HardExpired { spi, limit } => log_event!(
-            Level::Warn,
-            "sa-hard-expired",
-            "spi" => spi.to_string(),
-            "limit" => limit
-        ),
-        SaEvent::Acquire { policy, src, dst, proto } => log_event!(
-            Level::Info,
-            "acquire",
-            "policy" => policy,
-            "src" => src.to_string(),
-            "dst" => dst.to_string(),
-            "proto" => proto
-        ),
+        SaEvent::SoftExpired { spi, limit } => {
+            tracing::info!(spi = %spi, limit = %limit, "sa-soft-expired")
+        }
+        SaEvent::HardExpired { spi, limit } => {
+            tracing::warn!(spi = %spi, limit = %limit, "sa-hard-expired")
+        }
+        SaEvent::Acquire { policy, src, dst, proto } => {
+            tracing::info!(policy = %policy, src = %src, dst = %dst, proto = proto, "acquire")
+        }
     }
 }

@@ -13,7 +13,6 @@
 use crate::config::NodeConfig;
 use crate::config::sa::Direction;
 use crate::datapath::board::Board;
-use crate::log::{Level, log_event};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -157,7 +156,7 @@ impl Checkpointer {
             (Ok(f), _) => Some(f),
             (Err(why), false) => return Err(SequenceError::Unusable { path: shown, why }),
             (Err(why), true) => {
-                log_event!(Level::Warn, "sequence-reset", "file" => shown, "why" => why);
+                tracing::warn!(file = %shown, why = why.to_string(), "sequence-reset");
                 None
             }
         };
@@ -199,16 +198,16 @@ impl Checkpointer {
                     if !p.esn && next >= MAX_32 {
                         return Err(SequenceError::Exhausted { sa: what, seq: e.seq });
                     }
-                    log_event!(Level::Info, "sequence-resumed", "sa" => what, "checkpoint" => e.seq, "resumed" => next);
+                    tracing::info!(sa = %what, checkpoint = e.seq, resumed = next, "sequence-resumed");
                     next
                 }
                 // Another key under the same SPI is another SA: its numbers are its own.
                 Some(_) => {
-                    log_event!(Level::Info, "sequence-new-key", "sa" => what);
+                    tracing::info!(sa = %what, "sequence-new-key");
                     0
                 }
                 None if reset => {
-                    log_event!(Level::Warn, "sequence-reset", "sa" => what);
+                    tracing::warn!(sa = %what, "sequence-reset");
                     0
                 }
                 None => return Err(SequenceError::NoCheckpoint { path: shown, sa: what }),
@@ -299,7 +298,7 @@ impl Checkpointer {
                 next += INTERVAL;
                 if self.update(&board.collect()) {
                     if let Err(e) = self.write() {
-                        log_event!(Level::Warn, "sequence-checkpoint-failed", "error" => e.to_string());
+                        tracing::warn!(error = e.to_string(), "sequence-checkpoint-failed");
                     }
                 }
                 if stopping {

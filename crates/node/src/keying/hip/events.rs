@@ -7,7 +7,6 @@
 use super::{HipDriver, install};
 use crate::datapath::mailbox::{InKey, OutKey};
 use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
-use crate::log::{Level, log_event};
 use hip::HostIdentityTag;
 use hip::assoc::{DownReason, Event};
 use std::net::{IpAddr, SocketAddr};
@@ -37,6 +36,9 @@ impl HipDriver {
     }
 
     pub(super) fn on_event(&mut self, plane: &mut ControlPlane, e: Event, now_us: u64) {
+        // One span per association, by the peer's HIT (a filter `[hip{peer=…}]` shows it alone).
+        let span = tracing::info_span!("hip", peer = %e.peer());
+        let _hip = span.enter();
         let me = self.host.hit();
         match e {
             Event::InstallPair { peer, keys, locator } => {
@@ -80,7 +82,7 @@ impl HipDriver {
                     }
                 };
                 if let Err(err) = r {
-                    log_event!(Level::Warn, "hip-install-failed", "peer" => peer.to_string(), "why" => err.to_string());
+                    tracing::warn!(peer = %peer, why = err.to_string(), "hip-install-failed");
                 }
             }
             Event::SwitchOutbound { peer, spi_in, spi_out } => {
@@ -95,13 +97,13 @@ impl HipDriver {
                                 p.sas.current = Some((spi, k_in, k_out));
                             }
                             Err(err) => {
-                                log_event!(Level::Warn, "hip-switch-failed", "peer" => peer.to_string(), "why" => err.to_string());
+                                tracing::warn!(peer = %peer, why = err.to_string(), "hip-switch-failed");
                             }
                         }
                     }
                     (_, next) => p.sas.next = next,
                 }
-                log_event!(Level::Info, "hip-sending", "peer" => peer.to_string(), "spi_in" => format!("{spi_in:08x}"), "spi_out" => format!("{spi_out:08x}"));
+                tracing::info!(peer = %peer, spi_in = %format!("{spi_in:08x}"), spi_out = %format!("{spi_out:08x}"), "hip-sending");
             }
             Event::RemovePair { peer, spi_in, .. } => {
                 let Some(p) = self.peers.get_mut(&peer) else { return };
@@ -116,7 +118,7 @@ impl HipDriver {
                 } else if p.sas.current.is_some_and(|(s, ..)| s == spi_in) {
                     if let Some((_, k_in, k_out)) = p.sas.current.take() {
                         if let Err(err) = plane.remove(&[k_in], &[k_out]) {
-                            log_event!(Level::Warn, "hip-remove-failed", "peer" => peer.to_string(), "why" => err.to_string());
+                            tracing::warn!(peer = %peer, why = err.to_string(), "hip-remove-failed");
                         }
                     }
                 }
@@ -135,11 +137,11 @@ impl HipDriver {
                     .into_iter()
                     .find(|v| v.peer == peer && v.sending)
                     .map_or((0, 0), |v| (v.spi_in, v.spi_out));
-                log_event!(Level::Info, "hip-established", "peer" => peer.to_string(), "locator" => locator, "spi_in" => format!("{spi_in:08x}"), "spi_out" => format!("{spi_out:08x}"));
+                tracing::info!(peer = %peer, locator = %locator, spi_in = %format!("{spi_in:08x}"), spi_out = %format!("{spi_out:08x}"), "hip-established");
             }
             Event::Rekeyed { peer, spi_in, .. } => {
                 self.counters.rekeys += 1;
-                log_event!(Level::Info, "hip-rekeyed", "peer" => peer.to_string(), "spi_in" => format!("{spi_in:08x}"));
+                tracing::info!(peer = %peer, spi_in = %format!("{spi_in:08x}"), "hip-rekeyed");
             }
             Event::PeerMoved { peer, locator } => {
                 let port = self.esp_port;
@@ -152,7 +154,7 @@ impl HipDriver {
                     }
                 }
                 self.counters.locator_changes += 1;
-                log_event!(Level::Info, "hip-locator-verified", "peer" => peer.to_string(), "to" => locator);
+                tracing::info!(peer = %peer, to = %locator, "hip-locator-verified");
             }
             Event::Closed { peer } => {
                 self.counters.closed += 1;
@@ -162,7 +164,7 @@ impl HipDriver {
                 if reason == DownReason::SetupTimedOut {
                     self.counters.timed_out += 1;
                 }
-                log_event!(Level::Warn, "hip-down", "peer" => peer.to_string(), "why" => format!("{reason:?}"));
+                tracing::warn!(peer = %peer, why = format!("{reason:?}"), "hip-down");
                 if reason != DownReason::Replaced {
                     self.teardown(plane, peer, "down");
                 }
@@ -189,10 +191,10 @@ impl HipDriver {
             (None, None) => Ok(()),
         };
         if let Err(e) = r {
-            log_event!(Level::Warn, "hip-teardown-failed", "peer" => peer.to_string(), "why" => e.to_string());
+            tracing::warn!(peer = %peer, why = e.to_string(), "hip-teardown-failed");
         }
         if had {
-            log_event!(Level::Info, "hip-closed", "peer" => peer.to_string(), "why" => why);
+            tracing::info!(peer = %peer, why = why.to_string(), "hip-closed");
         }
     }
 }

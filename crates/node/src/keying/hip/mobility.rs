@@ -6,7 +6,6 @@
 //! receives, in step.
 
 use super::{HipDriver, time};
-use crate::log::{Level, log_event};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
 /// How often the route's source address is looked at.
@@ -42,7 +41,7 @@ impl HipDriver {
         let now_src = route_source(self.local, to);
         let was = self.ep.local();
         if now_src != was && !now_src.is_unspecified() {
-            log_event!(Level::Info, "hip-moved", "from" => was, "to" => now_src);
+            tracing::info!(from = %was, to = %now_src, "hip-moved");
             self.here = now_src;
             self.ep.update_locator(time(now_us), now_src);
             self.counters.moves += 1;

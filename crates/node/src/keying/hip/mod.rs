@@ -23,7 +23,6 @@ mod status;
 
 use crate::config::hip::HipConf;
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
 use hip::assoc::{Endpoint, Timers};
 use hip::bex::Config;
 use hip::{HostIdentityTag, LocalHost};
@@ -207,7 +206,7 @@ impl HipDriver {
             specs.push((id, install::trap(&me, &p.hit)));
         }
         if let Err(e) = plane.set_policies(specs) {
-            log_event!(Level::Warn, "hip-trap-failed", "why" => e.to_string());
+            tracing::warn!(why = e.to_string(), "hip-trap-failed");
         }
     }
 
@@ -229,7 +228,7 @@ impl HipDriver {
         if self.ep.view(&peer.hit).is_some_and(|v| v.state != "CLOSED") {
             return Vec::new();
         }
-        log_event!(Level::Info, "hip-i1", "peer" => peer.hit.to_string(), "locator" => peer.locator);
+        tracing::info!(peer = %peer.hit, locator = %peer.locator, "hip-i1");
         let p = self.peers.entry(peer.hit).or_default();
         p.initiator = true;
         p.started_us = now_us;
@@ -240,7 +239,7 @@ impl HipDriver {
 
     fn refuse(&mut self, what: &str, from: IpAddr, e: impl std::fmt::Display) {
         self.counters.refused += 1;
-        log_event!(Level::Debug, "hip-refused", "packet" => what, "from" => from, "why" => e.to_string());
+        tracing::debug!(packet = %what, from = %from, why = e.to_string(), "hip-refused");
     }
 
     /// A HIP packet from `from` (to `to`, if the socket knows).
@@ -333,7 +332,7 @@ impl HipDriver {
         now_us: u64,
     ) -> Result<Vec<Transmit>, String> {
         self.ep.close(time(now_us), &peer).map_err(|e| e.to_string())?;
-        log_event!(Level::Info, "hip-close", "peer" => peer.to_string());
+        tracing::info!(peer = %peer, "hip-close");
         Ok(self.drain(plane, now_us))
     }
 
@@ -345,7 +344,7 @@ impl HipDriver {
         now_us: u64,
     ) -> Result<Vec<Transmit>, String> {
         self.ep.rekey(time(now_us), &peer).map_err(|e| e.to_string())?;
-        log_event!(Level::Info, "hip-rekey-offered", "peer" => peer.to_string());
+        tracing::info!(peer = %peer, "hip-rekey-offered");
         Ok(self.drain(plane, now_us))
     }
 

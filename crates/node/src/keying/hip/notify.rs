@@ -4,7 +4,6 @@
 //! logged and shown in `status`, and change nothing (they are informational).
 
 use super::{HipDriver, Transmit};
-use crate::log::{Level, log_event};
 use hip::HostIdentityTag;
 use serde_json::{Value, json};
 
@@ -32,7 +31,7 @@ impl HipDriver {
                 vec![Transmit { to, bytes }]
             }
             Err(e) => {
-                log_event!(Level::Warn, "hip-notify-failed", "peer" => peer.to_string(), "why" => e.to_string());
+                tracing::warn!(peer = %peer, why = e.to_string(), "hip-notify-failed");
                 Vec::new()
             }
         }
@@ -45,7 +44,7 @@ impl HipDriver {
             Ok(n) => {
                 self.counters.notify_received += 1;
                 let kinds: Vec<String> = n.kinds.iter().map(ToString::to_string).collect();
-                log_event!(Level::Info, "hip-notify", "peer" => n.from.to_string(), "from" => from, "kinds" => kinds.join(","), "verified" => n.verified);
+                tracing::info!(peer = %n.from, from = %from, kinds = %kinds.join(","), verified = n.verified, "hip-notify");
                 self.notify.last = Some(json!({
                     "peer_hit": n.from.to_string(), "kinds": kinds, "verified": n.verified,
                 }));

@@ -4,7 +4,6 @@
 use super::socket::HipSocket;
 use super::{HipDriver, Transmit};
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
 use ipsec::spd_table::PolicyId;
 use serde_json::Value;
 use std::os::fd::RawFd;
@@ -38,7 +37,7 @@ impl HipRuntime {
     fn send(&self, out: Vec<Transmit>) {
         for t in out {
             if let Err(e) = self.socket.send(t.to, &t.bytes) {
-                log_event!(Level::Warn, "hip-send-failed", "to" => t.to, "why" => e.to_string());
+                tracing::warn!(to = %t.to, why = e.to_string(), "hip-send-failed");
             }
         }
     }

@@ -10,7 +10,6 @@ use crate::config::connection::{ChildConf, ConnectionConf};
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::handover::SignallingEvent;
 use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
-use crate::log::{Level, log_event};
 use ike::ChildSaKeys;
 use ipsec::spd_table::PolicyId;
 use std::collections::HashMap;
@@ -80,7 +79,7 @@ pub struct ChildPath {
 }
 
 fn warn(what: &'static str, name: &str, e: impl std::fmt::Display) {
-    log_event!(Level::Warn, what, "child" => name, "why" => e.to_string());
+    tracing::warn!(child = %name, why = e.to_string(), "{}", what);
 }
 
 impl ChildPath {
@@ -112,7 +111,7 @@ impl ChildPath {
     pub fn rekeyed(&mut self, old: u32, new: u32, received: Instant) {
         self.rekeys += 1;
         let ours = self.asked.remove(&old);
-        log_event!(Level::Info, "child-sa-rekeyed", "child" => self.name, "old_spi_in" => format!("{old:08x}"), "spi_in" => format!("{new:08x}"), "by" => if ours.is_some() { "us" } else { "peer" });
+        tracing::info!(child = %self.name, old_spi_in = %format!("{old:08x}"), spi_in = %format!("{new:08x}"), by = %if ours.is_some() { "us" } else { "peer" }, "child-sa-rekeyed");
         if let Some(t) = ours {
             if self.delays_us.len() >= 1000 {
                 self.delays_us.remove(0);
@@ -149,7 +148,7 @@ impl ChildPath {
             }
             self.policies = ids;
             self.active_out = Some(out_key);
-            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "peer" => cx.esp_peer, "esp" => if cx.raw_ip { "ip" } else { "udp" }, "suite" => suite);
+            tracing::info!(child = %self.name, spi_in = %format!("{:08x}", k.spi_in), spi_out = %format!("{:08x}", k.spi_out), peer = %cx.esp_peer, esp = %if cx.raw_ip { "ip" } else { "udp" }, suite = %suite, "child-sa-up");
         } else {
             // Admitted beside a live pair's inbound SA (every policy of the child lists it).
             let beside = self.pairs.values().max_by_key(|p| p.up_ms).map(|p| p.in_key);
@@ -198,7 +197,7 @@ impl ChildPath {
         (inbound.params.src, inbound.params.dst) = (r, l);
         (outbound.params.src, outbound.params.dst) = (l, r);
         if self.pairs.is_empty() {
-            log_event!(Level::Info, "child-sa-up", "child" => self.name, "spi_in" => format!("{:08x}", k.spi_in), "spi_out" => format!("{:08x}", k.spi_out), "to" => "mip6");
+            tracing::info!(child = %self.name, spi_in = %format!("{:08x}", k.spi_in), spi_out = %format!("{:08x}", k.spi_out), to = %"mip6", "child-sa-up");
         }
         cx.signalling.push(SignallingEvent::Install {
             connection: cx.conn.name.clone(),
@@ -292,9 +291,10 @@ impl ChildPath {
             let left = (old.up_ms.saturating_add(life)).saturating_sub(cx.now_ms);
             let grace = REKEY_GRACE.min(Duration::from_millis(left.saturating_sub(100)));
             cx.plane.retire_after(old.in_key, grace);
+            tracing::debug!(child = %self.name, spi_in = %format!("{spi_in:08x}"), grace_ms = grace.as_millis() as u64, "child-sa-retired");
         }
         if self.pairs.is_empty() {
-            log_event!(Level::Info, "child-sa-down", "child" => self.name, "spi_in" => format!("{spi_in:08x}"));
+            tracing::info!(child = %self.name, spi_in = %format!("{spi_in:08x}"), "child-sa-down");
         }
     }
 

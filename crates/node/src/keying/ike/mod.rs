@@ -17,7 +17,7 @@ mod vip;
 use crate::config::connection::{AuthConf, ConnectionConf, StartAction};
 use crate::keying::handover::SignallingEvent;
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
+use crate::log::{Level, event_at};
 use children::{ChildPath, Ctx};
 use ike::assoc::{
     AssocId, Backoff, ChildConfig, ConnectionConfig, DownReason, Endpoint, Event, Lifetimes,
@@ -89,6 +89,8 @@ pub struct IkeDriver {
     vips: Vec<(AssocId, Vec<(IpAddr, u8)>)>,
     /// Routed into the device rather than put on it (leased to peers).
     leased: Vec<AssocId>,
+    /// Each IKE SA's log span (`ike{conn id peer}`), from its first event to its end.
+    spans: HashMap<AssocId, tracing::Span>,
 }
 
 /// The Wireshark key tables.
@@ -263,6 +265,7 @@ impl IkeDriver {
             tun: None,
             vips: Vec::new(),
             leased: Vec::new(),
+            spans: HashMap::new(),
         })
     }
 
@@ -327,7 +330,7 @@ impl IkeDriver {
             {
                 self.unsupported += 1;
             }
-            log_event!(Level::Debug, "ike-dropped", "peer" => from, "why" => why.to_string());
+            tracing::debug!(peer = %from, why = why.to_string(), "ike-dropped");
         }
         self.drain(plane)
     }
@@ -378,19 +381,56 @@ impl IkeDriver {
         out
     }
 
+    /// The log span of the IKE SA `e` is about: made at its first event, with the peer's
+    /// address once it is up, so every line of one IKE SA (and of its CHILD SAs, in `child`
+    /// spans inside it) carries the same fields and a span filter shows one peer's story.
+    fn span_of(&mut self, e: &Event) -> tracing::Span {
+        let conn_of_event = match e {
+            Event::Initiating { conn, .. }
+            | Event::VirtualIp { conn, .. }
+            | Event::Established { conn, .. }
+            | Event::Down { conn, .. } => Some(conn.clone()),
+            _ => None,
+        };
+        let Some(assoc) = e.assoc() else {
+            return tracing::info_span!("ike", conn = %conn_of_event.unwrap_or_default());
+        };
+        let conn = conn_of_event
+            .or_else(|| self.assoc_conn(assoc).map(|c| c.name.clone()))
+            .unwrap_or_default();
+        let span = self
+            .spans
+            .entry(assoc)
+            .or_insert_with(|| {
+                tracing::info_span!("ike", conn = %conn, id = assoc, peer = tracing::field::Empty)
+            })
+            .clone();
+        if let Event::Established { peer, .. } = e {
+            span.record("peer", tracing::field::display(peer));
+        }
+        span
+    }
+
     fn event(&mut self, plane: &mut ControlPlane, e: Event, switch: bool) {
+        let span = self.span_of(&e);
+        let _ike = span.enter();
+        let child = e.child().map(|name| tracing::info_span!("child", name = %name));
+        let _child = child.as_ref().map(tracing::Span::enter);
+        if let Event::Down { assoc, .. } = &e {
+            self.spans.remove(assoc);
+        }
         let now_ms = self.now().as_millis();
         match e {
             Event::Initiating { conn, failures } => {
                 if failures == 0 {
-                    log_event!(Level::Info, "ike-initiate", "connection" => conn);
+                    tracing::info!(connection = %conn, "ike-initiate");
                 } else {
-                    log_event!(Level::Info, "ike-retry", "connection" => conn, "failures" => failures);
+                    tracing::info!(connection = %conn, failures = failures, "ike-retry");
                 }
             }
             Event::ChildFailed { assoc, child, error } => {
                 let conn = self.assoc_conn(assoc).map(|c| c.name.clone()).unwrap_or_default();
-                log_event!(Level::Warn, "child-sa-failed", "connection" => conn, "child" => child, "why" => error.to_string());
+                tracing::warn!(connection = %conn, child = %child, why = error.to_string(), "child-sa-failed");
             }
             Event::DecryptionKeys { line, .. } => {
                 if let Some(k) = &mut self.key_log {
@@ -400,11 +440,11 @@ impl IkeDriver {
             Event::Established { assoc, conn, peer, spi_i, spi_r } => {
                 let ci = self.connection(&conn).unwrap_or(0);
                 self.assocs.insert(assoc, Assoc { conn: ci, children: HashMap::new() });
-                log_event!(Level::Info, "ike-sa-up", "connection" => conn, "peer" => peer, "spi_i" => format!("{spi_i:016x}"), "spi_r" => format!("{spi_r:016x}"));
+                tracing::info!(connection = %conn, peer = %peer, spi_i = %format!("{spi_i:016x}"), spi_r = %format!("{spi_r:016x}"), "ike-sa-up");
             }
             Event::IkeRekeyed { assoc, spi_i, spi_r } => {
                 let conn = self.assoc_conn(assoc).map(|c| c.name.clone()).unwrap_or_default();
-                log_event!(Level::Info, "ike-sa-rekeyed", "connection" => conn, "spi_i" => format!("{spi_i:016x}"), "spi_r" => format!("{spi_r:016x}"));
+                tracing::info!(connection = %conn, spi_i = %format!("{spi_i:016x}"), spi_r = %format!("{spi_r:016x}"), "ike-sa-rekeyed");
             }
             Event::VirtualIp { assoc, conn, ours, addrs, dns } => {
                 self.virtual_ip(assoc, &conn, ours, addrs, &dns);
@@ -418,7 +458,7 @@ impl IkeDriver {
                     DownReason::HalfOpenExpired => (Level::Debug, "ike-failed"),
                     _ => (Level::Info, "ike-sa-down"),
                 };
-                log_event!(level, what, "connection" => conn, "why" => down_reason(&reason));
+                event_at!(level, connection = %conn, why = down_reason(&reason), "{what}");
             }
             Event::RekeyStarted { assoc, child, spi_in } => {
                 if let Some(p) = self.child_path(assoc, &child) {

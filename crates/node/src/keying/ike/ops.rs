@@ -5,7 +5,6 @@
 use super::{IkeDriver, KeyLog, Transmit, install};
 use crate::config::connection::StartAction;
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
 use ike::assoc::Target;
 use ipsec::spd_table::PolicyId;
 
@@ -25,10 +24,10 @@ impl IkeDriver {
                 match plane.set_policies(ids.iter().copied().zip(ps).collect()) {
                     Ok(()) => {
                         self.traps.extend(ids.iter().map(|id| (*id, i)));
-                        log_event!(Level::Info, "ike-trap", "connection" => c.name, "child" => ch.name, "policies" => ids.len());
+                        tracing::info!(connection = %c.name, child = %ch.name, policies = ids.len(), "ike-trap");
                     }
                     Err(e) => {
-                        log_event!(Level::Warn, "ike-trap-failed", "connection" => c.name, "why" => e.to_string());
+                        tracing::warn!(connection = %c.name, why = e.to_string(), "ike-trap-failed");
                     }
                 }
             }
@@ -43,7 +42,7 @@ impl IkeDriver {
         if self.endpoint.setups_in_flight(&name) > 0 || self.assocs.values().any(|a| a.conn == ci) {
             return Vec::new();
         }
-        log_event!(Level::Info, "ike-acquire", "connection" => name, "policy" => policy);
+        tracing::info!(connection = %name, policy = %policy, "ike-acquire");
         let now = self.now();
         let _ = self.endpoint.initiate(now, &name);
         self.drain(plane)
@@ -69,7 +68,7 @@ impl IkeDriver {
         let target = child.map_or(Target::All, |c| Target::Child(c.to_owned()));
         let now = self.now();
         self.endpoint.terminate(now, name, &target).map_err(|e| e.to_string())?;
-        log_event!(Level::Info, "ike-terminate", "connection" => name, "ike_sas" => n);
+        tracing::info!(connection = %name, ike_sas = n, "ike-terminate");
         Ok((self.drain(plane), n))
     }
 

@@ -4,7 +4,6 @@
 use super::sockets::IkeSockets;
 use super::{IkeDriver, Transmit};
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -36,7 +35,7 @@ impl IkeRuntime {
     fn send(&self, out: Vec<Transmit>) {
         for t in out {
             if let Err(e) = self.sockets.send(t.natt, t.to, &t.bytes) {
-                log_event!(Level::Warn, "ike-send-failed", "to" => t.to, "why" => e.to_string());
+                tracing::warn!(to = %t.to, why = e.to_string(), "ike-send-failed");
             }
         }
     }

@@ -6,7 +6,6 @@
 //! the start (`crate::routes`), so the answers to it reach the CHILD SA.
 
 use super::IkeDriver;
-use crate::log::{Level, log_event};
 use ike::assoc::AssocId;
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
@@ -65,13 +64,13 @@ impl IkeDriver {
         let list: Vec<String> = addrs.iter().map(|(a, l)| format!("{a}/{l}")).collect();
         let dns: Vec<String> = dns.iter().map(ToString::to_string).collect();
         let what = if ours { "virtual-ip" } else { "lease" };
-        log_event!(Level::Info, what, "connection" => conn, "addresses" => list.join(","), "dns" => dns.join(","));
+        tracing::info!(connection = %conn, addresses = %list.join(","), dns = %dns.join(","), "{}", what);
         if let (Some(tun), true) = (&self.tun, ours) {
             for (a, _) in &addrs {
                 let args: Vec<String> =
                     vec!["addr".into(), "replace".into(), host(*a), "dev".into(), tun.clone()];
                 if let Err(why) = ip(&args) {
-                    log_event!(Level::Warn, "virtual-ip-failed", "connection" => conn, "why" => why);
+                    tracing::warn!(connection = %conn, why = why.to_string(), "virtual-ip-failed");
                 }
             }
         }
@@ -97,7 +96,7 @@ impl IkeDriver {
                 let args: Vec<String> =
                     vec!["addr".into(), "del".into(), host(a), "dev".into(), tun.clone()];
                 if let Err(why) = ip(&args) {
-                    log_event!(Level::Warn, "virtual-ip-failed", "why" => why);
+                    tracing::warn!(why = why.to_string(), "virtual-ip-failed");
                 }
             }
         }

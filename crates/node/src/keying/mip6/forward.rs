@@ -15,7 +15,6 @@ use super::kernel;
 use crate::config::home_agent::HomeAgentConf;
 use crate::datapath::mailbox::{InKey, OutKey, PolicyAction, PolicySpec};
 use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
-use crate::log::{Level, log_event};
 use ipsec::spd::Prefix;
 use ipsec::{PolicyId, SaParams, Selector};
 use serde_json::{Value, json};
@@ -155,7 +154,7 @@ impl Forwarding {
 
     fn fail(&mut self, what: &str, whom: &str, why: String) {
         self.counters.failed += 1;
-        log_event!(Level::Warn, "mip6-forward-failed", "what" => what, "home_address" => whom, "why" => why);
+        tracing::warn!(what = %what, home_address = %whom, why = why.to_string(), "mip6-forward-failed");
     }
 
     /// A binding for `home` now names `care_of` (RFC 6275 §10.3.1): the tunnel goes there.

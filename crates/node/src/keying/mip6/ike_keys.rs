@@ -6,14 +6,13 @@
 
 use super::HomeAgentRuntime;
 use crate::keying::handover::SignallingEvent;
-use crate::log::{Level, log_event};
 use serde_json::json;
 
 impl HomeAgentRuntime {
     /// A step of a signalling CHILD SA's life from the IKE driver.
     pub fn signalling(&mut self, e: SignallingEvent) {
         let Some(home) = self.ike_homes.get(e.connection()).copied() else {
-            log_event!(Level::Warn, "mip6-ike-not-ours", "connection" => e.connection());
+            tracing::warn!(connection = %e.connection(), "mip6-ike-not-ours");
             return;
         };
         let now = self.now();
@@ -25,13 +24,13 @@ impl HomeAgentRuntime {
                         "selectors {remote} ↔ {local}, want {home} ↔ {}",
                         self.conf.address
                     );
-                    log_event!(Level::Warn, "mip6-ike-refused", "connection" => connection, "why" => why);
+                    tracing::warn!(connection = %connection, why = why.to_string(), "mip6-ike-refused");
                     return;
                 }
                 match self.sigs.install(home, &sa_in, &sa_out, send, now) {
                     Ok(()) => {
                         let (spi_in, spi_out) = (sa_in.spi.to_string(), sa_out.spi.to_string());
-                        log_event!(Level::Info, "mip6-signalling-sa-up", "connection" => connection, "home_address" => home.to_string(), "spi_in" => spi_in, "spi_out" => spi_out);
+                        tracing::info!(connection = %connection, home_address = %home, spi_in = %spi_in, spi_out = %spi_out, "mip6-signalling-sa-up");
                         if self.want_events {
                             self.events.push(json!({
                                 "event": "signalling-sa-up", "connection": connection,
@@ -41,13 +40,13 @@ impl HomeAgentRuntime {
                         }
                     }
                     Err(why) => {
-                        log_event!(Level::Warn, "mip6-ike-install-failed", "connection" => connection, "why" => why);
+                        tracing::warn!(connection = %connection, why = why.to_string(), "mip6-ike-install-failed");
                     }
                 }
             }
             SignallingEvent::Send { connection, spi_out } => {
                 if !self.sigs.send_on(home, spi_out) {
-                    log_event!(Level::Warn, "mip6-ike-switch-failed", "connection" => connection, "spi_out" => spi_out.to_string());
+                    tracing::warn!(connection = %connection, spi_out = %spi_out, "mip6-ike-switch-failed");
                 }
             }
             SignallingEvent::Remove { spi_in, spi_out, .. } => {

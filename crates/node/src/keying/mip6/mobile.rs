@@ -21,7 +21,6 @@ use crate::config::mobile_node::MobileNodeConf;
 use crate::datapath::mailbox::{PolicyAction, PolicySpec};
 use crate::keying::handover::SignallingEvent;
 use crate::keying::plane::{ControlPlane, SaSpec, in_key_of, out_key_of};
-use crate::log::{Level, log_event};
 use crate::sys::{Datagram, recv_mmsg};
 use ipsec::spd::Prefix;
 use ipsec::{DropReason, Engine, PacketBuf, PolicyId, Processed, SaHandle, Selector, Time};
@@ -119,7 +118,7 @@ impl MobileNodeRuntime {
             .map_err(|e| {
                 let why =
                     format!("rtnetlink address notices: {e}; reading addresses once a second");
-                log_event!(Level::Warn, "mip6-addr-watch-failed", "why" => why);
+                tracing::warn!(why = why.to_string(), "mip6-addr-watch-failed");
             })
             .ok();
         Ok(MobileNodeRuntime {
@@ -203,7 +202,7 @@ impl MobileNodeRuntime {
         };
         if let Err(e) = plane.install_then(vec![tin], vec![tout], false, vec![(POLICY_ID, policy)])
         {
-            log_event!(Level::Warn, "mip6-tunnel-failed", "why" => e.to_string());
+            tracing::warn!(why = e.to_string(), "mip6-tunnel-failed");
         }
     }
 
@@ -240,7 +239,8 @@ impl MobileNodeRuntime {
             "event": "care-of-changed",
             "from": current.map(|c| c.to_string()), "to": next.to_string(),
         }));
-        log_event!(Level::Info, "care-of-changed", "to" => next.to_string());
+        let _b = tracing::info_span!("binding", home_address = %self.conf.home_address).entered();
+        tracing::info!(to = %next, "care-of-changed");
         let bu = match &mut self.mn {
             None => {
                 let cfg = MobileNodeConfig {
@@ -284,7 +284,7 @@ impl MobileNodeRuntime {
         self.counters.bu_sent += f.sent;
         self.counters.bu_failed += f.failed;
         if let Some(e) = err {
-            log_event!(Level::Warn, "mip6-send-failed", "why" => e.to_string());
+            tracing::warn!(why = e.to_string(), "mip6-send-failed");
         }
         let seq = self.mn.as_ref().and_then(|m| m.pending_sequence());
         self.event(json!({
@@ -362,15 +362,17 @@ impl MobileNodeRuntime {
     }
 
     fn outcome(&mut self, o: AckOutcome, now: Time) {
+        let _b = tracing::info_span!("binding", home_address = %self.conf.home_address).entered();
         let (event, status) = match o {
             AckOutcome::Registered(r) => {
                 self.counters.registered += 1;
-                log_event!(Level::Info, "binding-registered", "care_of" => r.care_of_address.to_string());
+                tracing::info!(care_of = %r.care_of_address, "binding-registered");
                 let mut v = registration_json(&r, now);
                 v["event"] = json!("binding-registered");
                 (v, "registered")
             }
             AckOutcome::Deregistered => {
+                tracing::info!("binding-deregistered");
                 (json!({ "event": "binding-deregistered" }), "deregistered")
             }
             AckOutcome::Resynchronized { last_accepted } => (
@@ -379,6 +381,7 @@ impl MobileNodeRuntime {
             ),
             AckOutcome::Rejected(s) => {
                 self.counters.rejected += 1;
+                tracing::warn!(status = s.0, "binding-rejected");
                 (json!({ "event": "binding-rejected", "status": s.0 }), "rejected")
             }
             AckOutcome::Ignored => {
@@ -440,7 +443,7 @@ impl MobileNodeRuntime {
     pub fn signalling(&mut self, e: SignallingEvent) {
         let ours = matches!(&self.conf.keys, SignallingKeys::Ike { connection } if connection == e.connection());
         if !ours {
-            log_event!(Level::Warn, "mip6-ike-not-ours", "connection" => e.connection());
+            tracing::warn!(connection = %e.connection(), "mip6-ike-not-ours");
             return;
         }
         let now = self.now();
@@ -448,7 +451,7 @@ impl MobileNodeRuntime {
             SignallingEvent::Install { local, remote, sa_in, sa_out, send, connection } => {
                 if local != self.conf.home_address || remote != self.conf.home_agent {
                     self.counters.ike_refused += 1;
-                    log_event!(Level::Warn, "mip6-ike-refused", "connection" => connection, "local_ts" => local.to_string(), "remote_ts" => remote.to_string(), "why" => "not our home address and home agent");
+                    tracing::warn!(connection = %connection, local_ts = %local, remote_ts = %remote, why = "not our home address and home agent", "mip6-ike-refused");
                     return;
                 }
                 match signalling::add_pair(&mut self.engine, &sa_in, &sa_out, now) {
@@ -461,11 +464,11 @@ impl MobileNodeRuntime {
                             // Register at once rather than at the next scan.
                             self.next_scan = 0;
                         }
-                        log_event!(Level::Info, "mip6-signalling-sa-up", "connection" => connection, "spi_in" => sa_in.spi.to_string(), "spi_out" => sa_out.spi.to_string());
+                        tracing::info!(connection = %connection, spi_in = %sa_in.spi, spi_out = %sa_out.spi, "mip6-signalling-sa-up");
                         self.event(json!({ "event": "signalling-sa-up", "connection": connection, "spi_in": sa_in.spi.to_string(), "spi_out": sa_out.spi.to_string() }));
                     }
                     Err(why) => {
-                        log_event!(Level::Warn, "mip6-ike-install-failed", "why" => why);
+                        tracing::warn!(why = why.to_string(), "mip6-ike-install-failed");
                     }
                 }
             }
@@ -502,7 +505,8 @@ impl Drop for MobileNodeRuntime {
             _ => return,
         };
         self.send(bu, now);
-        log_event!(Level::Info, "binding-deregistering", "home_address" => self.conf.home_address.to_string());
+        let _b = tracing::info_span!("binding", home_address = %self.conf.home_address).entered();
+        tracing::info!("binding-deregistering");
     }
 }
 

@@ -42,7 +42,6 @@ mod status;
 
 use crate::config::home_agent::HomeAgentConf;
 use crate::keying::plane::ControlPlane;
-use crate::log::{Level, log_event};
 use crate::sys::{Datagram, MMSG_MAX, recv_mmsg};
 use ipsec::Time;
 use mip6::{Binding, BindingChange, Decision, HomeAgent, HomeAgentConfig, InboundMh};
@@ -183,7 +182,7 @@ impl HomeAgentRuntime {
                 match recv_mmsg(self.link.fd(), &mut views[..k], &mut self.got) {
                     Ok(n) => n,
                     Err(e) => {
-                        log_event!(Level::Warn, "mip6-recv-failed", "why" => e.to_string());
+                        tracing::warn!(why = e.to_string(), "mip6-recv-failed");
                         0
                     }
                 }
@@ -341,7 +340,7 @@ impl HomeAgentRuntime {
             Ok(()) => self.counters.dad_started += 1,
             Err(e) => {
                 self.counters.dad_unavailable += 1;
-                log_event!(Level::Warn, "mip6-dad-unavailable", "home_address" => home.to_string(), "why" => e.to_string());
+                tracing::warn!(home_address = %home, why = e.to_string(), "mip6-dad-unavailable");
                 self.dad_done(home, true, now);
             }
         }
@@ -353,7 +352,8 @@ impl HomeAgentRuntime {
         let (Some(d), Some(inb)) = (self.ha.dad_complete(home, unique, now), from) else {
             return;
         };
-        log_event!(Level::Debug, "mip6-dad-done", "home_address" => home.to_string(), "unique" => unique);
+        let _b = tracing::info_span!("binding", home_address = %home).entered();
+        tracing::debug!(unique, "mip6-dad-done");
         self.decided(&inb, d, Some(home), now);
     }
 
@@ -367,7 +367,7 @@ impl HomeAgentRuntime {
         self.counters.sent += f.sent;
         self.counters.send_failed += f.failed;
         if let Some(e) = err {
-            log_event!(Level::Warn, "mip6-send-failed", "why" => e.to_string());
+            tracing::warn!(why = e.to_string(), "mip6-send-failed");
         }
     }
 
@@ -385,7 +385,8 @@ impl HomeAgentRuntime {
     }
 
     fn binding_event(&mut self, kind: &str, b: &Binding, now: Time, why: Option<&str>) {
-        log_event!(Level::Debug, kind, "home_address" => b.home_address.to_string(), "care_of" => b.care_of_address.to_string());
+        let _b = tracing::info_span!("binding", home_address = %b.home_address).entered();
+        tracing::debug!(care_of = %b.care_of_address, "{}", kind);
         if self.want_events {
             let mut v = json::binding_json(b, now);
             v["event"] = Value::from(kind);
@@ -399,7 +400,9 @@ impl HomeAgentRuntime {
     /// A refusal: `prefix` and `reason` make its name (`esp_replayed`, `unprotected`, ...);
     /// nothing is built unless the log level or a monitor wants it.
     fn refused_event(&mut self, inb: &packet::Inbound, prefix: &str, reason: &str) {
-        log_event!(Level::Debug, "binding-refused", "from" => inb.src.to_string(), "reason" => format!("{prefix}{reason}"));
+        let home = inb.home_address.map_or_else(String::new, |h| h.to_string());
+        let _b = tracing::info_span!("binding", home_address = %home).entered();
+        tracing::debug!(from = %inb.src, reason = format!("{prefix}{reason}"), "binding-refused");
         if self.want_events {
             self.events.push(serde_json::json!({
                 "event": "binding-refused", "reason": format!("{prefix}{reason}"),

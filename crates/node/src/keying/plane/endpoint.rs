@@ -44,12 +44,7 @@ impl ControlPlane {
         let per = self.workers.iter().map(|_| vec![Update::MoveEndpoint { from, to }]).collect();
         match self.send(per) {
             Ok(()) => self.stats.rebinds += 1,
-            Err(e) => crate::log::log_event!(
-                crate::log::Level::Warn,
-                "rebind-failed",
-                "spi" => spi.to_string(),
-                "error" => e.to_string()
-            ),
+            Err(e) => tracing::warn!(spi = %spi, error = e.to_string(), "rebind-failed"),
         }
     }
 }

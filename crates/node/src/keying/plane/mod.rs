@@ -571,7 +571,7 @@ impl ControlPlane {
         let due: Vec<InKey> = due.into_iter().filter(|k| self.inbound.contains_key(k)).collect();
         if !due.is_empty() {
             if let Err(e) = self.remove(&due, &[]) {
-                crate::log::log_event!(crate::log::Level::Warn, "retire-failed", "error" => e.to_string());
+                tracing::warn!(error = e.to_string(), "retire-failed");
             }
         }
         let events: Vec<Event> = self.pending.drain(..).collect();
