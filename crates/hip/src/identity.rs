@@ -38,9 +38,11 @@ fn curve_id(c: EcCurve) -> u16 {
 
 /// Splits an RFC 3110 §2 RSA public key into (exponent, modulus).
 ///
-/// RFC 3110 §2, paraphrased (text not reachable): the exponent length is one octet, or a zero
-/// octet and two more holding it; then the exponent, then the modulus; neither has leading
-/// zero octets.
+/// RFC 3110 §2: "The public key exponent is a variable length unsigned integer. Its length in
+/// octets is represented as one octet if it is in the range of 1 to 255 and by a zero octet
+/// followed by a two octet unsigned length if it is longer than 255 bytes. The public key
+/// modulus field is a multiprecision unsigned integer." and "Leading zero octets are
+/// prohibited in the exponent and modulus."
 fn rfc3110_split(host_id: &[u8]) -> Result<(&[u8], &[u8]), Error> {
     let (elen, rest) = match host_id {
         [0, a, b, rest @ ..] => (usize::from(u16::from_be_bytes([*a, *b])), rest),

@@ -240,10 +240,10 @@ fn soak(rekey_a: &str, rekey_b: &str) {
 }
 
 /// Both nodes rekey the IKE SA at the same instant, five times, under 100 pings a second.
-/// RFC 7296 §2.8.2: "If a redundant SA is created through a rekey collision, the SA with the
-/// lowest of the four nonces used in the two exchanges SHOULD be closed by the endpoint that
-/// created it." (quoted from memory). Each collision must end with one IKE SA left on each
-/// side, the same one on both, its CHILD SA moved to it, and not a ping lost.
+/// RFC 7296 §2.8.2: "The new IKE SA containing the lowest nonce SHOULD be deleted by the node
+/// that created it, and the other surviving new IKE SA MUST inherit all the Child SAs." Each
+/// collision must end with one IKE SA left on each side, the same one on both, its CHILD SA
+/// moved to it, and not a ping lost.
 #[test]
 fn simultaneous_ike_rekeys_leave_one_ike_sa_and_lose_nothing() {
     if !common::netns_ready(&[]) {

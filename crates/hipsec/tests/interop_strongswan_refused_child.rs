@@ -2,7 +2,10 @@
 //! kernel-libipsec), in both roles. RFC 7296 §1.2: "If creating the Child SA during the
 //! IKE_AUTH exchange fails for some reason, the IKE SA is still created as usual." The response
 //! then carries IDr and AUTH and the error notify (TS_UNACCEPTABLE, NO_PROPOSAL_CHOSEN) instead
-//! of SA, TSi and TSr (§2.21.3, paraphrased: the stored RFC copies gave only their openings).
+//! of SA, TSi and TSr; §2.21.2: "Specifically, a responder may include all the payloads
+//! associated with authentication (IDr, CERT, and AUTH) while sending error notifications for
+//! the piggybacked exchanges (FAILED_CP_REQUIRED, NO_PROPOSAL_CHOSEN, and so on), and the
+//! initiator MUST NOT fail the authentication because of this."
 //!
 //! The selectors are made not to meet: hipsec's `remote_ts` is a network charon does not have
 //! (hipsec initiating), or charon's `local_ts` one hipsec does not accept (charon initiating).

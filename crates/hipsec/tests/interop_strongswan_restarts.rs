@@ -6,8 +6,7 @@
 //! RFC 7296 §2.4: "The INITIAL_CONTACT notification asserts that this IKE SA is the only IKE SA
 //! currently active between the authenticated identities. It MAY be sent when an IKE SA is
 //! established after a crash, and the recipient MAY use this information to delete any other
-//! IKE SAs it has to the same authenticated identity without waiting for a timeout." (quoted
-//! from memory of the RFC text).
+//! IKE SAs it has to the same authenticated identity without waiting for a timeout."
 //!
 //! Needs root, netns, TUN and strongSwan (scripts/test-all.sh installs it); else SKIPPED.
 

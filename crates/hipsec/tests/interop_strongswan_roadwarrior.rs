@@ -13,8 +13,6 @@
 //!   road warrior case 1: charon's virtual IP 10.3.0.1 from hipsec's pool
 //!   road warrior case 2: hipsec0's virtual IP 10.3.0.1 from charon's pool
 //! ```
-//!
-//! The RFC sentences below are quoted from memory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

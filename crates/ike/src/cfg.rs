@@ -1,6 +1,7 @@
 //! The Configuration payload in IKE_AUTH (RFC 7296 §2.19, §3.15): what a road warrior asks
 //! for (CP(CFG_REQUEST) with INTERNAL_IP4_ADDRESS / INTERNAL_IP6_ADDRESS, and DNS), and what the
-//! responder answers from its pools (CP(CFG_REPLY)), or the notify it sends instead (§3.10.1).
+//! responder answers from its pools (CP(CFG_REPLY)), or the notify it sends instead (§2.19,
+//! §3.15.4; the notify types are §3.10.1's).
 //! The pools themselves are in [`crate::pool`].
 
 use crate::pool::Grant;
@@ -13,13 +14,16 @@ use wire::ikev2::{CfgAttribute, CfgType, Cp, KnownAttribute, NotifyType, Payload
 pub enum AddressAnswer {
     /// Addresses leased: answer CP(CFG_REPLY) and narrow TSi to them (§2.9).
     Granted(Grant),
-    /// A family asked for has no address left: §3.10.1 "INTERNAL_ADDRESS_FAILURE ... If this
-    /// error is generated within an IKE_AUTH exchange, no Child SA will be created" (quoted
-    /// from memory).
+    /// A family asked for has no address left: §3.15.4 "If the responder encounters an error
+    /// while attempting to assign an IP address to the initiator during the processing of a
+    /// Configuration payload, it responds with an INTERNAL_ADDRESS_FAILURE notification. The
+    /// IKE SA is still created even if the initial Child SA cannot be created because of this
+    /// failure."
     Exhausted,
-    /// The connection hands out addresses and the request asked for none: §3.10.1
-    /// "FAILED_CP_REQUIRED ... Sent by responder in the case where CP(CFG_REQUEST) was expected
-    /// but not received" (quoted from memory).
+    /// The connection hands out addresses and the request asked for none: §2.19 "In the case
+    /// where the IRAS's configuration requires that CP be used for a given identity IDi, but
+    /// IRAC has failed to send a CP(CFG_REQUEST), IRAS MUST fail the request, and terminate
+    /// the Child SA creation with a FAILED_CP_REQUIRED error."
     Required,
 }
 

@@ -136,8 +136,10 @@ impl Config {
         if self.local_ts.is_empty() || self.remote_ts.is_empty() {
             return Err(ConfigError::UnsupportedAlgorithm("empty traffic selectors"));
         }
-        // §2.16 (paraphrased): the responder authenticates itself with a public-key signature
-        // when the initiator uses EAP; EAP behind a PSK (or EAP-only, RFC 5998) is not offered.
+        // §2.16, of EAP methods: "these protocols are typically used to authenticate the
+        // initiator to the responder and MUST be used in conjunction with a
+        // public-key-signature-based authentication of the responder to the initiator." EAP
+        // behind a PSK (or EAP-only, RFC 5998) is not offered.
         if self.peer_eap.is_some() && matches!(self.auth, AuthConfig::Psk(_)) {
             return Err(ConfigError::UnsupportedAlgorithm(
                 "EAP needs our certificate or signature key, not a PSK",

@@ -149,8 +149,10 @@ impl InitiatorSaInit {
         self.initial_contact = on;
     }
 
-    /// Virtual IPs to ask for with CP(CFG_REQUEST) in IKE_AUTH (§2.19: "the initiator ...
-    /// requests an address", quoted from memory); `0.0.0.0` or `::` asks for any one.
+    /// Virtual IPs to ask for with CP(CFG_REQUEST) in IKE_AUTH (§2.19: "Since the IKE_AUTH
+    /// exchange creates an IKE SA and a Child SA, the IRAC MUST request the IRAS-controlled
+    /// address (and optionally other information concerning the protected network) in the
+    /// IKE_AUTH exchange."); `0.0.0.0` or `::` asks for any one.
     pub fn set_virtual_ips(&mut self, vips: Vec<std::net::IpAddr>) {
         self.vips = vips;
     }
@@ -331,8 +333,7 @@ impl InitiatorAuth {
             inner.push(Payload::IdR(r.clone()));
         }
         inner.push(Payload::Auth(auth));
-        // §1.2's IKE_AUTH request: "... AUTH, [CP(CFG_REQUEST),] ... SAi2, TSi, TSr" (the
-        // order of §3.15.4's example; quoted from memory).
+        // §2.19: "In all cases, the CP payload MUST be inserted before the SA payload."
         if !self.vips.is_empty() {
             inner.push(crate::cfg::request(&self.vips));
         }

@@ -12,8 +12,11 @@
 //! ```
 //!
 //! (the diagram paraphrased from §2.16). Both final AUTHs are §2.15's shared-key form keyed by
-//! the method's MSK (§2.16, paraphrased: the shared key the EAP method generates is the AUTH
-//! key). The CHILD SA, CP(CFG_REPLY) and traffic selectors come from
+//! the method's MSK, §2.16: "For EAP methods that create a shared key as a side effect of
+//! authentication, that shared key MUST be used by both the initiator and responder to
+//! generate AUTH payloads in messages 7 and 8 using the syntax for shared secrets specified in
+//! Section 2.15. The shared key from EAP is the field from the EAP specification named MSK."
+//! The CHILD SA, CP(CFG_REPLY) and traffic selectors come from
 //! the first request, answered in the last response; the identity that is authenticated (and
 //! leases an address) is the EAP user, not IDi.
 

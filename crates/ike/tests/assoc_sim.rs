@@ -208,8 +208,9 @@ fn terminate_child_keeps_the_ike_sa() {
     }
 }
 
-/// The responder's flood limits (RFC 7296 §2.6: "a responder SHOULD ... send a COOKIE
-/// notification when the number of half-open IKE SAs exceeds a threshold", quoted from memory):
+/// The responder's flood limits (RFC 7296 §2.6: "When a responder detects a large number of
+/// half-open IKE SAs, it SHOULD reply to IKE_SA_INIT requests with a response containing the
+/// COOKIE notification."):
 /// past `cookie_threshold` half-open SAs an IKE_SA_INIT without a cookie is answered with one
 /// and keeps no state; past `half_open_per_peer` from one address it is dropped unanswered.
 #[test]
@@ -240,8 +241,9 @@ fn cookie_threshold_and_half_open_per_peer_are_operator_limits() {
     assert_eq!(cookie.spi_r(), 0, "a COOKIE answer keeps no state (no responder SPI)");
 }
 
-/// Two children on one connection, each with its own selectors (RFC 7296 §1.3.1: "A CHILD SA
-/// may be created by sending a CREATE_CHILD_SA request", quoted from memory): the first comes
+/// Two children on one connection, each with its own selectors (RFC 7296 §1.3: "The
+/// CREATE_CHILD_SA exchange is used to create new Child SAs and to rekey both IKE SAs and Child
+/// SAs."): the first comes
 /// with IKE_AUTH, the second with CREATE_CHILD_SA right after; each is rekeyed and deleted on
 /// its own, and a rekey of one leaves the other's pair sending.
 #[test]

@@ -1,9 +1,8 @@
-//! RFC 7296 §2.5, quoted from memory (the stored RFC copies gave only their openings): "If the
-//! critical bit is set and the payload type is unrecognized, the message MUST be rejected and
-//! the response to the IKE request containing that payload MUST include a Notify payload
-//! UNSUPPORTED_CRITICAL_PAYLOAD, indicating an unsupported critical payload was included. In
-//! that Notify payload, the notification data contains the one-octet payload type." An
-//! unknown payload without the critical bit is skipped.
+//! RFC 7296 §2.5: "If the critical flag is set and the payload type is unrecognized, the
+//! message MUST be rejected and the response to the IKE request containing that payload MUST
+//! include a Notify payload UNSUPPORTED_CRITICAL_PAYLOAD, indicating an unsupported critical
+//! payload was included. In that Notify payload, the Notification Data contains the one-octet
+//! payload type." An unknown payload without the critical bit is skipped.
 //!
 //! The IKE_SA_INIT request is built and our answer dissected by scapy (`scapy.contrib.ikev2`,
 //! an independent encoder); the encrypted case seals the unknown payload with keys derived

@@ -323,8 +323,9 @@ fn retransmitted_eap_round_gets_the_same_answer_and_a_wrong_msk_auth_is_refused(
 fn a_nak_ends_in_eap_failure_and_auth_where_eap_is_required_is_refused() {
     let key = Arc::new(SigningKey::generate(SignatureAlg::Ed25519).unwrap());
     let mut s = server(&key);
-    // RFC 3748 §5.3.1 (paraphrased): a peer that will not run the method answers with a Nak
-    // naming the ones it wants; here only EAP-MSCHAPv2 is offered, so that ends it.
+    // RFC 3748 §5.3.1: "The legacy Nak Type is valid only in Response messages. It is sent in
+    // reply to a Request where the desired authentication Type is unacceptable." Here only
+    // EAP-MSCHAPv2 is offered, so that ends it.
     let mut c = Client::init(&mut s);
     let r1 = c.first_auth(&mut s);
     let id_req = eap_of(&r1);

@@ -1,7 +1,6 @@
 //! Road warriors on a virtual clock (RFC 7296 §2.19, §3.15): `ike::assoc` endpoints asking for
 //! a virtual IP (`vips = 0.0.0.0`) from a responder open to any peer with an address pool.
 //! Datagrams go straight from one endpoint to the other; the events are what the node acts on.
-//! The RFC sentences are quoted from memory.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod sim;
@@ -160,11 +159,12 @@ fn pool_exhausted_answers_internal_address_failure() {
     connect(Time::ZERO, &mut alice, &mut s);
     connect(Time::ZERO, &mut carol, &mut s);
     let (ce, se) = connect(Time::ZERO, &mut dave, &mut s);
-    // §3.10.1: "INTERNAL_ADDRESS_FAILURE ... Indicates an error assigning an internal address
-    // ... during the processing of a Configuration payload by a responder. If this error is
-    // generated within an IKE_AUTH exchange, no Child SA will be created."
+    // §3.15.4: "If the responder encounters an error while attempting to assign an IP address
+    // to the initiator during the processing of a Configuration payload, it responds with an
+    // INTERNAL_ADDRESS_FAILURE notification. The IKE SA is still created even if the initial
+    // Child SA cannot be created because of this failure."
     assert_eq!(child_failed(&ce), Some(NotifyType::INTERNAL_ADDRESS_FAILURE), "{ce:#?}");
-    assert!(established(&ce) && established(&se), "the IKE SA stays up (§2.21.3)");
+    assert!(established(&ce) && established(&se), "the IKE SA stays up (§3.15.4)");
     assert!(installed_ts(&ce).is_none() && granted(&ce, true).is_none());
     assert_eq!(s.leases().len(), 2, "nothing is leased to dave");
     // Once Carol's IKE SA is gone and no fresh address is left, hers is reused.
@@ -183,8 +183,8 @@ fn no_cfg_request_answers_failed_cp_required() {
     let mut s = server();
     let mut bob = client("bob", 13, &[]);
     let (ce, _) = connect(Time::ZERO, &mut bob, &mut s);
-    // §3.10.1: "FAILED_CP_REQUIRED ... Sent by responder in the case where CP(CFG_REQUEST)
-    // was expected but not received, and so is a conflict with locally configured policy."
+    // §2.19: "The FAILED_CP_REQUIRED is not fatal to the IKE SA; it simply causes the Child SA
+    // creation to fail."
     assert_eq!(child_failed(&ce), Some(NotifyType::FAILED_CP_REQUIRED), "{ce:#?}");
     assert!(established(&ce));
     assert!(s.leases().is_empty());

@@ -316,10 +316,13 @@ impl I2Sent {
             return Err(Error::Peer("R2 from another HIT".into()));
         }
         let mac = get!(m, HipMac2).ok_or_else(|| missing("HIP_MAC_2"))?;
-        // HIP_MAC_2 (§5.2.13, paraphrased, text not reachable) covers R2 with the sender's
-        // HOST_ID parameter put in: the one the Responder sends, R1's as it came, its Domain
-        // Identifier included (cutehip sends an NAI there; a HOST_ID rebuilt without it does
-        // not verify).
+        // HIP_MAC_2, §5.2.13's field table (as another HIPv2 implementation's source quotes
+        // it): "HMAC computed over the HIP packet, excluding the HIP_MAC_2 parameter and any
+        // following parameters such as HIP_SIGNATURE, HIP_SIGNATURE_2, ECHO_REQUEST_UNSIGNED,
+        // or ECHO_RESPONSE_UNSIGNED, and including an additional sender's HOST_ID parameter
+        // during the HMAC calculation." The sender's HOST_ID parameter is the one the
+        // Responder sends, R1's as it came, its Domain Identifier included (cutehip sends an
+        // NAI there; a HOST_ID rebuilt without it does not verify).
         let mut with_hi = m.clone();
         let hi = self.peer_host_id.clone();
         let at = with_hi

@@ -343,9 +343,10 @@ fn rsa_and_ecdsa_hosts_complete_in_both_roles() {
 }
 
 /// A Responder whose HOST_ID carries a Domain Identifier (cutehip sends an NAI there): its
-/// HIP_MAC_2 covers R2 with that HOST_ID parameter, DI included (§5.2.13, paraphrased, text
-/// not reachable: "the sender's HOST_ID parameter"), so the Initiator must put in R1's HOST_ID
-/// as it came, not one rebuilt from the key.
+/// HIP_MAC_2 covers R2 with that HOST_ID parameter, DI included (§5.2.13's field table, as
+/// another HIPv2 implementation's source quotes it: "including an additional sender's HOST_ID
+/// parameter during the HMAC calculation"), so the Initiator must put in R1's HOST_ID as it
+/// came, not one rebuilt from the key.
 #[test]
 fn r2_mac_2_covers_the_responders_host_id_with_its_domain_identifier() {
     use wire::hip::{DiType, HipMac2, HipSignature, HipSignature2, Message, Param, ParamType};

@@ -124,8 +124,10 @@ impl Association {
                     Ok(Step::default())
                 }
                 Ok(SaInitNext::Auth(st, b)) => {
-                    // §2.23: "If NAT-T is used, the initiator ... MUST switch to port 4500"
-                    // from IKE_AUTH on (quoted from memory); `encap` moves whatever was found.
+                    // §2.23: "An IPsec endpoint that discovers a NAT between it and its
+                    // correspondent (as described below) MUST send all subsequent traffic from
+                    // port 4500" (the sentence's head): from IKE_AUTH on. `encap` moves
+                    // whatever was found.
                     let n = st.nat();
                     if let Some(port) = cfg.natt_port {
                         if cfg.encap || n.local_behind_nat || n.remote_behind_nat {

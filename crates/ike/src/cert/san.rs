@@ -59,9 +59,9 @@ pub(super) fn rfc822_names(cert: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// Whether the address `id` is `name`: the local part exactly, the domain without regard to
-/// ASCII case (RFC 5280 §7.5, paraphrased from memory: the local part of an e-mail address is
-/// case-sensitive, its host part is not).
+/// Whether the address `id` is `name`. RFC 5280 §7.5: "Two email addresses are considered to
+/// match if: 1) the local-part of each name is an exact match, AND 2) the host-part of each
+/// name matches using a case-insensitive ASCII comparison."
 pub(super) fn rfc822_matches(name: &[u8], id: &[u8]) -> bool {
     let split = |b: &[u8]| {
         let at = b.iter().rposition(|&c| c == b'@')?;

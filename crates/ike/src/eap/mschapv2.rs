@@ -48,8 +48,11 @@ pub fn challenge_hash(peer: &[u8; 16], authenticator: &[u8; 16], user: &[u8]) ->
     c
 }
 
-/// A 7-octet key spread over 8 octets, seven bits each (RFC 2759 §8.6 DesEncrypt, paraphrased:
-/// DES with the 7-octet key); DES ignores the parity bits left in the low bit.
+/// A 7-octet key spread over 8 octets, seven bits each. RFC 2759 §8.6 DesEncrypt: "Note that
+/// the DES algorithm takes as input a 64-bit stream where the 8th, 16th, 24th, etc. bits are
+/// parity bits ignored by the encrypting algorithm. Unless you write your own DES to accept
+/// 56-bit input without parity, you will need to insert the parity bits yourself." The low
+/// bit of each octet, the parity bit, is left zero: the DES here ignores it.
 fn des_key(k: &[u8]) -> [u8; 8] {
     let mut bits: u64 = 0;
     for &b in k.iter().take(7) {

@@ -1,5 +1,5 @@
 //! Byte-vector tests for the CP payload (RFC 7296 §3.15, Figure 23, and §3.15.1, Figure 24),
-//! assembled field by field. The RFC sentences are quoted from memory (no RFC copy was at hand).
+//! assembled field by field.
 
 use super::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -31,9 +31,9 @@ fn one(bytes: &[u8]) -> Result<Vec<Payload>, IkeError> {
 
 #[test]
 fn cfg_request_with_empty_attributes() {
-    // §3.15.1: "Length (2 octets, unsigned integer) - Length in octets of value", and a
-    // request's attributes may be empty: "the requestor ... can put a zero-length attribute
-    // to request any value".
+    // §3.15.1: "If an attribute in the CFG_REQUEST Configuration payload is not zero-length,
+    // it is taken as a suggestion for that attribute." These are zero-length: Length 0, the
+    // attribute table's "0 or 4 octets" being the value's length.
     let p = one(&CFG_REQUEST).unwrap();
     let Payload::Cp(cp) = &p[0] else { panic!("{p:?}") };
     assert_eq!(cp.cfg_type, CfgType::CFG_REQUEST);
@@ -72,7 +72,7 @@ fn cfg_reply_round_trip_from_typed_attributes() {
 
 #[test]
 fn unknown_attribute_kept_and_r_bit_ignored() {
-    // §3.15.1: "R (Reserved, 1 bit) - This bit MUST be set to zero and MUST be ignored on
+    // §3.15.1: "Reserved (1 bit) - This bit MUST be set to zero and MUST be ignored on
     // receipt." An attribute type we do not know is kept as it came and skipped by `known`.
     let mut b = CFG_REQUEST.to_vec();
     b[3] = 28;

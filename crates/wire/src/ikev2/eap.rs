@@ -48,8 +48,8 @@ pub const EAP_HEADER_LEN: usize = 4;
 pub struct Eap {
     /// Request, Response, Success or Failure.
     pub code: EapCode,
-    /// Matches a Response to its Request (§4, paraphrased: a Response carries the Identifier
-    /// of the Request it answers).
+    /// Matches a Response to its Request (RFC 3748 §4: "The Identifier field is one octet and
+    /// aids in matching Responses with Requests.").
     pub identifier: u8,
     /// Type and type data of a Request or Response; `None` for Success and Failure.
     pub typed: Option<(EapType, Vec<u8>)>,
@@ -82,10 +82,12 @@ impl Eap {
         self.typed.as_ref().map_or(&[], |(_, d)| d.as_slice())
     }
 
-    /// Parses an EAP packet. RFC 3748 §4 (paraphrased): a Length larger than the bytes
-    /// received is an error; octets beyond Length are lower-layer padding, ignored. Success
-    /// and Failure are exactly four octets (§4.2); a Request or Response has at least its
-    /// Type.
+    /// Parses an EAP packet. RFC 3748 §4: "Octets outside the range of the Length field
+    /// should be treated as Data Link Layer padding and MUST be ignored upon reception. A
+    /// message with the Length field set to a value larger than the number of received octets
+    /// MUST be silently discarded." Such a message is an error here, for the caller to drop.
+    /// Success and Failure are exactly four octets (§4.2); a Request or Response has at least
+    /// its Type.
     pub fn parse(bytes: &[u8]) -> Result<Eap, IkeError> {
         let mut r = Reader::new(bytes);
         let code = EapCode(r.u8("eap code")?);

@@ -29,7 +29,8 @@ named_number! {
     }
 }
 
-/// Challenge length (RFC 2759 §3, paraphrased: 16 random octets).
+/// Challenge length (RFC 2759 §3: "MS-CHAP-V2 authenticators send an 16-octet challenge Value
+/// field.").
 pub const MSCHAPV2_CHALLENGE_LEN: usize = 16;
 /// Response value length (RFC 2759 §4): 16 + 8 + 24 + 1.
 pub const MSCHAPV2_RESPONSE_LEN: usize = 49;
