@@ -406,17 +406,19 @@ fn mip6_cost(suites: &BTreeMap<String, SuiteCost>) -> Result<Mip6Cost, String> {
 }
 
 /// What the machine did besides us over a stretch of the calibration.
-#[derive(Debug, Clone, Copy)]
-struct Busy {
-    steal_pct: f64,
-    other_pct: f64,
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Busy {
+    /// CPU time the hypervisor gave to others, % of the machine's.
+    pub steal_pct: f64,
+    /// CPU time of processes other than this one and its children, %.
+    pub other_pct: f64,
 }
 
-fn snapshot() -> Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)> {
+pub(crate) fn snapshot() -> Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)> {
     Some((lab::cpu::SystemCpu::read().ok()?, lab::cpu::ProcCpu::read_self().ok()?))
 }
 
-fn busy_since(before: Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)>) -> Option<Busy> {
+pub(crate) fn busy_since(before: Option<(lab::cpu::SystemCpu, lab::cpu::ProcCpu)>) -> Option<Busy> {
     let (s0, p0) = before?;
     let (s1, p1) = snapshot()?;
     let d = s1.since(&s0);

@@ -17,6 +17,7 @@ pub mod bench_tunnel;
 pub mod calibrate;
 mod calibrate_ah;
 pub mod capture;
+pub mod compare;
 pub mod ctl;
 pub mod hip_cli;
 pub mod ike_cli;

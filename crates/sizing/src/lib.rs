@@ -12,6 +12,7 @@
 //! is a cost per event times its rate; work spreads over cores perfectly except that one SA's
 //! packets stay on one lane (one core), which bounds a single tunnel's rate.
 
+pub mod agree;
 pub mod answer;
 pub mod error;
 pub mod examples;

@@ -65,6 +65,16 @@ fn is_cost(path: &str) -> bool {
     !path.starts_with("machine.") && !path.starts_with("interference.")
 }
 
+/// Every cost of `p` (not the machine's description, not the spreads) by its dotted path.
+pub(crate) fn costs(p: &Profile) -> Vec<(String, f64)> {
+    let mut l = Vec::new();
+    if let Ok(v) = to_value(p) {
+        leaves(&v, "", &mut l);
+    }
+    l.retain(|(path, _)| is_cost(path) && !path.starts_with("spread."));
+    l
+}
+
 fn to_value(p: &Profile) -> Result<Value, SizingError> {
     serde_json::to_value(p)
         .map_err(|e| SizingError::Parse { what: "profile".into(), why: e.to_string() })
@@ -193,11 +203,12 @@ pub fn size_with_interval(p: &Profile, w: &Workload) -> Result<Answer, SizingErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::profile::*;
 
-    fn base() -> Profile {
+    /// A small profile of one round, for the tests.
+    pub(crate) fn base() -> Profile {
         let lin = |p, b| LinearCost { per_packet_ns: p, per_byte_ns: b };
         let io = |rx, tx| IoCost { rx_ns: rx, tx_ns: tx, per_byte_ns: 0.0, overhead_bytes: 0.0 };
         Profile {

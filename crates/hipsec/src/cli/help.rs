@@ -15,7 +15,12 @@ const PAGES: &[(&str, &str, &str)] = &[
     ("lab run", "hipsec lab run hip-bex --quick --out results/", "docs/lab.md"),
     ("lab report", "", "docs/lab.md"),
     ("lab calibrate", "hipsec lab calibrate --out profile.json", "docs/sizing.md"),
-    ("lab validate", "hipsec lab validate --profile profile.json", "docs/sizing.md"),
+    ("lab validate", "hipsec lab validate --profile profile.json --repeat 3", "docs/sizing.md"),
+    (
+        "lab compare",
+        "hipsec lab compare morning.json afternoon.json   # two calibrations of this machine",
+        "docs/sizing.md",
+    ),
     ("reload-filter", "hipsec reload-filter /run/hipsec-node.sock", "docs/node-example.toml"),
     ("sa", "hipsec sa list /run/hipsec-node.sock", "docs/sa-file.md"),
     ("sa add", "", "docs/sa-file.md"),

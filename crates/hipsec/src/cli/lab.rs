@@ -37,8 +37,12 @@ pub(crate) enum LabCommand {
     /// updates, memory per SA) and write the profile `hipsec size --profile` reads.
     Calibrate(hipsec::calibrate::CalibrateArgs),
     /// Check a profile against real runs: tunnels with other suites and carriers, and IKEv2
-    /// handshakes; predicted CPU beside measured (within 20 % is the target).
+    /// handshakes, each repeated; predicted CPU beside measured, the median error of each
+    /// kind (within 10 % is the target) and how many runs fell inside the predicted interval.
     Validate(hipsec::validate::ValidateArgs),
+    /// Compare two profiles of this machine (say, two calibrations an hour apart): each cost's
+    /// medians and ranges, and whether they agree within what their rounds moved.
+    Compare(hipsec::compare::CompareArgs),
     /// Run one scenario.
     Run {
         /// Scenario name (see `hipsec lab list`).
@@ -88,6 +92,7 @@ pub(crate) fn run_lab(a: LabArgs) -> Result<(), String> {
         }
         Some(LabCommand::Calibrate(c)) => hipsec::calibrate::run(&c),
         Some(LabCommand::Validate(v)) => hipsec::validate::run(&v),
+        Some(LabCommand::Compare(c)) => hipsec::compare::run(&c),
         Some(LabCommand::Run { scenario, opts }) => {
             lab::run_with(&scenario, &opts, &node_hook()?).map(|_| ()).map_err(|e| e.to_string())
         }
