@@ -539,6 +539,7 @@ fn measure_round(args: &CalibrateArgs) -> Result<Profile, String> {
         sources,
         spread: BTreeMap::new(),
         interference: None,
+        validation: None,
     };
     profile.validate().map_err(|e| format!("the measured profile: {e}"))?;
     Ok(profile)

@@ -16,6 +16,7 @@ use crate::calibrate::tunnel_work;
 use crate::{bench_ike, bench_tunnel};
 use serde::Serialize;
 use sizing::Profile;
+use sizing::profile::{ErrorBand, ModelError};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -38,6 +39,12 @@ pub struct ValidateArgs {
     /// pass takes about 2 minutes.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,
+    /// Write the errors this validation measured into the profile (its `validation`: the
+    /// median and the 5th–95th percentile of the error, for the data path and for IKE), so
+    /// that `hipsec size` and later validations widen their intervals by them. Validate again
+    /// afterwards to see whether runs now fall inside.
+    #[arg(long)]
+    pub record: bool,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -117,16 +124,19 @@ pub struct Check {
     pub inside: Option<bool>,
 }
 
-/// `predicted` is a prediction on `[low, high]` (the profile at both ends of its ranges).
+/// `predicted` is a prediction on `[low, high]` (the profile at both ends of its ranges),
+/// widened by `band`, the model's error a recorded validation measured for this kind of work.
 fn check(
     run: String,
     work: String,
     (predicted, low, high): (f64, f64, f64),
     measured: f64,
     unit: &'static str,
+    band: Option<ErrorBand>,
 ) -> Check {
     let error = if measured > 0.0 { (predicted - measured) / measured } else { f64::NAN };
     let (lo, hi) = (low.min(high), low.max(high));
+    let (lo, hi) = band.map_or((lo, hi), |b| b.widen(lo, hi));
     let interval = (hi > lo).then_some((lo, hi));
     let inside = interval.map(|(lo, hi)| (lo..=hi).contains(&measured));
     let within = error.abs() <= TOLERANCE;
@@ -247,6 +257,7 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         predicted,
         w.cpu_ns / 1e9,
         "CPU s",
+        p.validation.as_ref().and_then(|v| v.data_path),
     ))
 }
 
@@ -285,6 +296,7 @@ fn ike_check(
         (mid.ike.ike_sa_setup_us, low.ike.ike_sa_setup_us, high.ike.ike_sa_setup_us),
         r.responder_us_per_setup,
         "µs per setup",
+        p.validation.as_ref().and_then(|v| v.ike),
     ))
 }
 
@@ -382,6 +394,52 @@ fn render_kinds(kinds: &[Kind]) -> String {
     s
 }
 
+/// The model's error this validation measured, by the kind of work.
+pub fn model_error(v: &Validation) -> ModelError {
+    let errors = |range: std::ops::Range<usize>| -> Vec<f64> {
+        v.kinds
+            .get(range)
+            .into_iter()
+            .flatten()
+            .flat_map(|k| k.checks.iter().map(|c| c.error))
+            .collect()
+    };
+    ModelError {
+        date: node::log::rfc3339_ms(std::time::SystemTime::now()),
+        data_path: ErrorBand::of(&errors(0..TUNNELS.len())),
+        ike: ErrorBand::of(&errors(TUNNELS.len()..TUNNELS.len() + IKE_LOADS.len())),
+    }
+}
+
+/// `--record`: the profile rewritten with this validation's errors.
+fn record(args: &ValidateArgs, v: &Validation) -> Result<(), String> {
+    let path = &args.profile;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut p = Profile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let m = model_error(v);
+    let band = |b: &Option<ErrorBand>| {
+        b.map_or("none".to_string(), |b| {
+            format!(
+                "median {:+.1} %, 90 % within {:+.1} … {:+.1} % over {} runs",
+                b.median * 100.0,
+                b.low * 100.0,
+                b.high * 100.0,
+                b.runs
+            )
+        })
+    };
+    eprintln!(
+        "validate: recorded in {}: data path {}; IKE {}",
+        path.display(),
+        band(&m.data_path),
+        band(&m.ike)
+    );
+    p.validation = Some(m);
+    let json = serde_json::to_string_pretty(&p).map_err(|e| e.to_string())?;
+    std::fs::write(path, json + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
 /// One run per row (the table of a single pass).
 pub fn render_checks(checks: &[Check]) -> String {
     let mut s = String::from(
@@ -418,6 +476,9 @@ pub fn render_checks(checks: &[Check]) -> String {
 /// `hipsec lab validate`.
 pub fn run(args: &ValidateArgs) -> Result<(), String> {
     let v = measure(args)?;
+    if args.record {
+        record(args, &v)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
     } else {
@@ -432,10 +493,10 @@ mod tests {
 
     #[test]
     fn errors_and_the_tolerance() {
-        let c = check("r".into(), "w".into(), (1.1, 1.1, 1.1), 1.0, "CPU s");
+        let c = check("r".into(), "w".into(), (1.1, 1.1, 1.1), 1.0, "CPU s", None);
         assert!((c.error - 0.1).abs() < 1e-9 && c.within);
         assert_eq!((c.interval, c.inside), (None, None), "one round: no interval");
-        let c = check("r".into(), "w".into(), (0.7, 0.7, 0.7), 1.0, "CPU s");
+        let c = check("r".into(), "w".into(), (0.7, 0.7, 0.7), 1.0, "CPU s", None);
         assert!(!c.within);
         let t = render_checks(&[c]);
         assert!(t.contains("-30.0 %") && t.contains("| no | – (one round) |"), "{t}");
@@ -445,9 +506,9 @@ mod tests {
     /// end is the higher.
     #[test]
     fn a_measurement_inside_or_outside_the_interval() {
-        let c = check("r".into(), "w".into(), (1.0, 0.8, 1.2), 1.1, "CPU s");
+        let c = check("r".into(), "w".into(), (1.0, 0.8, 1.2), 1.1, "CPU s", None);
         assert_eq!((c.interval, c.inside), (Some((0.8, 1.2)), Some(true)));
-        let c = check("r".into(), "w".into(), (1.0, 1.2, 0.8), 1.3, "CPU s");
+        let c = check("r".into(), "w".into(), (1.0, 1.2, 0.8), 1.3, "CPU s", None);
         assert_eq!((c.interval, c.inside), (Some((0.8, 1.2)), Some(false)));
         let t = render_checks(&[c]);
         assert!(t.contains("1.000 (0.800–1.200) CPU s") && t.contains("| no | no |"), "{t}");
@@ -458,7 +519,7 @@ mod tests {
     #[test]
     fn repeats_of_a_kind() {
         let runs = [(1.05, 1.0), (1.3, 1.0), (0.98, 1.0)]
-            .map(|(p, m)| check("r".into(), "w".into(), (p, p - 0.1, p + 0.1), m, "CPU s"));
+            .map(|(p, m)| check("r".into(), "w".into(), (p, p - 0.1, p + 0.1), m, "CPU s", None));
         let k = Kind::of(runs.to_vec());
         assert!((k.median_error - 0.05).abs() < 1e-9, "{k:?}");
         assert!((k.median_abs_error - 0.05).abs() < 1e-9 && k.on_target, "{k:?}");
@@ -467,5 +528,22 @@ mod tests {
         assert!(t.contains("+5.0 %, +30.0 %, -2.0 %") && t.contains("| 2 of 3 |"), "{t}");
         assert!(t.contains("1 of 1 kinds of run within 10 %"), "{t}");
         assert!(t.contains("2 of 3 runs (67 %) inside"), "{t}");
+    }
+
+    /// A recorded error band widens the interval: a model that under-predicts by up to 20 %
+    /// says the measurement may be up to 1 / 0.8 of its high end.
+    #[test]
+    fn a_recorded_error_widens_the_interval() {
+        let band = ErrorBand::of(&[-0.2, -0.1, 0.0, 0.05, 0.1]).unwrap();
+        assert!(
+            (band.median - 0.0).abs() < 1e-12 && band.low < -0.17 && band.high > 0.08,
+            "{band:?}"
+        );
+        let c = check("r".into(), "w".into(), (1.0, 0.9, 1.1), 1.3, "CPU s", Some(band));
+        let (lo, hi) = c.interval.unwrap();
+        assert!((hi - 1.1 / (1.0 + band.low)).abs() < 1e-12 && lo < 0.9, "{c:?}");
+        assert_eq!(c.inside, Some(true), "{c:?}");
+        let c = check("r".into(), "w".into(), (1.0, 0.9, 1.1), 1.3, "CPU s", None);
+        assert_eq!(c.inside, Some(false), "without the band: {c:?}");
     }
 }

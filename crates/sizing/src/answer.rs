@@ -85,6 +85,13 @@ pub struct Interval {
     /// The profile's costs that moved by more than 10 % over the rounds and that this
     /// workload uses.
     pub noisy: Vec<String>,
+    /// The model's error a validation measured, which widened the interval (none: the
+    /// interval is the calibration's spread alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_error: Option<crate::profile::ModelError>,
+    /// Parts of this answer no validation run predicts (their range is the calibration's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unvalidated: Vec<String>,
 }
 
 fn gb(bytes: f64) -> String {
@@ -186,9 +193,25 @@ impl Answer {
 
     /// Sets the interval and says it in words after the first line.
     pub(crate) fn with_interval(mut self, i: Interval) -> Answer {
+        let pct = |b: &Option<crate::profile::ErrorBand>, what: &str| {
+            b.map(|b| format!("{what} {:+.0} … {:+.0} %", b.low * 100.0, b.high * 100.0))
+        };
+        let basis = match &i.model_error {
+            None => format!("Over the calibration's {} rounds", i.rounds),
+            Some(m) => {
+                let bands: Vec<String> = [pct(&m.data_path, "data path"), pct(&m.ike, "IKE")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                format!(
+                    "Over the calibration's {} rounds, and with the model's error that validation measured ({}, 90 % of runs)",
+                    i.rounds,
+                    bands.join(", ")
+                )
+            }
+        };
         let line = format!(
-            "Over the calibration's {} rounds the same work costs {:.2}–{:.2} cores ({} to provision){}.",
-            i.rounds,
+            "{basis} the same work costs {:.2}–{:.2} cores ({} to provision){}{}.",
             i.total_cores_low,
             i.total_cores_high,
             if i.cores_needed_low == i.cores_needed_high {
@@ -200,6 +223,11 @@ impl Answer {
                 String::new()
             } else {
                 format!("; noisy figures it uses: {}", i.noisy.join(", "))
+            },
+            if i.unvalidated.is_empty() || i.model_error.is_none() {
+                String::new()
+            } else {
+                format!("; not validated on this machine: {}", i.unvalidated.join(", "))
             }
         );
         self.words.insert(1.min(self.words.len()), line);

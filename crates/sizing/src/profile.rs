@@ -141,6 +141,61 @@ pub struct Profile {
     /// What else ran on the machine while it was calibrated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interference: Option<Interference>,
+    /// The model's error as a validation on this machine measured it (`hipsec lab validate
+    /// --record`): `hipsec size` widens its interval by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ModelError>,
+}
+
+/// The error of the model's predictions, (predicted − measured) ÷ measured, over a validation's
+/// runs of one kind of work.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBand {
+    /// The median error.
+    pub median: f64,
+    /// The 5th percentile of the errors.
+    pub low: f64,
+    /// The 95th percentile.
+    pub high: f64,
+    /// Runs it is taken over.
+    pub runs: u32,
+}
+
+impl ErrorBand {
+    /// The band of `errors` (none for no errors).
+    pub fn of(errors: &[f64]) -> Option<ErrorBand> {
+        let mut v: Vec<f64> = errors.iter().copied().filter(|e| e.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            // Linear between the closest ranks (the "R-7" quantile of most statistics tools).
+            let h = q * (v.len() - 1) as f64;
+            let (i, f) = (h.floor() as usize, h - h.floor());
+            let next = v.get(i + 1).copied().unwrap_or(v[i]);
+            v[i] + f * (next - v[i])
+        };
+        Some(ErrorBand { median: at(0.5), low: at(0.05), high: at(0.95), runs: v.len() as u32 })
+    }
+
+    /// What a prediction of `low`..`high` says the measurement will be, given this band:
+    /// measured = predicted ÷ (1 + error), for the error anywhere in the band.
+    pub fn widen(&self, low: f64, high: f64) -> (f64, f64) {
+        let div = |x: f64, e: f64| if 1.0 + e > 0.0 { x / (1.0 + e) } else { x };
+        (div(low, self.high.max(0.0)), div(high, self.low.min(0.0)))
+    }
+}
+
+/// The model's measured error on a machine, by the kind of work it predicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelError {
+    /// When the validation ran (UTC, RFC 3339).
+    pub date: String,
+    /// The data path: tunnels of other suites, carriers, sizes and filters.
+    pub data_path: Option<ErrorBand>,
+    /// IKEv2 handshakes at other loads.
+    pub ike: Option<ErrorBand>,
 }
 
 /// One figure over the calibration's rounds.

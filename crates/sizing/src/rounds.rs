@@ -62,7 +62,9 @@ fn set(v: &mut Value, path: &str, x: f64) {
 
 /// The figures whose spread is measured: costs, not the machine's description.
 fn is_cost(path: &str) -> bool {
-    !path.starts_with("machine.") && !path.starts_with("interference.")
+    !path.starts_with("machine.")
+        && !path.starts_with("interference.")
+        && !path.starts_with("validation.")
 }
 
 /// Every cost of `p` (not the machine's description, not the spreads) by its dotted path.
@@ -192,14 +194,61 @@ pub fn size_with_interval(p: &Profile, w: &Workload) -> Result<Answer, SizingErr
             noisy.push(format!("{figure} ({:.0} %)", rel * 100.0));
         }
     }
+    let (mut total_low, mut total_high) = (lo.total_cores, hi.total_cores);
+    let mut unvalidated = Vec::new();
+    if let Some(v) = &p.validation {
+        // Each part widened by the error validation measured for its kind of work; parts no
+        // validation run predicts keep the calibration's range, and are named.
+        (total_low, total_high) = (0.0, 0.0);
+        for c in &a.components {
+            let at = |x: &Answer| {
+                x.components.iter().find(|d| d.name == c.name).map_or(c.cores, |d| d.cores)
+            };
+            let (l, h) = (at(&lo), at(&hi));
+            let band = match kind_of(&c.name) {
+                WorkKind::DataPath => v.data_path,
+                WorkKind::Ike => v.ike,
+                WorkKind::Other => None,
+            };
+            let (l, h) = match band {
+                Some(b) => b.widen(l.min(h), l.max(h)),
+                None => {
+                    unvalidated.push(c.name.clone());
+                    (l.min(h), l.max(h))
+                }
+            };
+            total_low += l;
+            total_high += h;
+        }
+    }
+    let cores = |t: f64| (t / w.target_utilisation).ceil().max(1.0) as u32;
     Ok(a.with_interval(Interval {
         rounds,
-        total_cores_low: lo.total_cores,
-        total_cores_high: hi.total_cores,
-        cores_needed_low: lo.cores_needed,
-        cores_needed_high: hi.cores_needed,
+        total_cores_low: total_low,
+        total_cores_high: total_high,
+        cores_needed_low: cores(total_low),
+        cores_needed_high: cores(total_high),
         noisy,
+        model_error: p.validation.clone(),
+        unvalidated,
     }))
+}
+
+/// Which validation band a part of an answer falls under.
+enum WorkKind {
+    DataPath,
+    Ike,
+    Other,
+}
+
+fn kind_of(component: &str) -> WorkKind {
+    if component.starts_with("IKE") || component.starts_with("CHILD_SA") {
+        WorkKind::Ike
+    } else if component.starts_with("HIP") || component.starts_with("binding") {
+        WorkKind::Other
+    } else {
+        WorkKind::DataPath
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +287,7 @@ pub(crate) mod tests {
             sources: Default::default(),
             spread: Default::default(),
             interference: None,
+            validation: None,
         }
     }
 
@@ -296,6 +346,35 @@ pub(crate) mod tests {
         // One round: no interval.
         let one = size_with_interval(&round(1.0), &w).unwrap_or_else(|e| panic!("{e}"));
         assert!(one.interval.is_none());
+    }
+
+    /// A validation's measured error widens each part by its kind of work's band; a part no
+    /// validation covers keeps the calibration's range and is named.
+    #[test]
+    fn a_validated_profile_widens_the_interval_by_the_model_error() {
+        let rounds = [round(1.0), round(1.5), round(0.8)];
+        let mut p = combine(&rounds, None).unwrap_or_else(|e| panic!("{e}"));
+        let mut w = crate::examples::base("handshakes");
+        w.tunnels = 1;
+        w.throughput_gbps = 0.0;
+        w.handshakes_per_s = 1000.0;
+        w.hip_bex_per_s = 100.0;
+        let band = ErrorBand { median: -0.1, low: -0.2, high: 0.25, runs: 9 };
+        p.validation = Some(ModelError { date: "d".into(), data_path: None, ike: Some(band) });
+        let a = size_with_interval(&p, &w).unwrap_or_else(|e| panic!("{e}"));
+        let i = a.interval.clone().unwrap_or_else(|| panic!("no interval: {a:?}"));
+        // IKE: 0.4–0.75 cores over the rounds; measured = predicted ÷ (1 + error), the error
+        // from −20 % to +25 %: 0.4 / 1.25 … 0.75 / 0.8. HIP (400 µs × 100/s) as calibrated.
+        let hip = 0.04;
+        assert!((i.total_cores_low - (0.32 + hip)).abs() < 1e-9, "{i:?}");
+        assert!((i.total_cores_high - (0.9375 + hip)).abs() < 1e-9, "{i:?}");
+        assert_eq!(i.unvalidated, ["HIP base exchanges"], "{i:?}");
+        let line = a.words.iter().find(|l| l.contains("validation measured")).cloned();
+        let line = line.unwrap_or_else(|| panic!("{:?}", a.words));
+        assert!(
+            line.contains("IKE -20 … +25 %") && line.contains("not validated on this machine: HIP"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ fn profile() -> Profile {
         sources: Default::default(),
         spread: Default::default(),
         interference: None,
+        validation: None,
     }
 }
 
