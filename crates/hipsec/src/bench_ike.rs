@@ -223,14 +223,45 @@ fn threads_by_name(pid: u32) -> BTreeMap<String, f64> {
 /// Moves every thread of `pid` to one CPU (`taskset -a -p -c`, util-linux); threads it starts
 /// later inherit the mask.
 fn pin_to(pid: u32, cpu: usize) -> Result<(), String> {
+    pin_list(pid, &cpu.to_string())
+}
+
+/// Moves every thread of `pid` to the CPUs of `list` (`0`, `0-1`, `0,2`).
+fn pin_list(pid: u32, list: &str) -> Result<(), String> {
     let out = std::process::Command::new("taskset")
-        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .args(["-a", "-p", "-c", list, &pid.to_string()])
         .output()
         .map_err(|e| format!("--pin: taskset: {e} (apt-get install util-linux)"))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(format!("--pin: taskset {pid}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// Our own CPUs as `--pin` found them, given back when dropped: the pinned generator must not
+/// leave this process on one CPU, or whatever it runs next (the tunnel runs of a calibration
+/// or validation, whose nodes and iperf3 inherit the mask) runs on one core of two.
+struct OwnAffinity(Option<String>);
+
+impl OwnAffinity {
+    fn save() -> OwnAffinity {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|l| l.trim().to_string());
+        OwnAffinity(list)
+    }
+}
+
+impl Drop for OwnAffinity {
+    fn drop(&mut self) {
+        if let Some(list) = &self.0
+            && let Err(e) = pin_list(std::process::id(), list)
+        {
+            eprintln!("bench ike: could not give back the CPUs {list}: {e}");
+        }
     }
 }
 
@@ -337,6 +368,7 @@ pub(crate) fn measure(a: &BenchIkeArgs, stop: &Arc<AtomicBool>) -> Result<Report
     let mut topo = Topo::new(PREFIX)?;
     let cfg = psk_responder_config(&topo, &proposal)?;
     let pid = topo.start_node(1, &cfg)?;
+    let _own = a.pin.then(OwnAffinity::save);
     if a.pin {
         pin_to(pid, cores.saturating_sub(1))?;
         pin_to(std::process::id(), 0)?;

@@ -193,9 +193,11 @@ impl Pools {
     }
 
     /// Leases one address of each family in `families` (`true`: IPv4) from the first of
-    /// `names` that has one, for `identity`, held by `holder`. `None` when a family asked for
-    /// has no address left in any of them (§3.10.1 INTERNAL_ADDRESS_FAILURE); nothing is kept
-    /// leased then.
+    /// `names` that has one, for `identity`, held by `holder`. A family none of `names` serves
+    /// is ignored (RFC 7296 §3.15.4: "the responder simply ignores the type of address it does
+    /// not support and processes the rest of the request as usual"). `None` when a family
+    /// served has no address left, or none asked for is served (INTERNAL_ADDRESS_FAILURE);
+    /// nothing is kept leased then.
     pub fn acquire(
         &mut self,
         names: &[String],
@@ -204,8 +206,15 @@ impl Pools {
         holder: Holder,
         now: Time,
     ) -> Option<Grant> {
+        let serves = |v4: bool| {
+            self.pools.iter().any(|p| names.contains(&p.cfg.name) && p.cfg.first.is_ipv4() == v4)
+        };
+        let served: Vec<bool> = families.iter().copied().filter(|&v4| serves(v4)).collect();
+        if served.is_empty() {
+            return None;
+        }
         let mut grant = Grant::default();
-        for &v4 in families {
+        for &v4 in &served {
             let mut got = None;
             for name in names {
                 let Some(p) = self.pools.iter_mut().find(|p| &p.cfg.name == name) else { continue };
@@ -286,15 +295,25 @@ mod tests {
         }
     }
 
+    /// RFC 7296 §3.15.4: "The initiator may request a particular type of address (IPv4 or
+    /// IPv6) that the responder does not support, even though the responder supports
+    /// Configuration payloads. In this case, the responder simply ignores the type of address
+    /// it does not support and processes the rest of the request as usual."
     #[test]
-    fn a_family_without_a_pool_leases_nothing() {
-        let v4 = PoolConfig::parse("v4", "10.3.0.0/30", vec![]).unwrap_or_else(|e| panic!("{e}"));
+    fn a_family_without_a_pool_is_ignored() {
+        let one = "10.3.0.1-10.3.0.1";
+        let v4 = PoolConfig::parse("v4", one, vec![]).unwrap_or_else(|e| panic!("{e}"));
         let mut pools = Pools::new(vec![v4]);
         let names = vec!["v4".to_owned()];
         let id = Id::fqdn("alice");
-        assert!(pools.acquire(&names, &[true, false], &id, 1, Time::ZERO).is_none());
-        assert!(pools.leases().iter().all(|l| l.holder.is_none()));
-        let g = pools.acquire(&names, &[true], &id, 2, Time::ZERO);
+        // IPv4 and IPv6 asked for, IPv4 served: the IPv4 address alone.
+        let g = pools.acquire(&names, &[true, false], &id, 1, Time::ZERO);
         assert_eq!(g.map(|g| g.addrs), Some(vec![(ip("10.3.0.1"), 32)]));
+        // IPv6 alone: nothing to grant, nothing kept.
+        assert!(pools.acquire(&names, &[false], &Id::fqdn("bob"), 2, Time::ZERO).is_none());
+        assert_eq!(pools.leases().iter().filter(|l| l.holder.is_some()).count(), 1);
+        // A served family with no address left still fails the whole request.
+        let g = pools.acquire(&names, &[true, false], &Id::fqdn("carol"), 3, Time::ZERO);
+        assert!(g.is_none() && pools.leases().iter().filter(|l| l.holder.is_some()).count() == 1);
     }
 }
