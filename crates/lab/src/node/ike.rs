@@ -277,8 +277,9 @@ impl IkeNodes {
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter_map(|v| {
-                let unix_ms = parse_ts(v["ts"].as_str()?)?;
-                let event = v["event"].as_str()?.to_string();
+                // tracing-subscriber's JSON lines: the event's name is their message.
+                let unix_ms = parse_ts(v["timestamp"].as_str()?)?;
+                let event = v["message"].as_str()?.to_string();
                 Some(LogEvent { unix_ms, event, fields: v })
             })
             .collect())
