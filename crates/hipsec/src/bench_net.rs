@@ -222,13 +222,14 @@ impl Topo {
     }
 
     /// One iperf3 TCP transfer from A to `dst` (an address of B); returns iperf3's JSON.
-    /// `mss`: the TCP maximum segment size (iperf3 -M), for smaller packets than the path's.
+    /// `mss`: the TCP maximum segment size (iperf3 -M), for smaller packets than the path's;
+    /// `gbps`: the rate of all flows together (iperf3 -b, per flow), none for unpaced.
     pub(crate) fn iperf(
         &mut self,
         dst: &str,
         seconds: u32,
         congestion: &str,
-        (parallel, mss): (u32, Option<u16>),
+        (parallel, mss, gbps): (u32, Option<u16>, Option<f64>),
         stop: &AtomicBool,
     ) -> Result<Value, String> {
         let server = Command::new("ip")
@@ -244,6 +245,14 @@ impl Topo {
             .args(["netns", "exec", &self.ns[0], "iperf3", "-c", dst, "-J"])
             .args(["-t", &seconds.to_string(), "-C", congestion, "-P", &parallel.to_string()])
             .args(mss.map(|m| ["-M".to_string(), m.to_string()]).into_iter().flatten())
+            .args(
+                gbps.map(|g| {
+                    let per_flow = (g * 1e9 / f64::from(parallel.max(1))).round() as u64;
+                    ["-b".to_string(), per_flow.to_string()]
+                })
+                .into_iter()
+                .flatten(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

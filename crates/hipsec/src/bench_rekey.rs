@@ -267,7 +267,7 @@ fn phase(
     let d2 = Arc::clone(&done);
     let keyer = rekey.then(|| std::thread::spawn(move || rekeyer(&a, &b, interval, grace, &d2)));
     let result = if tcp {
-        topo.iperf("10.99.0.2", args.seconds, cc, (1, None), stop).map(|v| (Some(v), None))
+        topo.iperf("10.99.0.2", args.seconds, cc, (1, None, None), stop).map(|v| (Some(v), None))
     } else {
         udp_stream(topo, args.udp_seconds, args.udp_rate).map(|x| (None, Some(x)))
     };

@@ -22,6 +22,7 @@
 use crate::{bench_esp, bench_hip, bench_ike, bench_sas, bench_tunnel};
 use crypto::EspSuite;
 use sizing::Profile;
+use sizing::load::RatePoint;
 use sizing::profile::{
     FilterCost, HipCost, IkeCost, IoCost, LinearCost, Machine, Mip6Cost, SCHEMA, SuiteCost,
 };
@@ -71,7 +72,7 @@ const BUSY_LIMIT_PCT: f64 = 5.0;
 const SMALL: usize = 64;
 const LARGE: usize = 1400;
 
-fn progress(what: &str) {
+pub(crate) fn progress(what: &str) {
     eprintln!("calibrate: {what} …");
 }
 
@@ -128,6 +129,10 @@ pub(crate) struct TunnelWork {
     pub(crate) bytes: f64,
     pub(crate) cpu_ns: f64,
     pub(crate) data_bytes: f64,
+    /// Times both nodes' threads were woken (voluntary context switches).
+    pub(crate) wakeups: f64,
+    /// Data packets per second the tunnel carried.
+    pub(crate) data_pps: f64,
 }
 
 /// [`TunnelWork`] of a run.
@@ -161,115 +166,9 @@ pub(crate) fn tunnel_work(
         bytes,
         cpu_ns: (a.cpu_s + b.cpu_s) * 1e9,
         data_bytes: data,
+        wakeups: (a.wakeups + b.wakeups) as f64,
+        data_pps: data_packets / f64::from(r.seconds.max(1)),
     })
-}
-
-/// One tunnel run's I/O: ((CPU − engine) / packets handled, mean inner bytes per packet
-/// handled, a note for the sources).
-fn io_from(r: &bench_tunnel::Report, suite: &SuiteCost) -> Result<(f64, f64, String), String> {
-    let w = tunnel_work(r, suite)?;
-    let io = ((w.cpu_ns - w.engine_ns) / w.handled).max(0.0);
-    let note = format!(
-        "{:.2} Gbit/s, {:.0} packets, {:.2} CPU s, data packets of {:.0} bytes",
-        r.tunnel.gbps,
-        w.handled,
-        w.cpu_ns / 1e9,
-        w.data_bytes
-    );
-    Ok((io, w.bytes / w.handled, note))
-}
-
-/// The MSS of the second carrier run: small packets, so that I/O per packet at two sizes gives
-/// its fixed and per-byte parts.
-const SMALL_MSS: u16 = 536;
-
-fn carriers(
-    suites: &BTreeMap<String, SuiteCost>,
-    quick: bool,
-    sources: &mut BTreeMap<String, String>,
-) -> Result<BTreeMap<String, IoCost>, String> {
-    let suite_name = "aes128gcm";
-    let suite = suites.get(suite_name).ok_or("aes128gcm was not measured")?;
-    let mut runs = Vec::new();
-    for mss in [None, Some(SMALL_MSS)] {
-        progress(&format!(
-            "two nodes in namespaces, iperf3 through the tunnel, ESP in UDP and over IP, MSS {}",
-            mss.map_or("of the path".to_string(), |m| m.to_string())
-        ));
-        let args = bench_tunnel::BenchTunnelArgs {
-            suite: suite_name.into(),
-            seconds: if quick { 2 } else { 4 },
-            congestion: "cubic".into(),
-            queues: 1,
-            rounds: 1,
-            parallel: 1,
-            transport: bench_tunnel::TransportArg::Both,
-            mss,
-            filter_rules: 0,
-            keying: bench_tunnel::KeyingArg::Manual,
-            vs_queues: None,
-            json: true,
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let bench_tunnel::Output::Both(both) = bench_tunnel::measure_all(&args, &stop)? else {
-            return Err("the tunnel bench did not run both carriers".into());
-        };
-        runs.push((args.seconds, mss, both));
-    }
-    let mut out = BTreeMap::new();
-    // ESP in UDP adds 8 bytes of UDP header (RFC 3948); raw ESP nothing.
-    for (name, extra) in [("udp", 8.0), ("raw", 0.0)] {
-        let mut points = Vec::new();
-        let mut notes = Vec::new();
-        for (seconds, mss, both) in &runs {
-            let report = if name == "udp" { &both.udp } else { &both.raw };
-            let (io, bytes, note) = io_from(report, suite)?;
-            points.push((bytes, io));
-            let mss = mss.map_or(String::new(), |m| format!(" --mss {m}"));
-            notes.push(format!(
-                "hipsec bench tunnel --transport both --seconds {seconds}{mss} ({note})"
-            ));
-        }
-        let (fixed, per_byte) = line_through(&points);
-        sources.insert(
-            format!("carriers.{name}"),
-            format!(
-                "{}; per packet = fixed + per byte through the two (mean inner bytes, ns): {}; \
-                 TUN included",
-                notes.join("; "),
-                points
-                    .iter()
-                    .map(|(b, n)| format!("({b:.0}, {n:.0})"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
-        out.insert(
-            name.to_string(),
-            IoCost { rx_ns: fixed, tx_ns: fixed, per_byte_ns: per_byte, overhead_bytes: extra },
-        );
-    }
-    out.insert(
-        "tun".into(),
-        IoCost { rx_ns: 0.0, tx_ns: 0.0, per_byte_ns: 0.0, overhead_bytes: 0.0 },
-    );
-    sources.insert("carriers.tun".into(), "in each carrier's figure (see carriers.udp)".into());
-    Ok(out)
-}
-
-/// (intercept, slope) of the line through two (x, y) points; a flat line at their mean when
-/// the x are too close to tell a slope, and never a negative part.
-fn line_through(points: &[(f64, f64)]) -> (f64, f64) {
-    let [(x0, y0), (x1, y1)] = points else {
-        let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64;
-        return (mean, 0.0);
-    };
-    if (x1 - x0).abs() < 64.0 {
-        return ((y0 + y1) / 2.0, 0.0);
-    }
-    let slope = ((y1 - y0) / (x1 - x0)).max(0.0);
-    let intercept = (y0 - slope * x0).max(0.0);
-    (intercept, slope)
 }
 
 /// The filter as the node runs it: the classifier with its flow cache (`FilterStage::admit`),
@@ -298,6 +197,9 @@ fn filter_cost(quick: bool, sources: &mut BTreeMap<String, String>) -> FilterCos
     }
 }
 
+/// The paced handshake runs, as shares of the saturated rate.
+const IKE_PACED: [(&str, f64); 2] = [("paced60", 0.6), ("paced25", 0.25)];
+
 /// IKEv2: with a responder node (`nodes`), its CPU per complete setup under `hipsec bench
 /// ike`'s generator; the rekeys from the crypto reference scaled by the same ratio of the
 /// node's CPU to one end's crypto (messages, sockets and installs cost alike in both).
@@ -316,6 +218,7 @@ fn ike_cost(
     let install = 2.0 * bytes_per_sa_install_us;
     let crypto_setup = c.us_per_setup / 2.0 + install;
     let mut scale = 1.0;
+    let mut by_rate = BTreeMap::new();
     if nodes {
         progress("IKEv2 handshakes against a responder node (x25519, PSK, 32 in flight, pinned)");
         // Pinned, and the median of three rounds: unpinned on a 2-vCPU VM one round's figure
@@ -335,13 +238,41 @@ fn ike_cost(
         if r.responder_us_per_setup > 0.0 {
             scale = r.responder_us_per_setup / crypto_setup;
         }
+        let mut notes = vec![format!(
+            "saturated: hipsec bench ike --pin --concurrency 32 --rounds 3 --seconds {}: {:.0} \
+             setups/s, responder {:.1} µs per setup ({scale:.2}× one end's crypto)",
+            args.seconds, r.setups_per_s, r.responder_us_per_setup
+        )];
+        by_rate.insert(
+            "saturated".to_string(),
+            RatePoint { setups_per_s: r.setups_per_s, us: r.responder_us_per_setup },
+        );
+        // Below saturation each setup pays more of a wake-up: the same run paced.
+        for (name, share) in IKE_PACED {
+            let rate = (r.setups_per_s * share).max(1.0);
+            progress(&format!("IKEv2 handshakes paced to {rate:.0}/s ({:.0} %)", share * 100.0));
+            let paced = bench_ike::BenchIkeArgs {
+                rounds: 1,
+                concurrency: 64,
+                rate: Some(rate),
+                ..args.clone()
+            };
+            let p = bench_ike::measure(&paced, &Arc::new(AtomicBool::new(false)))?;
+            notes.push(format!(
+                "{name}: --rate {rate:.0} --concurrency 64: {:.0} setups/s, {:.1} µs",
+                p.setups_per_s, p.responder_us_per_setup
+            ));
+            by_rate.insert(
+                name.to_string(),
+                RatePoint { setups_per_s: p.setups_per_s, us: p.responder_us_per_setup },
+            );
+        }
         sources.insert(
             "ike".into(),
             format!(
-                "hipsec bench ike --pin --concurrency 32 --rounds 3 --seconds {}: {:.0} setups/s, \
-                 responder {:.1} µs \
-                 per setup ({scale:.2}× one end's crypto); rekeys = crypto reference × that ratio",
-                args.seconds, r.setups_per_s, r.responder_us_per_setup
+                "{}; per setup at other rates interpolated between these; rekeys = crypto \
+                 reference × the saturated ratio",
+                notes.join("; ")
             ),
         );
     } else {
@@ -357,6 +288,7 @@ fn ike_cost(
         child_rekey_us: (c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us / 2.0 + install)
             * scale,
         ike_rekey_us: (c.dh_keygen_us + c.dh_agree_us + c.key_schedule_us) * scale,
+        setup_by_rate: by_rate,
     })
 }
 
@@ -501,14 +433,11 @@ fn measure_round(args: &CalibrateArgs) -> Result<Profile, String> {
     sources.insert("bytes_per_sa".into(), format!("hipsec bench sas: 10,000 SAs, {rate:.0} SA/s"));
     let carriers = if args.no_tunnel {
         let mut c = BTreeMap::new();
-        c.insert(
-            "tun".into(),
-            IoCost { rx_ns: 0.0, tx_ns: 0.0, per_byte_ns: 0.0, overhead_bytes: 0.0 },
-        );
+        c.insert("tun".into(), IoCost::flat(0.0, 0.0, 0.0, 0.0));
         sources.insert("carriers".into(), "not measured (--no-tunnel)".into());
         c
     } else {
-        carriers(&suites, args.quick, &mut sources)?
+        crate::calibrate_load::carriers(&suites, args.quick, &mut sources)?
     };
     let filter = filter_cost(args.quick, &mut sources);
     let ike = ike_cost(args.quick, !args.no_tunnel, 1e6 / rate.max(1.0), &mut sources)?;
@@ -573,17 +502,6 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_through_two_points() {
-        let (a, b) = line_through(&[(100.0, 300.0), (1100.0, 1300.0)]);
-        assert!((a - 200.0).abs() < 1e-9 && (b - 1.0).abs() < 1e-9, "{a} {b}");
-        // Too close to tell a slope: the mean, flat.
-        assert_eq!(line_through(&[(1000.0, 10.0), (1010.0, 30.0)]), (20.0, 0.0));
-        // A falling line would be a negative cost per byte: flat at zero slope.
-        assert_eq!(line_through(&[(100.0, 500.0), (1000.0, 400.0)]).1, 0.0);
-        assert_eq!(line_through(&[(5.0, 7.0)]), (7.0, 0.0));
-    }
 
     #[test]
     fn dates() {

@@ -16,6 +16,7 @@ pub mod bench_sas;
 pub mod bench_tunnel;
 pub mod calibrate;
 mod calibrate_ah;
+mod calibrate_load;
 pub mod capture;
 pub mod compare;
 pub mod ctl;

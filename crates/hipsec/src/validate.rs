@@ -159,6 +159,8 @@ struct TunnelRun {
     mss: Option<u16>,
     /// Filter rules in both nodes.
     rules: u32,
+    /// Paced to this share of the saturated rate calibration measured (none: unpaced).
+    pace: Option<f64>,
 }
 
 impl TunnelRun {
@@ -172,11 +174,12 @@ impl TunnelRun {
 }
 
 const fn plain(suite: &'static str, transport: bench_tunnel::TransportArg) -> TunnelRun {
-    TunnelRun { suite, transport, mss: None, rules: 0 }
+    TunnelRun { suite, transport, mss: None, rules: 0, pace: None }
 }
 
-/// The tunnel runs: other suites, carriers, packet sizes and rule counts.
-const TUNNELS: [TunnelRun; 8] = {
+/// The tunnel runs: other suites, carriers, packet sizes, rule counts and rates (calibration
+/// paced to 50 and 20 % of its saturated rate; these to 35 and 75 %).
+const TUNNELS: [TunnelRun; 10] = {
     use bench_tunnel::TransportArg::{Raw, Udp};
     [
         plain("aes256gcm", Udp),
@@ -187,6 +190,8 @@ const TUNNELS: [TunnelRun; 8] = {
         TunnelRun { mss: Some(1000), ..plain("aes128cbc-sha256", Udp) },
         TunnelRun { rules: 1000, ..plain("aes128gcm", Udp) },
         TunnelRun { rules: 10_000, ..plain("aes128gcm", Udp) },
+        TunnelRun { pace: Some(0.35), ..plain("aes128gcm", Udp) },
+        TunnelRun { pace: Some(0.75), ..plain("chacha20poly1305", Udp) },
     ]
 };
 
@@ -201,6 +206,17 @@ fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result
         .ok_or_else(|| format!("the profile has no carrier {carrier} (calibrated --no-tunnel?)"))?;
     let tun = p.carriers.get("tun").ok_or("the profile has no tun carrier")?;
     let w = tunnel_work(r, cost)?;
+    // What a packet costs beyond the saturated fit at this run's packet rate, as `hipsec size`
+    // reads it from the profile.
+    let share = sizing::model::load_share(
+        p,
+        cost,
+        io,
+        w.data_bytes,
+        p.filter.per_rule_ns * f64::from(t.rules),
+        r.tunnel.gbps,
+    );
+    let load_ns = w.handled * (io.load_ns(share) + tun.load_ns(share));
     // A sealed packet costs the TUN's receive and the carrier's send, an opened one the
     // carrier's receive and the TUN's send (`sizing::model`); the model takes rx and tx alike.
     // With a filter, every packet handled also meets the rules once.
@@ -211,7 +227,8 @@ fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result
     } else {
         0.0
     };
-    Ok((w.engine_ns + w.handled * (per_packet_io + filter_ns) + w.bytes * per_byte_io) / 1e9)
+    Ok((w.engine_ns + w.handled * (per_packet_io + filter_ns) + w.bytes * per_byte_io + load_ns)
+        / 1e9)
 }
 
 fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
@@ -226,6 +243,23 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
     if t.rules > 0 {
         name += &format!(" --filter-rules {}", t.rules);
     }
+    let bitrate = match t.pace {
+        Some(share) => {
+            let full = p
+                .carriers
+                .get(carrier)
+                .and_then(|c| c.by_rate.get("full"))
+                .map(|b| b.gbps)
+                .filter(|g| *g > 0.0)
+                .ok_or(
+                    "the profile has no saturated tunnel rate (calibrated before paced runs?)",
+                )?;
+            let gbps = full * share;
+            name += &format!(" --bitrate {gbps:.2} ({:.0} %)", share * 100.0);
+            Some(gbps)
+        }
+        None => None,
+    };
     eprintln!("validate: {name}, {seconds} s of iperf3 TCP …");
     let args = bench_tunnel::BenchTunnelArgs {
         suite: suite.into(),
@@ -236,6 +270,7 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         parallel: 1,
         transport: t.transport,
         mss: t.mss,
+        bitrate,
         filter_rules: t.rules,
         keying: bench_tunnel::KeyingArg::Manual,
         vs_queues: None,
@@ -251,8 +286,11 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
     Ok(check(
         name,
         format!(
-            "{:.2} Gbit/s, {:.0} packets, data {:.0} B",
-            r.tunnel.gbps, w.handled, w.data_bytes
+            "{:.2} Gbit/s, {:.0} packets, data {:.0} B, {:.3} wake-ups per packet",
+            r.tunnel.gbps,
+            w.handled,
+            w.data_bytes,
+            w.wakeups / w.handled
         ),
         predicted,
         w.cpu_ns / 1e9,
@@ -261,8 +299,9 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
     ))
 }
 
-/// Handshake loads: calibration ran 32 in flight (saturated); these start handshakes at fixed
-/// rates below that, and at another concurrency.
+/// Handshake loads: calibration ran 32 in flight (saturated) and paced to 60 and 25 % of that
+/// rate; these run another concurrency and fixed rates of handshakes, one beyond saturation
+/// and one between calibration's paced rates on this 2-core machine.
 const IKE_LOADS: [(usize, Option<f64>); 3] = [(8, None), (64, Some(8000.0)), (64, Some(2000.0))];
 
 fn ike_check(
@@ -293,7 +332,11 @@ fn ike_check(
     Ok(check(
         format!("bench ike --pin {load} (responder, x25519, PSK)"),
         format!("{:.0} setups/s", r.setups_per_s),
-        (mid.ike.ike_sa_setup_us, low.ike.ike_sa_setup_us, high.ike.ike_sa_setup_us),
+        (
+            mid.ike.setup_us_at(r.setups_per_s),
+            low.ike.setup_us_at(r.setups_per_s),
+            high.ike.setup_us_at(r.setups_per_s),
+        ),
         r.responder_us_per_setup,
         "µs per setup",
         p.validation.as_ref().and_then(|v| v.ike),

@@ -120,6 +120,21 @@ pub fn thread_cpu_seconds(pid: u32) -> io::Result<Vec<(u32, String, f64)>> {
     Ok(out)
 }
 
+/// Times the threads of a process have blocked and been woken again so far (the sum of their
+/// `voluntary_ctxt_switches`): a node's wake-ups, each one a batch of work or an idle poll.
+pub fn wakeups(pid: u32) -> io::Result<u64> {
+    let mut n = 0;
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(status) = std::fs::read_to_string(e?.path().join("status")) else { continue };
+        n += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Ok(n)
+}
+
 /// A flag set by SIGINT or SIGTERM (the process then keeps running, so it can clean up).
 pub fn stop_flag() -> io::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));

@@ -16,6 +16,7 @@ pub mod agree;
 pub mod answer;
 pub mod error;
 pub mod examples;
+pub mod load;
 pub mod model;
 pub mod profile;
 pub mod rounds;

@@ -3,9 +3,10 @@
 //! Assumptions, which the validation run in the lab checks (`hipsec lab validate`):
 //! - Costs are linear: a packet costs a fixed part plus a part per byte (both in the suites'
 //!   seal and open and in the carriers' I/O, where GSO/GRO make big packets' syscalls cost per
-//!   byte rather than per packet); an event (handshake,
-//!   rekey, binding update) costs its measured CPU time. Nothing is cheaper at scale (no
-//!   batching gains beyond those in the measured costs) and nothing contends (no lock, memory
+//!   byte rather than per packet) plus, in the carriers' I/O, what a packet costs beyond
+//!   that at its tunnel's rate (`load`: a node at part load pays more per packet); a handshake costs the responder's CPU at the workload's rate
+//!   of handshakes, and another event (rekey, binding update) its measured CPU time. Nothing
+//!   contends (no lock, memory
 //!   bandwidth or cache effects beyond those in the measured costs: the profile's per-packet
 //!   figures come from the node's own data path with many SAs).
 //! - Sealed traffic costs the clear side's receive (TUN), the filter, the seal and the carrier's
@@ -37,6 +38,38 @@ fn carrier<'a>(p: &'a Profile, name: &str, field: &str) -> Result<&'a IoCost, Si
     })
 }
 
+/// The share of its saturated rate a tunnel of `suite` over `carrier` runs at when it carries
+/// `gbps` of `bytes`-byte packets through `filter_ns` of filter rules (beyond the filter's
+/// cost with none, which calibration's run paid too): calibration's saturated run
+/// (aes128gcm, the carrier's `full` point) scaled by what a bit costs in each, the engine of both
+/// ends, the carrier's I/O both ways and the filter in both nodes. 1 (saturated) when the
+/// profile has no such run.
+pub fn load_share(
+    p: &Profile,
+    suite: &SuiteCost,
+    carrier: &IoCost,
+    bytes: f64,
+    filter_ns: f64,
+    gbps: f64,
+) -> f64 {
+    let (Some(full), Some(reference)) = (carrier.by_rate.get("full"), p.suites.get("aes128gcm"))
+    else {
+        return 1.0;
+    };
+    let per_bit = |s: &SuiteCost, b: f64, filter: f64| {
+        (s.seal.ns(b) + s.open.ns(b) + 2.0 * (carrier.rx_ns + carrier.per_byte_ns * b + filter))
+            / (8.0 * b)
+    };
+    let full_bytes = full.gbps * 1e9 / (8.0 * full.packets_per_s.max(1.0));
+    let (here, there) =
+        (per_bit(suite, bytes.max(1.0), filter_ns), per_bit(reference, full_bytes, 0.0));
+    if !(full.gbps > 0.0 && here > 0.0 && there > 0.0 && gbps.is_finite()) {
+        return 1.0;
+    }
+    let saturated = full.gbps * there / here;
+    (gbps / saturated).clamp(0.0, 1.0)
+}
+
 /// Sizes `w` on the machine `p` describes.
 pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     p.validate()?;
@@ -52,9 +85,14 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     let avg = |f: &dyn Fn(f64) -> f64| shares.iter().map(|&(b, sh)| sh * f(b)).sum::<f64>();
     let seal_ns = avg(&|b| s.seal.ns(b));
     let open_ns = avg(&|b| s.open.ns(b));
+    // I/O per packet: fixed part + per byte of the mix's mean packet + what part load
+    // adds at one tunnel's rate (`load`).
     let filter_ns = p.filter.per_packet_ns + p.filter.per_rule_ns * w.filter_rules as f64;
-    // I/O per packet: fixed part + per byte of the mix's mean packet.
-    let (tun_b, io_b) = (tun.per_byte_ns * mean, io.per_byte_ns * mean);
+    let per_tunnel_gbps = w.throughput_gbps / w.tunnels.max(1) as f64;
+    let rules_ns = p.filter.per_rule_ns * w.filter_rules as f64;
+    let share = load_share(p, s, io, mean, rules_ns, per_tunnel_gbps);
+    let (tun_b, io_b) =
+        (tun.per_byte_ns * mean + tun.load_ns(share), io.per_byte_ns * mean + io.load_ns(share));
     let mut parts = vec![
         Component::new(format!("seal ({})", w.suite), pps * seal_ns / 1e9),
         Component::new("clear-side I/O (TUN)", pps * (tun.rx_ns + tun_b) / 1e9),
@@ -70,7 +108,10 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
         parts[2].cores += pps * (io.rx_ns + io_b) / 1e9;
     }
     let per_s = |interval: Option<f64>| interval.map_or(0.0, |i| w.tunnels as f64 / i);
-    parts.push(Component::new("IKE handshakes", w.handshakes_per_s * p.ike.ike_sa_setup_us / 1e6));
+    parts.push(Component::new(
+        "IKE handshakes",
+        w.handshakes_per_s * p.ike.setup_us_at(w.handshakes_per_s) / 1e6,
+    ));
     parts.push(Component::new(
         "CHILD_SA rekeys",
         per_s(w.child_rekey_s) * p.ike.child_rekey_us / 1e6,
@@ -94,8 +135,11 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     }
     parts.sort_by(|a, b| b.cores.total_cmp(&a.cores));
 
-    // One tunnel's packets stay on one lane: what one core carries of this mix, one way.
-    let per_packet_one_way = seal_ns + tun.rx_ns + tun_b + io.tx_ns + io_b + filter_ns;
+    // One tunnel's packets stay on one lane: what one core carries of this mix, one way,
+    // as a saturated node pays.
+    let saturated_io =
+        tun.per_byte_ns * mean + tun.load_ns(1.0) + io.per_byte_ns * mean + io.load_ns(1.0);
+    let per_packet_one_way = seal_ns + tun.rx_ns + io.tx_ns + saturated_io + filter_ns;
     let lane_gbps = if per_packet_one_way > 0.0 {
         Some(1e9 / per_packet_one_way * mean * 8.0 / 1e9)
     } else {

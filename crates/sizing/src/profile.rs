@@ -2,6 +2,7 @@
 //! calibrate` measured it (JSON, schema [`SCHEMA`]).
 
 use crate::error::SizingError;
+use crate::load::{BatchPoint, RatePoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -41,7 +42,7 @@ pub struct SuiteCost {
 /// packet. The per-byte part is mostly not copying: with GSO/GRO the kernel hands the node
 /// 64 KB super-packets, so what a super-packet costs is spread over its segments in proportion
 /// to their size (a 536-byte MSS costs ~0.6× the I/O per packet of a 1,432-byte one here).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IoCost {
     /// Receiving one packet: the fixed part.
     pub rx_ns: f64,
@@ -53,6 +54,24 @@ pub struct IoCost {
     pub per_byte_ns: f64,
     /// Bytes the carrier adds on the wire (UDP header for ESP in UDP; 0 for raw IP).
     pub overhead_bytes: f64,
+    /// What a packet costs beyond `rx_ns`/`tx_ns` + `per_byte_ns` at the packet rates
+    /// calibration ran (by run name: `full`, `paced50`, ...); none in profiles written before
+    /// part load was measured.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_rate: BTreeMap<String, BatchPoint>,
+}
+
+impl IoCost {
+    /// A carrier measured saturated only.
+    pub fn flat(rx_ns: f64, tx_ns: f64, per_byte_ns: f64, overhead_bytes: f64) -> IoCost {
+        IoCost { rx_ns, tx_ns, per_byte_ns, overhead_bytes, by_rate: BTreeMap::new() }
+    }
+
+    /// What part load adds to each packet when one tunnel runs at `share` of its saturated
+    /// rate (ns; 1 for a saturated one).
+    pub fn load_ns(&self, share: f64) -> f64 {
+        crate::load::extra_ns(&self.by_rate, share)
+    }
 }
 
 /// The packet filter.
@@ -65,7 +84,7 @@ pub struct FilterCost {
 }
 
 /// IKEv2 work, both ends' CPU of the sized node (µs per event).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IkeCost {
     /// IKE_SA_INIT + IKE_AUTH with its first CHILD_SA, as responder.
     pub ike_sa_setup_us: f64,
@@ -73,6 +92,18 @@ pub struct IkeCost {
     pub child_rekey_us: f64,
     /// CREATE_CHILD_SA rekeying the IKE SA.
     pub ike_rekey_us: f64,
+    /// The responder's µs per setup at the rates calibration ran (by run name); a node below
+    /// saturation pays more per setup (a wake-up each, smaller batches). `ike_sa_setup_us` is
+    /// the saturated figure.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub setup_by_rate: BTreeMap<String, RatePoint>,
+}
+
+impl IkeCost {
+    /// µs per setup at `setups_per_s` (the saturated figure without a table).
+    pub fn setup_us_at(&self, setups_per_s: f64) -> f64 {
+        crate::load::setup_us(&self.setup_by_rate, setups_per_s, self.ike_sa_setup_us)
+    }
 }
 
 /// HIP base exchange work (µs per exchange).
@@ -257,6 +288,13 @@ impl Profile {
             check(format!("profile.carriers.{n}.tx_ns"), c.tx_ns)?;
             check(format!("profile.carriers.{n}.per_byte_ns"), c.per_byte_ns)?;
             check(format!("profile.carriers.{n}.overhead_bytes"), c.overhead_bytes)?;
+            for (k, b) in &c.by_rate {
+                let f = format!("profile.carriers.{n}.by_rate.{k}");
+                check(format!("{f}.share"), b.share)?;
+                check(format!("{f}.packets_per_s"), b.packets_per_s)?;
+                check(format!("{f}.extra_ns"), b.extra_ns)?;
+                check(format!("{f}.wakeups_per_packet"), b.wakeups_per_packet)?;
+            }
         }
         if !self.carriers.contains_key("tun") {
             return Err(SizingError::field("profile.carriers", "no `tun` (the clear side's I/O)"));
@@ -276,6 +314,10 @@ impl Profile {
         ];
         for (f, v) in rest {
             check(f.into(), v)?;
+        }
+        for (k, r) in &self.ike.setup_by_rate {
+            check(format!("profile.ike.setup_by_rate.{k}.setups_per_s"), r.setups_per_s)?;
+            check(format!("profile.ike.setup_by_rate.{k}.us"), r.us)?;
         }
         if self.machine.cores == 0 {
             return Err(SizingError::field("profile.machine.cores", "0"));

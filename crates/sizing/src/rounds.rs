@@ -259,7 +259,7 @@ pub(crate) mod tests {
     /// A small profile of one round, for the tests.
     pub(crate) fn base() -> Profile {
         let lin = |p, b| LinearCost { per_packet_ns: p, per_byte_ns: b };
-        let io = |rx, tx| IoCost { rx_ns: rx, tx_ns: tx, per_byte_ns: 0.0, overhead_bytes: 0.0 };
+        let io = |rx, tx| IoCost::flat(rx, tx, 0.0, 0.0);
         Profile {
             schema: SCHEMA.into(),
             machine: Machine {
@@ -280,7 +280,12 @@ pub(crate) mod tests {
             ]
             .into(),
             filter: FilterCost { per_packet_ns: 50.0, per_rule_ns: 0.0 },
-            ike: IkeCost { ike_sa_setup_us: 500.0, child_rekey_us: 1000.0, ike_rekey_us: 2000.0 },
+            ike: IkeCost {
+                ike_sa_setup_us: 500.0,
+                child_rekey_us: 1000.0,
+                ike_rekey_us: 2000.0,
+                setup_by_rate: Default::default(),
+            },
             hip: HipCost { initiator_us: 300.0, puzzle_try_ns: 500.0, responder_us: 400.0 },
             mip6: Mip6Cost { binding_update_us: 10.0, bytes_per_binding: 64.0 },
             bytes_per_sa: 1000.0,

@@ -10,7 +10,7 @@ use sizing::{PacketMix, Profile, SizingError, Workload, examples, size};
 
 fn profile() -> Profile {
     let lin = |p, b| LinearCost { per_packet_ns: p, per_byte_ns: b };
-    let io = |rx, tx, o| IoCost { rx_ns: rx, tx_ns: tx, per_byte_ns: 0.0, overhead_bytes: o };
+    let io = |rx, tx, o| IoCost::flat(rx, tx, 0.0, o);
     Profile {
         schema: SCHEMA.into(),
         machine: Machine {
@@ -32,7 +32,12 @@ fn profile() -> Profile {
         ]
         .into(),
         filter: FilterCost { per_packet_ns: 50.0, per_rule_ns: 0.0 },
-        ike: IkeCost { ike_sa_setup_us: 500.0, child_rekey_us: 1000.0, ike_rekey_us: 2000.0 },
+        ike: IkeCost {
+            ike_sa_setup_us: 500.0,
+            child_rekey_us: 1000.0,
+            ike_rekey_us: 2000.0,
+            setup_by_rate: Default::default(),
+        },
         hip: HipCost { initiator_us: 300.0, puzzle_try_ns: 500.0, responder_us: 400.0 },
         mip6: Mip6Cost { binding_update_us: 10.0, bytes_per_binding: 64.0 },
         bytes_per_sa: 1000.0,
@@ -91,6 +96,55 @@ fn io_costs_per_byte_too() {
     assert!(!old.contains("per_byte_ns\":0.0,\"overhead"), "{old}");
     let back = Profile::from_json(&old).unwrap();
     assert_eq!(back.carriers["udp"].per_byte_ns, 0.0);
+}
+
+/// At part load a packet costs more: the carrier's table of what each calibrated rate added
+/// per packet, read at the tunnel's packet rate. A saturated lane costs what the fastest run
+/// did.
+#[test]
+fn part_load_costs_more_system_calls_per_packet() {
+    use sizing::load::{BatchPoint, RatePoint};
+    let mut p = profile();
+    // The saturated run: 4 Gbit/s of the same 1000-byte packets and suite, so its share of
+    // what a tunnel carries saturated is its Gbit/s ÷ 4.
+    let point = |share: f64, extra_ns| BatchPoint {
+        share,
+        packets_per_s: share * 500_000.0,
+        extra_ns,
+        wakeups_per_packet: 0.0,
+        gbps: share * 4.0,
+    };
+    if let Some(udp) = p.carriers.get_mut("udp") {
+        udp.by_rate =
+            [("full".to_string(), point(1.0, 100.0)), ("paced20".to_string(), point(0.2, 500.0))]
+                .into();
+    }
+    // 1 Gbit/s is a share of 0.25: 500 − (0.05 / 0.8) × 400 = 475 ns more per packet than the
+    // 1150 ns of `one_way_arithmetic_by_hand`.
+    let a = size(&p, &workload()).unwrap();
+    assert!((a.total_cores - 125_000.0 * 1625.0 / 1e9).abs() < 1e-12, "{}", a.total_cores);
+    // The lane at saturation: what the fastest run added, 100 ns.
+    assert!((a.lane_gbps.unwrap() - 8000.0 / 1250.0).abs() < 1e-9);
+    // Ten tunnels share the rate: each runs at 0.1 Gbit/s, a share of 0.025, below the
+    // slowest run, which is read at its 500 ns.
+    let mut w = workload();
+    w.tunnels = 10;
+    let a = size(&p, &w).unwrap();
+    assert!((a.total_cores - 125_000.0 * 1650.0 / 1e9).abs() < 1e-12, "{}", a.total_cores);
+    // Handshakes: the responder's cost at the workload's rate, between calibration's.
+    p.ike.setup_by_rate = [
+        ("saturated".to_string(), RatePoint { setups_per_s: 4000.0, us: 250.0 }),
+        ("paced25".to_string(), RatePoint { setups_per_s: 1000.0, us: 310.0 }),
+    ]
+    .into();
+    let mut w = workload();
+    w.throughput_gbps = 0.0;
+    w.handshakes_per_s = 2500.0;
+    let a = size(&p, &w).unwrap();
+    assert!((a.total_cores - 2500.0 * 280e-6).abs() < 1e-12, "{}", a.total_cores);
+    // A profile without the tables sizes as before.
+    let old = serde_json::to_string(&profile()).unwrap();
+    assert!(!old.contains("by_rate") && !old.contains("setup_by_rate"), "{old}");
 }
 
 #[test]

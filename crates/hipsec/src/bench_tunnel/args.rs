@@ -42,6 +42,12 @@ pub struct BenchTunnelArgs {
     /// the same byte rate, so the per-packet costs weigh more. Default: the path's.
     #[arg(long, value_parser = clap::value_parser!(u16).range(88..=1400))]
     pub mss: Option<u16>,
+    /// Pace each transfer to this many Gbit/s in all (iperf3 -b, split over --parallel flows),
+    /// plain and tunnel alike: the node at part load, where it wakes for fewer packets at a
+    /// time and each packet takes a larger share of a system call. Default: as fast as TCP
+    /// goes. Example: hipsec bench tunnel --bitrate 0.5 --json
+    #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
+    pub bitrate: Option<f64>,
     /// Give both nodes a `[filter]` of this many rules, none matching the tunnel's traffic
     /// (the filter-rules lab scenario's rule set). 0: no filter.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
@@ -105,5 +111,15 @@ impl Carrier {
             Carrier::Udp => "udp",
             Carrier::Raw => "raw",
         }
+    }
+}
+
+/// `--bitrate`: a positive rate in Gbit/s, at least 1 Mbit/s.
+fn parse_gbps(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("`{s}` is not a number of Gbit/s: {e}"))?;
+    if v.is_finite() && v >= 0.001 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}`: a rate of at least 0.001 Gbit/s (1 Mbit/s)"))
     }
 }

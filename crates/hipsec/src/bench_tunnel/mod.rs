@@ -101,7 +101,7 @@ pub fn measure_all(args: &BenchTunnelArgs, stop: &Arc<AtomicBool>) -> Result<Out
             Ipv4Addr::new(192, 0, 2, 2),
             args.seconds,
             &congestion,
-            (args.parallel, args.mss),
+            (args.parallel, args.mss, args.bitrate),
             stop,
             &mut |_| {},
         )?;

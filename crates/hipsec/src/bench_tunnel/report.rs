@@ -15,6 +15,9 @@ pub struct NodeCpu {
     pub cpu_s: f64,
     /// Per thread: name and seconds.
     pub threads: Vec<(String, f64)>,
+    /// Times its threads blocked and were woken during the transfer (voluntary context
+    /// switches): fewer packets per wake-up at part load.
+    pub wakeups: u64,
     /// The node's own counters after the run (from its control socket).
     pub node_counters: Value,
     /// Its non-zero drop counters.
@@ -43,6 +46,9 @@ pub struct Report {
     pub parallel: u32,
     /// TCP MSS asked of iperf3 (None: the path's).
     pub mss: Option<u16>,
+    /// The pace of the transfers, Gbit/s (`--bitrate`; none: unpaced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bitrate_gbps: Option<f64>,
     /// Filter rules each node checked (0: no filter).
     pub filter_rules: u32,
     /// Seconds of each transfer.
@@ -188,6 +194,7 @@ pub(super) fn report(
             NodeCpu {
                 side,
                 cpu_s: t.cpu[i],
+                wakeups: t.wakeups[i],
                 threads: t.threads[i].clone(),
                 node_counters: st["node"].clone(),
                 drops: Value::Object(drops),
@@ -218,6 +225,7 @@ pub(super) fn report(
         keying: args.keying.name(),
         parallel: args.parallel,
         mss: args.mss,
+        bitrate_gbps: args.bitrate,
         filter_rules: args.filter_rules,
         seconds: args.seconds,
         node_tuning: std::env::var("HIPSEC_NODE_TUNING").unwrap_or_default(),

@@ -30,7 +30,7 @@ pub(super) fn measure(
     dst: Ipv4Addr,
     seconds: u32,
     congestion: &str,
-    flows: (u32, Option<u16>),
+    flows: (u32, Option<u16>, Option<f64>),
     stop: &AtomicBool,
     around: &mut dyn FnMut(bool),
 ) -> Result<PathResult, String> {
@@ -59,6 +59,8 @@ pub(super) fn measure(
 pub(super) struct Tunnel {
     pub(super) path: PathResult,
     pub(super) cpu: [f64; 2],
+    /// Each node's wake-ups during the transfer (`node::netns::wakeups`).
+    pub(super) wakeups: [u64; 2],
     pub(super) threads: Vec<Vec<(String, f64)>>,
     /// Each node's status after the transfer.
     pub(super) status: [Value; 2],
@@ -80,6 +82,7 @@ pub(super) fn measure_tunnel(
 ) -> Result<Tunnel, String> {
     let mut cpu0 = [0.0f64; 2];
     let mut cpu1 = [0.0f64; 2];
+    let (mut wake0, mut wake1) = ([0u64; 2], [0u64; 2]);
     let mut th0: Vec<Vec<(u32, String, f64)>> = vec![Vec::new(), Vec::new()];
     let mut th1 = th0.clone();
     let path = measure(
@@ -87,16 +90,17 @@ pub(super) fn measure_tunnel(
         Ipv4Addr::new(10, 99, 0, 2),
         args.seconds,
         congestion,
-        (args.parallel, args.mss),
+        (args.parallel, args.mss, args.bitrate),
         stop,
         &mut |b| {
             for (i, &pid) in pids.iter().enumerate() {
                 let c = node::netns::cpu_seconds(pid).unwrap_or(f64::NAN);
                 let t = node::netns::thread_cpu_seconds(pid).unwrap_or_default();
+                let w = node::netns::wakeups(pid).unwrap_or(0);
                 if b {
-                    (cpu0[i], th0[i]) = (c, t);
+                    (cpu0[i], th0[i], wake0[i]) = (c, t, w);
                 } else {
-                    (cpu1[i], th1[i]) = (c, t);
+                    (cpu1[i], th1[i], wake1[i]) = (c, t, w);
                 }
             }
         },
@@ -115,6 +119,7 @@ pub(super) fn measure_tunnel(
     Ok(Tunnel {
         path,
         cpu: [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]],
+        wakeups: [wake1[0].saturating_sub(wake0[0]), wake1[1].saturating_sub(wake0[1])],
         threads,
         status: statuses(topo),
     })
