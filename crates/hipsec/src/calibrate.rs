@@ -198,7 +198,7 @@ fn filter_cost(quick: bool, sources: &mut BTreeMap<String, String>) -> FilterCos
 }
 
 /// The paced handshake runs, as shares of the saturated rate.
-const IKE_PACED: [(&str, f64); 2] = [("paced60", 0.6), ("paced25", 0.25)];
+const IKE_PACED: [(&str, f64); 3] = [("paced60", 0.6), ("paced25", 0.25), ("paced5", 0.05)];
 
 /// IKEv2: with a responder node (`nodes`), its CPU per complete setup under `hipsec bench
 /// ike`'s generator; the rekeys from the crypto reference scaled by the same ratio of the

@@ -25,7 +25,7 @@ use std::sync::atomic::AtomicBool;
 const SMALL_MSS: u16 = 536;
 
 /// The paced runs, as shares of the saturated run's rate (ESP in UDP, default MSS).
-pub(crate) const PACED: [(&str, f64); 2] = [("paced50", 0.5), ("paced20", 0.2)];
+pub(crate) const PACED: [(&str, f64); 3] = [("paced50", 0.5), ("paced20", 0.2), ("paced1", 0.01)];
 
 /// One run: per packet handled, its mean inner bytes, its wake-ups and the CPU ns beyond the
 /// engine; the tunnel's data packets per second and Gbit/s.

@@ -178,8 +178,8 @@ const fn plain(suite: &'static str, transport: bench_tunnel::TransportArg) -> Tu
 }
 
 /// The tunnel runs: other suites, carriers, packet sizes, rule counts and rates (calibration
-/// paced to 50 and 20 % of its saturated rate; these to 35 and 75 %).
-const TUNNELS: [TunnelRun; 10] = {
+/// paced to 50, 20 and 1 % of its saturated rate; these to 75, 35 and 5 %).
+const TUNNELS: [TunnelRun; 11] = {
     use bench_tunnel::TransportArg::{Raw, Udp};
     [
         plain("aes256gcm", Udp),
@@ -192,6 +192,7 @@ const TUNNELS: [TunnelRun; 10] = {
         TunnelRun { rules: 10_000, ..plain("aes128gcm", Udp) },
         TunnelRun { pace: Some(0.35), ..plain("aes128gcm", Udp) },
         TunnelRun { pace: Some(0.75), ..plain("chacha20poly1305", Udp) },
+        TunnelRun { pace: Some(0.05), ..plain("aes128gcm", Raw) },
     ]
 };
 
@@ -299,10 +300,11 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
     ))
 }
 
-/// Handshake loads: calibration ran 32 in flight (saturated) and paced to 60 and 25 % of that
-/// rate; these run another concurrency and fixed rates of handshakes, one beyond saturation
-/// and one between calibration's paced rates on this 2-core machine.
-const IKE_LOADS: [(usize, Option<f64>); 3] = [(8, None), (64, Some(8000.0)), (64, Some(2000.0))];
+/// Handshake loads: calibration ran 32 in flight (saturated) and paced to 60, 25 and 5 % of
+/// that rate; these run another concurrency and fixed rates of handshakes, one beyond
+/// saturation and two between calibration's paced rates on this 2-core machine.
+const IKE_LOADS: [(usize, Option<f64>); 4] =
+    [(8, None), (64, Some(8000.0)), (64, Some(2000.0)), (64, Some(600.0))];
 
 fn ike_check(
     p: &Profile,

@@ -4,10 +4,11 @@
 //! tunnel, and the responder's CPU per handshake at each handshake rate — and the model reads
 //! them at the workload's rate.
 //!
-//! Between two measured rates a figure is interpolated linearly; below the lowest and above
-//! the highest it is the nearest measured one (a node does not cost less than it did
-//! saturated, and a rate below calibration's lowest is predicted at that rate's cost, which
-//! under-predicts it).
+//! Between two measured rates a figure is interpolated linearly in the logarithm of the rate
+//! (calibration's rates span 1 to 100 % of saturation, and what part load adds grows roughly
+//! as the rate falls by factors, not by steps); below the lowest and above the highest it is
+//! the nearest measured one (a node does not cost less than it did saturated, and a rate
+//! below calibration's lowest is predicted at that rate's cost, which under-predicts it).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -41,6 +42,11 @@ pub struct RatePoint {
     pub us: f64,
 }
 
+/// The logarithm interpolation runs in; a rate of 0 is the lowest there is.
+fn log(x: f64) -> f64 {
+    x.max(1e-9).ln()
+}
+
 /// `y` at `x` over the points `(x, y)`: linear between neighbours, the nearest point's `y`
 /// outside them; none without points.
 pub fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
@@ -67,14 +73,14 @@ pub fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
 /// The ns a packet costs beyond the saturated fit when one tunnel runs at `share` of what it
 /// carries saturated (0 without a table).
 pub fn extra_ns(table: &BTreeMap<String, BatchPoint>, share: f64) -> f64 {
-    let points: Vec<(f64, f64)> = table.values().map(|b| (b.share, b.extra_ns)).collect();
-    interpolate(&points, share).unwrap_or(0.0)
+    let points: Vec<(f64, f64)> = table.values().map(|b| (log(b.share), b.extra_ns)).collect();
+    interpolate(&points, log(share)).unwrap_or(0.0)
 }
 
 /// µs per setup at `setups_per_s` from the table, or `saturated` without one.
 pub fn setup_us(table: &BTreeMap<String, RatePoint>, setups_per_s: f64, saturated: f64) -> f64 {
-    let points: Vec<(f64, f64)> = table.values().map(|r| (r.setups_per_s, r.us)).collect();
-    interpolate(&points, setups_per_s).unwrap_or(saturated)
+    let points: Vec<(f64, f64)> = table.values().map(|r| (log(r.setups_per_s), r.us)).collect();
+    interpolate(&points, log(setups_per_s)).unwrap_or(saturated)
 }
 
 #[cfg(test)]
@@ -101,6 +107,7 @@ mod tests {
             ("paced25".to_string(), RatePoint { setups_per_s: 1000.0, us: 320.0 }),
         ]
         .into();
-        assert!((setup_us(&t, 2500.0, 0.0) - 282.5).abs() < 1e-9);
+        // 2,000/s is halfway from 1,000 to 4,000 in the logarithm of the rate.
+        assert!((setup_us(&t, 2000.0, 0.0) - 282.5).abs() < 1e-9);
     }
 }
