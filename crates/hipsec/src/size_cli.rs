@@ -25,6 +25,7 @@ Examples:
   hipsec size --profile profile.json --example road-warriors --json
   hipsec size --profile profile.json --gbps 2 --both --imix --suite aes128gcm --tunnels 100 \\
       --child-rekey 3600 --link 10
+  hipsec size --profile profile.json --packet-size 1400 --cores 0.01   (what a 1 % CPU cap carries)
 Examples: gateway-10g (10 Gbit/s each way of IMIX through 16 tunnels on a 10 Gbit/s link),
 road-warriors (10,000 tunnels, hourly CHILD_SA rekeys, 50 handshakes/s), home-agent
 (1,000,000 mobile nodes re-registering every 10 minutes, 2 Gbit/s tunnelled to them).";
@@ -89,6 +90,13 @@ pub struct SizeArgs {
     /// Share of each core to plan for (0.7 by default).
     #[arg(long, value_name = "SHARE")]
     pub utilisation: Option<f64>,
+    /// The inverse question: the most traffic (--gbps, each way) the workload can have on
+    /// this many cores, every core fully used. A share of one core works too: 0.01 is a
+    /// gateway capped at 1 % of a core, whose CPU rather than its link then bounds it above
+    /// the rate this gives. Example: hipsec size --profile profile.json --packet-size 1400
+    /// --cores 0.5
+    #[arg(long, value_name = "CORES")]
+    pub cores: Option<f64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -148,8 +156,41 @@ pub fn answer(a: &SizeArgs) -> Result<Answer, String> {
     sizing::rounds::size_with_interval(&p, &workload(a)?).map_err(|e| e.to_string())
 }
 
+/// `--cores`: what those cores carry.
+fn capacity(a: &SizeArgs, cores: f64) -> Result<(), String> {
+    let p = Profile::from_json(&read(&a.profile, "profile")?)
+        .map_err(|e| format!("{}: {e}", a.profile.display()))?;
+    let w = workload(a)?;
+    let c = sizing::capacity::capacity(&p, &w, cores).map_err(|e| e.to_string())?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    let mbit =
+        |g: f64| if g < 1.0 { format!("{:.1} Mbit/s", g * 1e3) } else { format!("{g:.2} Gbit/s") };
+    println!(
+        "{}: {cores} core{} carr{} up to {} each way of inner packets ({} on the wire).",
+        w.name,
+        if cores == 1.0 { "" } else { "s" },
+        if cores == 1.0 { "ies" } else { "y" },
+        mbit(c.gbps),
+        mbit(c.wire_gbps)
+    );
+    if let (Some(lo), Some(hi)) = (c.gbps_low, c.gbps_high) {
+        println!(
+            "Over the calibration's spread and the error validation measured: {} to {}.",
+            mbit(lo),
+            mbit(hi)
+        );
+    }
+    Ok(())
+}
+
 /// Runs `hipsec size`.
 pub fn run(a: &SizeArgs) -> Result<(), String> {
+    if let Some(cores) = a.cores {
+        return capacity(a, cores);
+    }
     let ans = answer(a)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&ans).map_err(|e| e.to_string())?);

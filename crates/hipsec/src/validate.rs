@@ -8,9 +8,9 @@
 //! then predicts the CPU the nodes used from the profile alone and the work the run reports
 //! (packets and their sizes from the nodes' counters; handshakes completed), the way `hipsec
 //! size` adds costs. Predicted beside measured, and the error; a check misses when the error is
-//! beyond [`TOLERANCE`]. With a profile of several rounds each prediction is also made at both
-//! ends of the profile's ranges (`Profile::bracket`, the interval `hipsec size` gives), and the
-//! check says whether the measured CPU fell inside it.
+//! beyond [`TOLERANCE`]. With a profile of several rounds each prediction is also made with
+//! each round's costs (`Profile::ends`, the interval `hipsec size` gives), and the check says
+//! whether the measured CPU fell inside it.
 
 use crate::calibrate::tunnel_work;
 use crate::{bench_ike, bench_tunnel};
@@ -143,10 +143,24 @@ fn check(
     Check { run, work, predicted, measured, error, within, unit, interval, inside }
 }
 
-/// The profile and the profile at the low and the high end of its ranges.
-fn brackets(p: &Profile) -> Result<[Profile; 3], String> {
-    let b = |high| p.bracket(high).map_err(|e| format!("profile ranges: {e}"));
-    Ok([p.clone(), b(false)?, b(true)?])
+/// What the calibration's spread lets the profile be (`Profile::ends`: each round's costs).
+fn ends(p: &Profile) -> Result<Vec<Profile>, String> {
+    p.ends().map_err(|e| format!("profile ranges: {e}"))
+}
+
+/// The prediction at the profile's medians, and the lowest and highest over `ends`.
+fn spread_of(
+    mid: &Profile,
+    ends: &[Profile],
+    f: &dyn Fn(&Profile) -> Result<f64, String>,
+) -> Result<(f64, f64, f64), String> {
+    let mut lo_hi = (f64::INFINITY, f64::NEG_INFINITY);
+    for e in ends {
+        let x = f(e)?;
+        lo_hi = (lo_hi.0.min(x), lo_hi.1.max(x));
+    }
+    let m = f(mid)?;
+    if ends.is_empty() { Ok((m, m, m)) } else { Ok((m, lo_hi.0, lo_hi.1)) }
 }
 
 /// One tunnel run: what varies from calibration's (aes128gcm over both carriers, full-size
@@ -233,7 +247,7 @@ fn predict_tunnel(p: &Profile, t: TunnelRun, r: &bench_tunnel::Report) -> Result
 }
 
 fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String> {
-    let [mid, low, high] = brackets(p)?;
+    let ends = ends(p)?;
     let carrier = t.carrier();
     let suite = t.suite;
     let cost = p.suites.get(suite).ok_or_else(|| format!("the profile has no suite {suite}"))?;
@@ -282,8 +296,7 @@ fn tunnel_check(p: &Profile, t: TunnelRun, seconds: u32) -> Result<Check, String
         return Err("the tunnel bench ran both carriers".into());
     };
     let w = tunnel_work(&r, cost)?;
-    let predicted =
-        (predict_tunnel(&mid, t, &r)?, predict_tunnel(&low, t, &r)?, predict_tunnel(&high, t, &r)?);
+    let predicted = spread_of(p, &ends, &|q| predict_tunnel(q, t, &r))?;
     Ok(check(
         name,
         format!(
@@ -330,15 +343,12 @@ fn ike_check(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let r = bench_ike::measure(&args, &stop)?;
-    let [mid, low, high] = brackets(p)?;
+    let ends = ends(p)?;
+    let rate = r.setups_per_s;
     Ok(check(
         format!("bench ike --pin {load} (responder, x25519, PSK)"),
         format!("{:.0} setups/s", r.setups_per_s),
-        (
-            mid.ike.setup_us_at(r.setups_per_s),
-            low.ike.setup_us_at(r.setups_per_s),
-            high.ike.setup_us_at(r.setups_per_s),
-        ),
+        spread_of(p, &ends, &|q| Ok(q.ike.setup_us_at(rate)))?,
         r.responder_us_per_setup,
         "µs per setup",
         p.validation.as_ref().and_then(|v| v.ike),

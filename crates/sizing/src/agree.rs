@@ -22,7 +22,16 @@ pub struct CostAgreement {
 }
 
 fn point(x: f64) -> Spread {
-    Spread { median: x, min: x, max: x, rounds: 1 }
+    Spread { median: x, min: x, max: x, rounds: 1, values: Vec::new() }
+}
+
+/// Where a part-load figure was measured (the rate of its run), not what it cost: the x of
+/// the `by_rate` tables, and the wake-ups kept for the reader.
+fn is_coordinate(figure: &str) -> bool {
+    figure.contains("by_rate.")
+        && [".share", ".packets_per_s", ".gbps", ".setups_per_s", ".wakeups_per_packet"]
+            .iter()
+            .any(|end| figure.ends_with(end))
 }
 
 /// Every cost both profiles hold, in path order. Costs only one of them holds are left out
@@ -30,10 +39,10 @@ fn point(x: f64) -> Spread {
 pub fn agreement(a: &Profile, b: &Profile) -> Vec<CostAgreement> {
     let (fa, fb) = (crate::rounds::costs(a), crate::rounds::costs(b));
     let mut out = Vec::new();
-    for (figure, xa) in &fa {
+    for (figure, xa) in fa.iter().filter(|(f, _)| !is_coordinate(f)) {
         let Some((_, xb)) = fb.iter().find(|(f, _)| f == figure) else { continue };
-        let sa = a.spread.get(figure).copied().unwrap_or_else(|| point(*xa));
-        let sb = b.spread.get(figure).copied().unwrap_or_else(|| point(*xb));
+        let sa = a.spread.get(figure).cloned().unwrap_or_else(|| point(*xa));
+        let sb = b.spread.get(figure).cloned().unwrap_or_else(|| point(*xb));
         let agree = sa.min <= sb.max && sb.min <= sa.max;
         let change = if sa.median != 0.0 { (sb.median - sa.median) / sa.median } else { f64::NAN };
         out.push(CostAgreement { figure: figure.clone(), a: sa, b: sb, change, agree });
@@ -47,7 +56,7 @@ mod tests {
     use crate::rounds::tests::base as example_profile;
 
     fn spread(median: f64, min: f64, max: f64) -> Spread {
-        Spread { median, min, max, rounds: 5 }
+        Spread { median, min, max, rounds: 5, values: Vec::new() }
     }
 
     #[test]
@@ -68,5 +77,15 @@ mod tests {
         let p = example_profile();
         let r = agreement(&p, &p);
         assert!(r.len() > 10 && r.iter().all(|c| c.agree), "{r:?}");
+    }
+
+    /// The rates a part-load point ran at are where it was measured, not a cost to agree on.
+    #[test]
+    fn the_rates_of_part_load_points_are_not_compared() {
+        assert!(is_coordinate("carriers.udp.by_rate.paced20.gbps"));
+        assert!(is_coordinate("ike.setup_by_rate.paced5.setups_per_s"));
+        assert!(!is_coordinate("carriers.udp.by_rate.paced20.extra_ns"));
+        assert!(!is_coordinate("ike.setup_by_rate.paced5.us"));
+        assert!(!is_coordinate("carriers.udp.per_byte_ns"));
     }
 }

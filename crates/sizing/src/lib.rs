@@ -14,6 +14,7 @@
 
 pub mod agree;
 pub mod answer;
+pub mod capacity;
 pub mod error;
 pub mod examples;
 pub mod load;

@@ -230,12 +230,17 @@ pub struct ModelError {
 }
 
 /// One figure over the calibration's rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,
     pub max: f64,
     pub rounds: u32,
+    /// Each round's value, in round order (empty in profiles written before they were kept):
+    /// figures measured together (a line's intercept and slope) move together from round to
+    /// round, which their min and max alone do not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<f64>,
 }
 
 /// The machine's own noise during a calibration, from /proc/stat and the process's CPU.

@@ -117,9 +117,10 @@ pub fn combine(
         }
         let (min, max) =
             xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        let values = xs.clone();
         let m = median(&mut xs);
         set(&mut out, &path, m);
-        spread.insert(path, Spread { median: m, min, max, rounds: xs.len() as u32 });
+        spread.insert(path, Spread { median: m, min, max, rounds: xs.len() as u32, values });
     }
     let mut p = from_value(out)?;
     p.spread = spread;
@@ -172,16 +173,54 @@ impl Profile {
     }
 }
 
-/// Sizes `w` on `p`; a profile of several rounds also sizes it at both ends of its costs' range
-/// and gives the answer its interval. The figures noted noisy are those whose part of the
+impl Profile {
+    /// The profile as each calibration round measured it (every figure at that round's value),
+    /// none when the spreads do not keep their rounds' values (older profiles).
+    pub fn rounds(&self) -> Result<Option<Vec<Profile>>, SizingError> {
+        let n = self.spread.values().map(|s| s.values.len()).max().unwrap_or(0);
+        if n < 2 || self.spread.values().any(|s| s.values.len() != n) {
+            return Ok(None);
+        }
+        let v = to_value(self)?;
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut r = v.clone();
+            for (path, s) in &self.spread {
+                set(&mut r, path, s.values[i]);
+            }
+            out.push(from_value(r)?);
+        }
+        Ok(Some(out))
+    }
+
+    /// What the calibration's spread lets a figure be: each round's profile when the rounds'
+    /// values are kept, else every cost at its low and at its high end at once ([`bracket`]).
+    ///
+    /// [`bracket`]: Profile::bracket
+    pub fn ends(&self) -> Result<Vec<Profile>, SizingError> {
+        match self.rounds()? {
+            Some(r) => Ok(r),
+            None => Ok(vec![self.bracket(false)?, self.bracket(true)?]),
+        }
+    }
+}
+
+/// Sizes `w` on `p`; a profile of several rounds also sizes it with each round's costs (or, for
+/// a profile that did not keep them, at both ends of its costs' range) and gives the answer its
+/// interval. The figures noted noisy are those whose part of the
 /// answer is not zero (a noisy HIP cost does not make a gateway's answer unsure).
 pub fn size_with_interval(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     let a = crate::model::size(p, w)?;
     let Some(rounds) = p.spread.values().map(|s| s.rounds).max().filter(|&r| r > 1) else {
         return Ok(a);
     };
-    let lo = crate::model::size(&p.bracket(false)?, w)?;
-    let hi = crate::model::size(&p.bracket(true)?, w)?;
+    let ends: Vec<Answer> =
+        p.ends()?.iter().map(|e| crate::model::size(e, w)).collect::<Result<_, _>>()?;
+    let span = |f: &dyn Fn(&Answer) -> f64| {
+        ends.iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)))
+    };
     // A noisy figure matters to this answer when moving it alone to its high end moves the
     // answer.
     let mut noisy = Vec::new();
@@ -194,17 +233,16 @@ pub fn size_with_interval(p: &Profile, w: &Workload) -> Result<Answer, SizingErr
             noisy.push(format!("{figure} ({:.0} %)", rel * 100.0));
         }
     }
-    let (mut total_low, mut total_high) = (lo.total_cores, hi.total_cores);
+    let (mut total_low, mut total_high) = span(&|x| x.total_cores);
     let mut unvalidated = Vec::new();
     if let Some(v) = &p.validation {
         // Each part widened by the error validation measured for its kind of work; parts no
         // validation run predicts keep the calibration's range, and are named.
         (total_low, total_high) = (0.0, 0.0);
         for c in &a.components {
-            let at = |x: &Answer| {
+            let (l, h) = span(&|x| {
                 x.components.iter().find(|d| d.name == c.name).map_or(c.cores, |d| d.cores)
-            };
-            let (l, h) = (at(&lo), at(&hi));
+            });
             let band = match kind_of(&c.name) {
                 WorkKind::DataPath => v.data_path,
                 WorkKind::Ike => v.ike,
@@ -380,6 +418,37 @@ pub(crate) mod tests {
             line.contains("IKE -20 … +25 %") && line.contains("not validated on this machine: HIP"),
             "{line}"
         );
+    }
+
+    /// Two figures measured together that move against each other from round to round (a
+    /// line's intercept and slope) give each round's answer, not both ends at once.
+    #[test]
+    fn each_rounds_costs_go_together() {
+        let mk = |tx: f64, per_byte: f64| {
+            let mut p = base();
+            if let Some(u) = p.carriers.get_mut("udp") {
+                (u.tx_ns, u.per_byte_ns) = (tx, per_byte);
+            }
+            p
+        };
+        // 300 + 0.2 × 1000, 100 + 0.4 × 1000, 200 + 0.3 × 1000: 500 ns a packet in each round.
+        let rounds = [mk(300.0, 0.2), mk(100.0, 0.4), mk(200.0, 0.3)];
+        let p = combine(&rounds, None).unwrap_or_else(|e| panic!("{e}"));
+        let mut w = crate::examples::base("t");
+        (w.tunnels, w.throughput_gbps) = (1, 1.0);
+        w.packets = crate::workload::PacketMix::Fixed(1000);
+        let i = size_with_interval(&p, &w).unwrap_or_else(|e| panic!("{e}")).interval;
+        let i = i.unwrap_or_else(|| panic!("no interval"));
+        assert!((i.total_cores_high - i.total_cores_low).abs() < 1e-12, "{i:?}");
+        // A profile that did not keep its rounds' values: every cost at its ends at once.
+        let mut old = p.clone();
+        for s in old.spread.values_mut() {
+            s.values.clear();
+        }
+        assert!(old.rounds().unwrap_or_else(|e| panic!("{e}")).is_none());
+        let i = size_with_interval(&old, &w).unwrap_or_else(|e| panic!("{e}")).interval;
+        let i = i.unwrap_or_else(|| panic!("no interval"));
+        assert!(i.total_cores_high > 1.05 * i.total_cores_low, "{i:?}");
     }
 
     #[test]
