@@ -25,7 +25,8 @@ Examples:
   hipsec size --profile profile.json --example road-warriors --json
   hipsec size --profile profile.json --gbps 2 --both --imix --suite aes128gcm --tunnels 100 \\
       --child-rekey 3600 --link 10
-  hipsec size --profile profile.json --packet-size 1400 --cores 0.01   (what a 1 % CPU cap carries)
+  hipsec size --profile profile.json --packet-size 1400 --cores 0.01
+The last asks the inverse: how much traffic 1 % of a core carries (a CPU-capped gateway).
 Examples: gateway-10g (10 Gbit/s each way of IMIX through 16 tunnels on a 10 Gbit/s link),
 road-warriors (10,000 tunnels, hourly CHILD_SA rekeys, 50 handshakes/s), home-agent
 (1,000,000 mobile nodes re-registering every 10 minutes, 2 Gbit/s tunnelled to them).";
