@@ -3,12 +3,12 @@
 //! Assumptions, which the validation run in the lab checks (`hipsec lab validate`):
 //! - Costs are linear: a packet costs a fixed part plus a part per byte (both in the suites'
 //!   seal and open and in the carriers' I/O, where GSO/GRO make big packets' syscalls cost per
-//!   byte rather than per packet) plus, in the carriers' I/O, what a packet costs beyond
-//!   that at its tunnel's rate (`load`: a node at part load pays more per packet); a handshake costs the responder's CPU at the workload's rate
-//!   of handshakes, and another event (rekey, binding update) its measured CPU time. Nothing
-//!   contends (no lock, memory
-//!   bandwidth or cache effects beyond those in the measured costs: the profile's per-packet
-//!   figures come from the node's own data path with many SAs).
+//!   byte rather than per packet) plus, in the carriers' I/O, what a packet costs beyond that
+//!   at its tunnel's rate (`load`: a node at part load pays more per packet); a handshake
+//!   costs the responder's CPU at the workload's rate of handshakes, and another event (rekey,
+//!   binding update) its measured CPU time. Nothing contends (no lock, memory bandwidth or
+//!   cache effects beyond those in the measured costs: the profile's per-packet figures come
+//!   from the node's own data path with many SAs).
 //! - Sealed traffic costs the clear side's receive (TUN), the filter, the seal and the carrier's
 //!   send; opened traffic the carrier's receive, the open, the filter and the TUN send. One-way
 //!   traffic is only sealed (the reverse direction's ACKs are not counted).
@@ -85,11 +85,11 @@ pub fn size(p: &Profile, w: &Workload) -> Result<Answer, SizingError> {
     let avg = |f: &dyn Fn(f64) -> f64| shares.iter().map(|&(b, sh)| sh * f(b)).sum::<f64>();
     let seal_ns = avg(&|b| s.seal.ns(b));
     let open_ns = avg(&|b| s.open.ns(b));
+    let rules_ns = p.filter.per_rule_ns * w.filter_rules as f64;
+    let filter_ns = p.filter.per_packet_ns + rules_ns;
     // I/O per packet: fixed part + per byte of the mix's mean packet + what part load
     // adds at one tunnel's rate (`load`).
-    let filter_ns = p.filter.per_packet_ns + p.filter.per_rule_ns * w.filter_rules as f64;
     let per_tunnel_gbps = w.throughput_gbps / w.tunnels.max(1) as f64;
-    let rules_ns = p.filter.per_rule_ns * w.filter_rules as f64;
     let share = load_share(p, s, io, mean, rules_ns, per_tunnel_gbps);
     let (tun_b, io_b) =
         (tun.per_byte_ns * mean + tun.load_ns(share), io.per_byte_ns * mean + io.load_ns(share));
